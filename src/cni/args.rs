@@ -1,0 +1,95 @@
+//! `CNI_ARGS`: `KEY=VALUE;KEY=VALUE`, with the keys Multus and the spec use.
+
+use std::net::IpAddr;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CniArgs {
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub pod_infra_container_id: Option<String>,
+    pub pod_uid: Option<String>,
+    pub mac: Option<String>,
+    pub ips: Vec<IpAddr>,
+}
+
+impl CniArgs {
+    /// Unknown keys are an error unless `IgnoreUnknown` is true, as the spec says.
+    pub fn parse(raw: &str) -> Result<Self> {
+        let pairs: Vec<(&str, &str)> = raw
+            .split(';')
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                p.split_once('=').ok_or_else(|| {
+                    Error::InvalidEnv(format!("CNI_ARGS entry {p:?} is not KEY=VALUE"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let ignore_unknown = pairs.iter().any(|(k, v)| {
+            *k == "IgnoreUnknown" && matches!(v.to_ascii_lowercase().as_str(), "1" | "true")
+        });
+        let mut args = CniArgs::default();
+        for (key, value) in pairs {
+            let value = value.to_string();
+            match key {
+                "IgnoreUnknown" => {}
+                "K8S_POD_NAMESPACE" => args.pod_namespace = Some(value),
+                "K8S_POD_NAME" => args.pod_name = Some(value),
+                "K8S_POD_INFRA_CONTAINER_ID" => args.pod_infra_container_id = Some(value),
+                "K8S_POD_UID" => args.pod_uid = Some(value),
+                "MAC" => args.mac = Some(value),
+                "IP" => {
+                    for ip in value.split(',').filter(|s| !s.is_empty()) {
+                        let ip = ip.split('/').next().unwrap_or(ip);
+                        args.ips.push(ip.parse().map_err(|_| {
+                            Error::InvalidEnv(format!("CNI_ARGS IP={value:?} is not an IP address"))
+                        })?);
+                    }
+                }
+                other if ignore_unknown => {
+                    let _ = other;
+                }
+                other => {
+                    return Err(Error::InvalidEnv(format!(
+                        "CNI_ARGS has unknown key {other:?}; add IgnoreUnknown=true to pass extra keys"
+                    )))
+                }
+            }
+        }
+        Ok(args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_multus_args() {
+        let a = CniArgs::parse(
+            "IgnoreUnknown=true;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer-0;\
+             K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=u-1;MAC=02:00:00:00:00:01;IP=172.16.0.4",
+        )
+        .unwrap();
+        assert_eq!(a.pod_namespace.as_deref(), Some("ml"));
+        assert_eq!(a.pod_name.as_deref(), Some("trainer-0"));
+        assert_eq!(a.pod_uid.as_deref(), Some("u-1"));
+        assert_eq!(a.mac.as_deref(), Some("02:00:00:00:00:01"));
+        assert_eq!(a.ips, vec!["172.16.0.4".parse::<IpAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn unknown_keys_need_ignore_unknown() {
+        assert_eq!(CniArgs::parse("FOO=bar").map_err(|e| e.code()), Err(4));
+        assert!(CniArgs::parse("FOO=bar;IgnoreUnknown=1").is_ok());
+        assert!(CniArgs::parse("IgnoreUnknown=false;FOO=bar").is_err());
+    }
+
+    #[test]
+    fn malformed_entries_are_env_errors() {
+        assert_eq!(CniArgs::parse("NOEQUALS").map_err(|e| e.code()), Err(4));
+        assert_eq!(CniArgs::parse("IP=not-an-ip").map_err(|e| e.code()), Err(4));
+        assert_eq!(CniArgs::parse("").unwrap(), CniArgs::default());
+    }
+}

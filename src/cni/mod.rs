@@ -1,0 +1,8 @@
+//! The CNI protocol: environment, versions, results and error output.
+
+pub mod args;
+pub mod env;
+pub mod result;
+pub mod version;
+
+pub use env::{Command, Env};

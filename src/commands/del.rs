@@ -1,0 +1,67 @@
+//! DEL: give the VF back to the host, release IPAM, forget the attachment.
+//! Converges from any state: netns gone or empty, record missing, repeated DEL.
+
+use super::vf::Home;
+use super::Ctx;
+use crate::error::Result;
+use crate::ipam::Ipam;
+use crate::net::{NetNs, Netlink};
+use crate::sriov::normalize_pci;
+use crate::state::Record;
+use crate::{log_info, log_warn};
+
+pub async fn del(ctx: &Ctx) -> Result<()> {
+    let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
+    let record = ctx.store.find(cid, ifname)?;
+    let pci = match (&record, &ctx.conf.device_id) {
+        (Some(r), _) => Some(r.pci.clone()),
+        (None, Some(d)) => Some(normalize_pci(d)?),
+        (None, None) => None,
+    };
+    match &pci {
+        Some(pci) => {
+            let _lock = ctx.store.lock_vf(pci)?;
+            // Re-read under the lock: another invocation may have changed it.
+            let record = ctx.store.load(pci)?.filter(|r| r.is_for(cid, ifname));
+            let other_owner = record.is_none() && ctx.store.load(pci)?.is_some();
+            if other_owner {
+                log_info!("VF {pci} now belongs to another attachment; releasing only this one's IPAM");
+            } else {
+                return_vf(ctx, pci, record.as_ref()).await?;
+            }
+            release_ipam(ctx)?;
+            if record.is_some() {
+                ctx.store.remove(pci)?;
+            }
+        }
+        None => {
+            log_warn!("no record and no deviceID for {cid}/{ifname}: nothing to return; releasing IPAM only");
+            release_ipam(ctx)?;
+        }
+    }
+    Ok(())
+}
+
+async fn return_vf(ctx: &Ctx, pci: &str, record: Option<&Record>) -> Result<()> {
+    // The VF's sysfs names help find it when the kernel already returned it.
+    let sysfs_names = ctx.sysfs.resolve(pci).map(|vf| vf.netdevs).unwrap_or_default();
+    let host_nl = Netlink::connect_in(&ctx.host)?;
+    let pod = match ctx.env.netns.as_deref().map(NetNs::open) {
+        Some(Ok(ns)) => Some(ns),
+        Some(Err(e)) => {
+            log_info!("pod namespace is gone ({e}); looking for the VF on the host");
+            None
+        }
+        None => None,
+    };
+    let pod_nl = pod.as_ref().map(Netlink::connect_in).transpose()?;
+    let home = Home { host: &ctx.host, host_nl: &host_nl, pci, sysfs_names: &sysfs_names };
+    home.bring_back(pod_nl.as_ref(), &ctx.env.ifname, record).await
+}
+
+fn release_ipam(ctx: &Ctx) -> Result<()> {
+    match Ipam::new(&ctx.conf, &ctx.env) {
+        Some(ipam) => ipam.del(),
+        None => Ok(()),
+    }
+}

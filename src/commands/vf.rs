@@ -1,0 +1,126 @@
+//! Finding a VF's netdev by PCI address wherever it is, and bringing it home.
+
+use crate::error::Result;
+use crate::net::{Link, NetNs, Netlink};
+use crate::state::Record;
+use crate::{log_info, log_warn};
+
+/// Is `link` the VF at `pci`? The kernel names a netdev's bus device
+/// (IFLA_PARENT_DEV_NAME); devices without one (test stand-ins) are
+/// recognised by the ifindex the record saved.
+pub fn is_vf(link: &Link, pci: &str, record: Option<&Record>) -> bool {
+    match &link.parent_dev {
+        Some(parent) => parent == pci,
+        None => record.is_some_and(|r| r.host.ifindex == link.index),
+    }
+}
+
+/// The VF in the host namespace: under a name sysfs lists, its original name,
+/// its pod name (the kernel keeps it when a dead netns returns the VF) or
+/// `dev<ifindex>` (the kernel's fallback), else by saved ifindex.
+pub async fn find_in_host(host: &Netlink, pci: &str, sysfs_names: &[String], record: Option<&Record>) -> Result<Option<Link>> {
+    let mut names: Vec<String> = sysfs_names.to_vec();
+    if let Some(r) = record {
+        names.extend([r.host.name.clone(), r.ifname.clone(), format!("dev{}", r.host.ifindex)]);
+    }
+    for name in &names {
+        if let Some(link) = host.link_by_name(name).await? {
+            if is_vf(&link, pci, record) {
+                return Ok(Some(link));
+            }
+        }
+    }
+    if let Some(r) = record {
+        if let Some(link) = host.link_by_index(r.host.ifindex).await? {
+            if is_vf(&link, pci, record) {
+                return Ok(Some(link));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Move the VF from the pod back to the host under `name`. If that name is
+/// taken there (or one of the VF's altnames is), drop colliding altnames and
+/// retry, then fall back to `dev<ifindex>` like the kernel does.
+async fn move_home(pod: &Netlink, link: &Link, host: &NetNs, host_nl: &Netlink, name: &str) -> Result<()> {
+    if pod.move_to(link.index, host, name).await? {
+        return Ok(());
+    }
+    let mut colliding = Vec::new();
+    for alt in &link.altnames {
+        if host_nl.link_by_name(alt).await?.is_some() {
+            colliding.push(alt.clone());
+        }
+    }
+    if !colliding.is_empty() {
+        pod.del_altnames(link.index, &colliding).await?;
+        if pod.move_to(link.index, host, name).await? {
+            return Ok(());
+        }
+    }
+    let fallback = format!("dev{}", link.index);
+    log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
+    if pod.move_to(link.index, host, &fallback).await? {
+        return Ok(());
+    }
+    Err(crate::error::Error::Netlink(format!(
+        "cannot return VF (link #{}) to the host: both {name} and {fallback} are taken there",
+        link.index
+    )))
+}
+
+pub struct Home<'a> {
+    pub host: &'a NetNs,
+    pub host_nl: &'a Netlink,
+    pub pci: &'a str,
+    pub sysfs_names: &'a [String],
+}
+
+impl Home<'_> {
+    /// Bring the VF back wherever it is, renamed and restored as the record
+    /// says. A VF that is nowhere to be found is logged, not an error: DEL
+    /// must converge.
+    pub async fn bring_back(&self, pod: Option<&Netlink>, ifname: &str, record: Option<&Record>) -> Result<()> {
+        let wanted = record.map(|r| r.host.name.clone());
+        if let Some(pod) = pod {
+            if let Some(link) = pod.link_by_name(ifname).await? {
+                if is_vf(&link, self.pci, record) {
+                    let name = wanted.clone().unwrap_or_else(|| format!("dev{}", link.index));
+                    move_home(pod, &link, self.host, self.host_nl, &name).await?;
+                    log_info!("returned VF {} from the pod ({ifname}) to the host as {name}", self.pci);
+                }
+            }
+        }
+        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record).await? else {
+            log_warn!("VF {} is neither in the pod as {ifname} nor in the host; nothing to return", self.pci);
+            return Ok(());
+        };
+        let Some(record) = record else { return Ok(()) };
+        self.restore(&link, record).await
+    }
+
+    async fn restore(&self, link: &Link, record: &Record) -> Result<()> {
+        let nl = self.host_nl;
+        if link.name != record.host.name {
+            if nl.link_by_name(&record.host.name).await?.is_some() {
+                log_warn!("cannot rename VF {} back to {}: the name is taken; it stays {}", self.pci, record.host.name, link.name);
+            } else {
+                nl.set_down(link.index).await?;
+                nl.rename(link.index, &record.host.name).await?;
+            }
+        }
+        if link.mtu != record.host.mtu {
+            nl.set_mtu(link.index, record.host.mtu).await?;
+        }
+        let mac = parse_hex_mac(&record.host.mac);
+        if !mac.is_empty() && link.mac != mac {
+            nl.set_mac(link.index, &mac).await?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_hex_mac(s: &str) -> Vec<u8> {
+    s.split(':').map_while(|p| u8::from_str_radix(p, 16).ok()).collect()
+}

@@ -1,0 +1,304 @@
+//! The network config from stdin, validated into typed values.
+//!
+//! Everything that can be wrong with a NAD is found here, before any host
+//! change, and reported with the field to fix.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::cni::env::Env;
+use crate::cni::version::Version;
+use crate::error::{Error, Result};
+use crate::log::Level;
+
+pub const DEFAULT_MTU: u32 = 9000;
+/// Smallest MTU an IPv4 interface may have.
+const MIN_MTU: u32 = 68;
+
+/// The `ipam.type` that runs in-process instead of from CNI_PATH.
+pub const EMBEDDED_IPAM: &str = "railcni-ipam";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawConf {
+    cni_version: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(rename = "deviceID")]
+    device_id: Option<String>,
+    #[serde(rename = "pciBusID")]
+    pci_bus_id: Option<String>,
+    mtu: Option<Value>,
+    mac: Option<String>,
+    ipam: Option<Value>,
+    log_file: Option<String>,
+    log_level: Option<String>,
+    prev_result: Option<Value>,
+    #[serde(default)]
+    runtime_config: RawRuntimeConfig,
+    args: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct RawRuntimeConfig {
+    #[serde(rename = "deviceID")]
+    device_id: Option<String>,
+    mac: Option<String>,
+    #[serde(default)]
+    ips: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct IpamConf {
+    pub kind: String,
+}
+
+impl IpamConf {
+    pub fn is_embedded(&self) -> bool {
+        self.kind == EMBEDDED_IPAM
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NetConf {
+    pub version: Version,
+    pub name: String,
+    /// The VF's PCI address: runtimeConfig.deviceID > deviceID > pciBusID.
+    pub device_id: Option<String>,
+    pub mtu: u32,
+    /// runtimeConfig.mac > CNI_ARGS MAC= > config mac.
+    pub mac: Option<[u8; 6]>,
+    pub ipam: Option<IpamConf>,
+    /// Addresses the runtime asked for: runtimeConfig.ips, args.cni.ips, CNI_ARGS IP=.
+    pub requested_ips: Vec<IpAddr>,
+    pub log_file: Option<PathBuf>,
+    pub log_level: Level,
+    pub prev_result: Option<Value>,
+    /// The config as received, handed unchanged to an external IPAM plugin.
+    pub raw: Value,
+}
+
+impl NetConf {
+    pub fn parse(bytes: &[u8], env: &Env) -> Result<Self> {
+        let raw: Value = serde_json::from_slice(bytes)
+            .map_err(|e| Error::Decode(format!("stdin is not valid JSON: {e}")))?;
+        if !raw.is_object() {
+            return Err(Error::Decode("stdin must be a JSON object".into()));
+        }
+        let conf: RawConf = serde_json::from_value(raw.clone())
+            .map_err(|e| Error::Decode(format!("network config has a field of the wrong type: {e}")))?;
+
+        let version = Version::parse(
+            conf.cni_version
+                .as_deref()
+                .ok_or_else(|| Error::config("cniVersion", "is required"))?,
+        )?;
+        let name = conf
+            .name
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| Error::config("name", "is required"))?;
+        if conf.kind.as_deref().unwrap_or("").is_empty() {
+            return Err(Error::config("type", "is required"));
+        }
+
+        let device_id = conf
+            .runtime_config
+            .device_id
+            .or(conf.device_id)
+            .or(conf.pci_bus_id)
+            .filter(|d| !d.is_empty());
+
+        let mtu = parse_mtu(conf.mtu.as_ref())?;
+        let mac = match (&conf.runtime_config.mac, &env.args.mac, &conf.mac) {
+            (Some(m), _, _) => Some(parse_mac(m, "runtimeConfig.mac")?),
+            (None, Some(m), _) => Some(parse_mac(m, "CNI_ARGS MAC")?),
+            (None, None, Some(m)) => Some(parse_mac(m, "mac")?),
+            (None, None, None) => None,
+        };
+
+        let ipam = match &conf.ipam {
+            None => None,
+            Some(v) if v.as_object().is_some_and(|o| o.is_empty()) => None,
+            Some(v) => {
+                let kind = v
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| Error::config("ipam.type", "is required when ipam is set"))?;
+                if kind.contains('/') || kind.starts_with('.') {
+                    return Err(Error::config("ipam.type", format!("{kind:?} must be a plugin name, not a path")));
+                }
+                Some(IpamConf { kind: kind.to_string() })
+            }
+        };
+
+        let mut requested_ips = Vec::new();
+        for ip in &conf.runtime_config.ips {
+            requested_ips.push(parse_ip(ip, "runtimeConfig.ips")?);
+        }
+        if let Some(ips) = conf.args.as_ref().and_then(|a| a.pointer("/cni/ips")).and_then(Value::as_array) {
+            for ip in ips {
+                requested_ips.push(parse_ip(ip.as_str().unwrap_or(""), "args.cni.ips")?);
+            }
+        }
+        requested_ips.extend(env.args.ips.iter().copied());
+
+        let log_level = match conf.log_level.as_deref() {
+            None | Some("") => Level::Info,
+            Some(l) => Level::parse(l).ok_or_else(|| {
+                Error::config("logLevel", format!("{l:?} is not one of error, warning, info, debug"))
+            })?,
+        };
+
+        Ok(NetConf {
+            version,
+            name,
+            device_id,
+            mtu,
+            mac,
+            ipam,
+            requested_ips,
+            log_file: conf.log_file.filter(|f| !f.is_empty()).map(PathBuf::from),
+            log_level,
+            prev_result: conf.prev_result,
+            raw,
+        })
+    }
+
+    /// The PCI address, required by every command that touches a VF.
+    pub fn require_device_id(&self) -> Result<&str> {
+        self.device_id.as_deref().ok_or_else(|| {
+            Error::config(
+                "deviceID",
+                "no VF PCI address: set runtimeConfig.deviceID (SR-IOV device plugin via Multus), deviceID or pciBusID",
+            )
+        })
+    }
+}
+
+fn parse_mtu(v: Option<&Value>) -> Result<u32> {
+    let Some(v) = v else { return Ok(DEFAULT_MTU) };
+    let mtu = v
+        .as_u64()
+        .ok_or_else(|| Error::config("mtu", format!("{v} is not a whole number")))?;
+    if mtu < u64::from(MIN_MTU) || mtu > 65535 {
+        return Err(Error::config("mtu", format!("{mtu} is outside {MIN_MTU}..65535")));
+    }
+    Ok(mtu as u32)
+}
+
+pub fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
+    let bad = || Error::config(field, format!("{s:?} is not a MAC address like 02:00:00:00:00:01"));
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return Err(bad());
+    }
+    let mut mac = [0u8; 6];
+    for (byte, part) in mac.iter_mut().zip(parts) {
+        if part.len() != 2 {
+            return Err(bad());
+        }
+        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+    }
+    if mac[0] & 1 == 1 || mac == [0; 6] {
+        return Err(Error::config(field, format!("{s} is a multicast or zero MAC; a VF needs a unicast one")));
+    }
+    Ok(mac)
+}
+
+pub fn format_mac(mac: &[u8]) -> String {
+    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+fn parse_ip(s: &str, field: &str) -> Result<IpAddr> {
+    let addr = s.split('/').next().unwrap_or(s);
+    addr.parse()
+        .map_err(|_| Error::config(field, format!("{s:?} is not an IP address")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::args::CniArgs;
+    use crate::cni::env::Command;
+
+    fn env_with_args(args: &str) -> Env {
+        Env {
+            command: Command::Add,
+            container_id: "c1".into(),
+            netns: Some("/run/netns/p".into()),
+            ifname: "net1".into(),
+            args: CniArgs::parse(args).unwrap(),
+            path: vec![],
+        }
+    }
+
+    fn parse(json: &str) -> Result<NetConf> {
+        NetConf::parse(json.as_bytes(), &env_with_args(""))
+    }
+
+    #[test]
+    fn defaults_and_device_id_order() {
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"rail1","type":"railcni","pciBusID":"0000:3b:02.2","deviceID":"0000:3b:02.1"}"#).unwrap();
+        assert_eq!(c.mtu, 9000);
+        assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.1"));
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","deviceID":"0000:3b:02.1","runtimeConfig":{"deviceID":"0000:3b:02.0"}}"#).unwrap();
+        assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.0"));
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","pciBusID":"0000:3b:02.3"}"#).unwrap();
+        assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.3"));
+    }
+
+    #[test]
+    fn mac_precedence_runtime_then_args_then_conf() {
+        let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03","runtimeConfig":{"mac":"02:00:00:00:00:01"}}"#;
+        let c = NetConf::parse(json.as_bytes(), &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
+        assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 1]));
+        let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03"}"#;
+        let c = NetConf::parse(json.as_bytes(), &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
+        assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 2]));
+        let c = NetConf::parse(json.as_bytes(), &env_with_args("")).unwrap();
+        assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 3]));
+    }
+
+    #[test]
+    fn errors_name_the_field_and_code() {
+        let cases = [
+            (r#"{"name":"r","type":"railcni"}"#, 7, "cniVersion"),
+            (r#"{"cniVersion":"1.0.0","type":"railcni"}"#, 7, "name"),
+            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mtu":40}"#, 7, "mtu"),
+            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mtu":"big"}"#, 7, "mtu"),
+            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"01:00:00:00:00:01"}"#, 7, "mac"),
+            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"foo":1}}"#, 7, "ipam.type"),
+            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"type":"../evil"}}"#, 7, "ipam.type"),
+            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","logLevel":"loud"}"#, 7, "logLevel"),
+            (r#"{"cniVersion":"9.9.9","name":"r","type":"railcni"}"#, 1, ""),
+            (r#"{"cniVersion":"1.0.0""#, 6, ""),
+            (r#"[1,2]"#, 6, ""),
+        ];
+        for (json, code, field) in cases {
+            let e = parse(json).unwrap_err();
+            assert_eq!(e.code(), code, "{json}: {e}");
+            assert!(e.details().contains(field), "{json}: {e}");
+        }
+    }
+
+    #[test]
+    fn requested_ips_from_all_three_sources() {
+        let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","runtimeConfig":{"ips":["172.16.0.2/31"]},"args":{"cni":{"ips":["172.16.0.4"]}}}"#;
+        let c = NetConf::parse(json.as_bytes(), &env_with_args("IP=172.16.0.6")).unwrap();
+        let got: Vec<String> = c.requested_ips.iter().map(|i| i.to_string()).collect();
+        assert_eq!(got, ["172.16.0.2", "172.16.0.4", "172.16.0.6"]);
+    }
+
+    #[test]
+    fn missing_device_id_is_a_config_error_naming_it() {
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni"}"#).unwrap();
+        let e = c.require_device_id().unwrap_err();
+        assert_eq!(e.code(), 7);
+        assert!(e.details().contains("deviceID"));
+    }
+}

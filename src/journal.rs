@@ -1,0 +1,62 @@
+//! ADD as an undo journal: each mutating step records how to undo itself;
+//! on failure the steps are undone in reverse order.
+
+#[must_use]
+pub struct Journal<S> {
+    steps: Vec<S>,
+}
+
+impl<S> Default for Journal<S> {
+    fn default() -> Self {
+        Journal { steps: Vec::new() }
+    }
+}
+
+impl<S> Journal<S> {
+    pub fn push(&mut self, step: S) {
+        self.steps.push(step);
+    }
+
+    /// Undo every recorded step, newest first. Every step runs even if an
+    /// earlier undo failed; the failures are returned for logging.
+    pub async fn unwind<E>(self, mut undo: impl AsyncFnMut(S) -> Result<(), E>) -> Vec<E> {
+        let mut failures = Vec::new();
+        for step in self.steps.into_iter().rev() {
+            if let Err(e) = undo(step).await {
+                failures.push(e);
+            }
+        }
+        failures
+    }
+
+    /// The work succeeded: nothing to undo.
+    pub fn commit(self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn unwinds_newest_first_and_runs_every_step() {
+        let mut j = Journal::default();
+        for step in ["record", "ipam", "move", "mtu"] {
+            j.push(step);
+        }
+        let mut order = Vec::new();
+        let failures = block_on(j.unwind(async |s: &str| {
+            order.push(s);
+            if s == "move" {
+                Err("move back failed")
+            } else {
+                Ok(())
+            }
+        }));
+        assert_eq!(order, ["mtu", "move", "ipam", "record"]);
+        assert_eq!(failures, ["move back failed"]);
+    }
+}

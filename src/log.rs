@@ -1,0 +1,90 @@
+//! Plugin logging: to the config's `logFile` (appended) and stderr, never stdout.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Error,
+    Warning,
+    Info,
+    Debug,
+}
+
+impl Level {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "error" | "panic" => Some(Level::Error),
+            "warning" | "warn" => Some(Level::Warning),
+            "info" => Some(Level::Info),
+            "debug" => Some(Level::Debug),
+            _ => None,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
+
+struct Sink {
+    level: Level,
+    file: Option<File>,
+    /// Identifies the invocation in a shared log file.
+    context: String,
+}
+
+static SINK: Mutex<Option<Sink>> = Mutex::new(None);
+
+/// Set up logging once the config is known. A log file that cannot be opened
+/// is reported on stderr and otherwise ignored: logging must not fail an ADD.
+pub fn init(level: Level, file: Option<&Path>, context: String) {
+    let file = file.and_then(|path| {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| eprintln!("railcni: cannot open logFile {}: {e}", path.display()))
+            .ok()
+    });
+    if let Ok(mut sink) = SINK.lock() {
+        *sink = Some(Sink { level, file, context });
+    }
+}
+
+pub fn write(level: Level, msg: std::fmt::Arguments<'_>) {
+    let Ok(mut guard) = SINK.lock() else { return };
+    let (max, context) = match guard.as_ref() {
+        Some(s) => (s.level, s.context.clone()),
+        None => (Level::Info, String::new()),
+    };
+    if level > max {
+        return;
+    }
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| format!("{}.{:03}", d.as_secs(), d.subsec_millis()))
+        .unwrap_or_default();
+    let line = format!("{ts} railcni {} [{context}] {msg}\n", level.label());
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(file) = guard.as_mut().and_then(|s| s.file.as_mut()) {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+#[macro_export]
+macro_rules! log_error { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Error, format_args!($($t)*)) } }
+#[macro_export]
+macro_rules! log_warn { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Warning, format_args!($($t)*)) } }
+#[macro_export]
+macro_rules! log_info { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Info, format_args!($($t)*)) } }
+#[macro_export]
+macro_rules! log_debug { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Debug, format_args!($($t)*)) } }

@@ -1,0 +1,52 @@
+//! Everything that touches the kernel: namespaces, rtnetlink, sysctl.
+//!
+//! A `Netlink` is a rtnetlink socket opened inside one namespace; the socket
+//! stays bound to that namespace, so the thread only switches namespaces
+//! briefly (socket creation, sysctl writes) through `NsGuard`.
+
+pub mod link;
+pub mod netns;
+pub mod route;
+pub mod sysctl;
+
+use rtnetlink::Handle;
+
+pub use link::Link;
+pub use netns::NetNs;
+
+use crate::error::{Error, Result};
+
+pub struct Netlink {
+    handle: Handle,
+}
+
+impl Netlink {
+    /// Open a socket in `ns`; the calling thread is back in its own namespace after.
+    pub fn connect_in(ns: &NetNs) -> Result<Self> {
+        let _guard = ns.enter()?;
+        Self::connect_here()
+    }
+
+    fn connect_here() -> Result<Self> {
+        let (connection, handle, _) =
+            rtnetlink::new_connection().map_err(|e| Error::Netlink(format!("cannot open rtnetlink socket: {e}")))?;
+        tokio::spawn(connection);
+        Ok(Netlink { handle })
+    }
+}
+
+/// The positive errno of a netlink failure, if the kernel sent one.
+pub fn errno(e: &rtnetlink::Error) -> Option<i32> {
+    match e {
+        rtnetlink::Error::NetlinkError(m) => Some(m.raw_code().abs()),
+        _ => None,
+    }
+}
+
+fn nl_err(what: impl std::fmt::Display, e: rtnetlink::Error) -> Error {
+    let detail = match &e {
+        rtnetlink::Error::NetlinkError(m) => std::io::Error::from_raw_os_error(m.raw_code().abs()).to_string(),
+        other => other.to_string(),
+    };
+    Error::Netlink(format!("{what}: {detail}"))
+}

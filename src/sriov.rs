@@ -1,0 +1,225 @@
+//! Resolving a VF from its PCI address through sysfs (pure: reads files under a root).
+//!
+//! Only paths of the real kernel layout are read:
+//! `bus/pci/devices/<vf>/{physfn,driver,net/<ifname>}` and
+//! `bus/pci/devices/<pf>/{virtfn<N>,net/<ifname>/mtu}`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Drivers that leave a VF without a netdev (DPDK / userspace I/O).
+pub const DPDK_DRIVERS: &[&str] = &["vfio-pci", "uio_pci_generic", "igb_uio"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vf {
+    pub pci: String,
+    pub pf_pci: String,
+    pub index: u32,
+    pub driver: Option<String>,
+    /// Netdev names sysfs lists for the VF (empty when it has none here).
+    pub netdevs: Vec<String>,
+    pub pf_netdev: Option<String>,
+}
+
+pub struct Sysfs {
+    root: PathBuf,
+}
+
+impl Sysfs {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Sysfs { root: root.into() }
+    }
+
+    /// `RAILCNI_SYSFS_ROOT`, else `/sys`.
+    pub fn from_env() -> Self {
+        Sysfs::new(std::env::var_os("RAILCNI_SYSFS_ROOT").unwrap_or_else(|| "/sys".into()))
+    }
+
+    fn device(&self, pci: &str) -> PathBuf {
+        self.root.join("bus/pci/devices").join(pci)
+    }
+
+    pub fn resolve(&self, pci: &str) -> Result<Vf> {
+        let pci = normalize_pci(pci)?;
+        let dev = self.device(&pci);
+        if !dev.exists() {
+            return Err(Error::DeviceNotFound(format!(
+                "PCI device {pci} does not exist ({} is missing); check the deviceID the SR-IOV device plugin allocated",
+                dev.display()
+            )));
+        }
+        let pf_pci = link_target_name(&dev.join("physfn")).ok_or_else(|| {
+            Error::DeviceNotFound(format!(
+                "PCI device {pci} is not an SR-IOV VF (no physfn link); railcni only moves VFs, never host devices"
+            ))
+        })?;
+        let index = self.vf_index(&pf_pci, &pci)?;
+        Ok(Vf {
+            driver: link_target_name(&dev.join("driver")),
+            netdevs: list_dir(&dev.join("net")),
+            pf_netdev: list_dir(&self.device(&pf_pci).join("net")).into_iter().next(),
+            pci,
+            pf_pci,
+            index,
+        })
+    }
+
+    fn vf_index(&self, pf_pci: &str, vf_pci: &str) -> Result<u32> {
+        let pf = self.device(pf_pci);
+        let entries = fs::read_dir(&pf).map_err(|e| {
+            Error::DeviceNotFound(format!("cannot read PF {pf_pci} of VF {vf_pci} ({}): {e}", pf.display()))
+        })?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(n) = name.to_str().and_then(|n| n.strip_prefix("virtfn")) else { continue };
+            let Ok(index) = n.parse::<u32>() else { continue };
+            if link_target_name(&entry.path()).as_deref() == Some(vf_pci) {
+                return Ok(index);
+            }
+        }
+        Err(Error::DeviceNotFound(format!(
+            "PF {pf_pci} has no virtfn link to VF {vf_pci}; is SR-IOV still enabled on it?"
+        )))
+    }
+
+    /// The PF netdev's MTU, the ceiling for the VF's.
+    pub fn pf_mtu(&self, vf: &Vf) -> Option<u32> {
+        let pf_if = vf.pf_netdev.as_ref()?;
+        let path = self.device(&vf.pf_pci).join("net").join(pf_if).join("mtu");
+        fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+}
+
+impl Vf {
+    pub fn is_dpdk(&self) -> bool {
+        self.driver.as_deref().is_some_and(|d| DPDK_DRIVERS.contains(&d))
+    }
+
+    /// A VF railcni can move needs a netdev; explain why when it has none.
+    pub fn require_netdev_mode(&self) -> Result<()> {
+        if self.is_dpdk() {
+            return Err(Error::UnsupportedDevice(format!(
+                "VF {} is bound to {} (DPDK mode, no netdev); this railcni version attaches only netdev VFs",
+                self.pci,
+                self.driver.as_deref().unwrap_or("?")
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `DDDD:BB:DD.F`, lowercased; anything else is refused so it can never
+/// address a path outside `bus/pci/devices`.
+pub fn normalize_pci(pci: &str) -> Result<String> {
+    let lower = pci.to_ascii_lowercase();
+    let b = lower.as_bytes();
+    let hex = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_hexdigit);
+    let ok = b.len() == 12
+        && hex(0..4)
+        && b[4] == b':'
+        && hex(5..7)
+        && b[7] == b':'
+        && hex(8..10)
+        && b[10] == b'.'
+        && (b'0'..=b'7').contains(&b[11]);
+    if !ok {
+        return Err(Error::config(
+            "deviceID",
+            format!("{pci:?} is not a PCI address like 0000:3b:02.0"),
+        ));
+    }
+    Ok(lower)
+}
+
+fn link_target_name(link: &Path) -> Option<String> {
+    let target = fs::read_link(link).ok()?;
+    Some(target.file_name()?.to_str()?.to_string())
+}
+
+fn list_dir(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|rd| rd.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// Build `root` like the kernel: a PF with VFs under `devices/pci0000:00`,
+    /// `bus/pci/devices/<bdf>` links, drivers and net dirs.
+    pub fn fake_vf(root: &Path, pf: &str, pf_if: &str, vfs: &[(&str, Option<&str>, &str)]) {
+        let devices = root.join("devices/pci0000:00");
+        let bus = root.join("bus/pci/devices");
+        fs::create_dir_all(&bus).unwrap();
+        let pf_dir = devices.join(pf);
+        fs::create_dir_all(pf_dir.join("net").join(pf_if)).unwrap();
+        fs::write(pf_dir.join("net").join(pf_if).join("mtu"), "9000\n").unwrap();
+        symlink(format!("../../../devices/pci0000:00/{pf}"), bus.join(pf)).unwrap();
+        for (i, (vf, netdev, driver)) in vfs.iter().enumerate() {
+            let d = devices.join(vf);
+            fs::create_dir_all(&d).unwrap();
+            symlink(format!("../{pf}"), d.join("physfn")).unwrap();
+            symlink(format!("../{vf}"), pf_dir.join(format!("virtfn{i}"))).unwrap();
+            let drv = root.join("bus/pci/drivers").join(driver);
+            fs::create_dir_all(&drv).unwrap();
+            symlink(format!("../../../bus/pci/drivers/{driver}"), d.join("driver")).unwrap();
+            if let Some(n) = netdev {
+                fs::create_dir_all(d.join("net").join(n)).unwrap();
+            }
+            symlink(format!("../../../devices/pci0000:00/{vf}"), bus.join(vf)).unwrap();
+        }
+    }
+
+    #[test]
+    fn resolves_pf_index_netdev_and_driver() {
+        let t = tempfile::tempdir().unwrap();
+        fake_vf(
+            t.path(),
+            "0000:3b:00.0",
+            "ens1f0",
+            &[("0000:3b:00.2", Some("ens1f0v0"), "mlx5_core"), ("0000:3b:00.3", Some("ens1f0v1"), "mlx5_core")],
+        );
+        let vf = Sysfs::new(t.path()).resolve("0000:3B:00.3").unwrap();
+        assert_eq!(vf.pf_pci, "0000:3b:00.0");
+        assert_eq!(vf.index, 1);
+        assert_eq!(vf.netdevs, vec!["ens1f0v1"]);
+        assert_eq!(vf.driver.as_deref(), Some("mlx5_core"));
+        assert_eq!(vf.pf_netdev.as_deref(), Some("ens1f0"));
+        assert_eq!(Sysfs::new(t.path()).pf_mtu(&vf), Some(9000));
+    }
+
+    #[test]
+    fn refuses_a_device_without_physfn() {
+        let t = tempfile::tempdir().unwrap();
+        fake_vf(t.path(), "0000:3b:00.0", "ens1f0", &[]);
+        let e = Sysfs::new(t.path()).resolve("0000:3b:00.0").unwrap_err();
+        assert_eq!(e.code(), 102);
+        assert!(e.details().contains("not an SR-IOV VF"), "{e}");
+    }
+
+    #[test]
+    fn missing_device_and_bad_address() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(Sysfs::new(t.path()).resolve("0000:3b:00.5").unwrap_err().code(), 102);
+        for bad in ["../../etc", "0000:3b:00.8", "3b:00.1", "0000:3b:00.2/x"] {
+            assert_eq!(Sysfs::new(t.path()).resolve(bad).unwrap_err().code(), 7, "{bad}");
+        }
+    }
+
+    #[test]
+    fn dpdk_vf_is_refused_clearly() {
+        let t = tempfile::tempdir().unwrap();
+        fake_vf(t.path(), "0000:3b:00.0", "ens1f0", &[("0000:3b:00.2", None, "vfio-pci")]);
+        let vf = Sysfs::new(t.path()).resolve("0000:3b:00.2").unwrap();
+        assert!(vf.netdevs.is_empty());
+        let e = vf.require_netdev_mode().unwrap_err();
+        assert_eq!(e.code(), 103);
+        assert!(e.details().contains("vfio-pci"));
+    }
+}

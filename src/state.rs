@@ -1,0 +1,312 @@
+//! The attachment store: one record per VF, written before the first host
+//! change so that a DEL after a crash can finish the job, plus per-VF locks.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/cni/railcni";
+const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+const RECORD_VERSION: u32 = 1;
+
+/// What the VF looked like on the host before railcni touched it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostLink {
+    pub name: String,
+    pub mac: String,
+    pub mtu: u32,
+    pub ifindex: u32,
+}
+
+/// Identity of a network namespace file, so a reused path is not mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NsId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl NsId {
+    pub fn of(path: &Path) -> Option<NsId> {
+        let m = fs::metadata(path).ok()?;
+        Some(NsId { dev: m.dev(), ino: m.ino() })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Written before the host changes; the VF may be anywhere.
+    Adding,
+    /// ADD finished; `result` holds what was returned.
+    Attached,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub version: u32,
+    pub pci: String,
+    pub network: String,
+    pub container_id: String,
+    pub ifname: String,
+    pub netns: Option<String>,
+    pub netns_id: Option<NsId>,
+    pub host: HostLink,
+    pub ipam_type: Option<String>,
+    pub phase: Phase,
+    /// The ADD result in the 1.1 shape, replayed for a repeated ADD.
+    pub result: Option<Value>,
+    pub created_unix: u64,
+}
+
+impl Record {
+    pub fn new(pci: &str, network: &str, container_id: &str, ifname: &str, netns: Option<&Path>, host: HostLink) -> Self {
+        Record {
+            version: RECORD_VERSION,
+            pci: pci.to_string(),
+            network: network.to_string(),
+            container_id: container_id.to_string(),
+            ifname: ifname.to_string(),
+            netns: netns.map(|p| p.display().to_string()),
+            netns_id: netns.and_then(NsId::of),
+            host,
+            ipam_type: None,
+            phase: Phase::Adding,
+            result: None,
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        }
+    }
+
+    pub fn is_for(&self, container_id: &str, ifname: &str) -> bool {
+        self.container_id == container_id && self.ifname == ifname
+    }
+
+    /// Is the pod namespace this record points at still the same live namespace?
+    pub fn netns_alive(&self) -> bool {
+        match (&self.netns, self.netns_id) {
+            (Some(path), Some(id)) => NsId::of(Path::new(path)) == Some(id),
+            _ => false,
+        }
+    }
+}
+
+pub struct Store {
+    root: PathBuf,
+    lock_timeout: Duration,
+}
+
+/// Holds a VF's lock until dropped.
+pub struct VfLock {
+    _lock: Flock<File>,
+}
+
+impl Store {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Store { root: root.into(), lock_timeout: DEFAULT_LOCK_TIMEOUT }
+    }
+
+    /// `RAILCNI_STATE_DIR` and `RAILCNI_LOCK_TIMEOUT_MS` from the environment.
+    pub fn from_env() -> Self {
+        let mut s = Store::new(std::env::var_os("RAILCNI_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.into()));
+        if let Some(ms) = std::env::var("RAILCNI_LOCK_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()) {
+            s.lock_timeout = Duration::from_millis(ms);
+        }
+        s
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn dir(&self, name: &str) -> Result<PathBuf> {
+        let dir = self.root.join(name);
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(dir)
+    }
+
+    fn record_path(&self, pci: &str) -> Result<PathBuf> {
+        Ok(self.dir("attachments")?.join(format!("{pci}.json")))
+    }
+
+    /// Take the VF's lock, waiting up to the lock timeout (then code 11).
+    pub fn lock_vf(&self, pci: &str) -> Result<VfLock> {
+        let path = self.dir("locks")?.join(format!("{pci}.lock"));
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| Error::State(format!("cannot open lock {}: {e}", path.display())))?;
+        let deadline = Instant::now() + self.lock_timeout;
+        loop {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => return Ok(VfLock { _lock: lock }),
+                Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                    file = f;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                    return Err(Error::TryAgainLater(format!(
+                        "VF {pci} is locked by another railcni invocation for more than {:?}",
+                        self.lock_timeout
+                    )))
+                }
+                Err((_, e)) => return Err(Error::State(format!("cannot lock {}: {e}", path.display()))),
+            }
+        }
+    }
+
+    pub fn load(&self, pci: &str) -> Result<Option<Record>> {
+        let path = self.record_path(pci)?;
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::State(format!("cannot read {}: {e}", path.display()))),
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Error::State(format!(
+                "attachment record {} is unreadable ({e}); inspect it, return the VF by hand and remove the file",
+                path.display()
+            ))
+        })
+    }
+
+    /// Every readable record (unreadable ones are skipped with a log line).
+    pub fn list(&self) -> Result<Vec<Record>> {
+        let dir = self.dir("attachments")?;
+        let mut out = Vec::new();
+        let entries = fs::read_dir(&dir).map_err(|e| Error::State(format!("cannot list {}: {e}", dir.display())))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pci) = name.strip_suffix(".json") else { continue };
+            match self.load(pci) {
+                Ok(Some(r)) => out.push(r),
+                Ok(None) => {}
+                Err(e) => crate::log_warn!("{e}"),
+            }
+        }
+        out.sort_by(|a, b| a.pci.cmp(&b.pci));
+        Ok(out)
+    }
+
+    /// Find the record of an attachment by its CNI key.
+    pub fn find(&self, container_id: &str, ifname: &str) -> Result<Option<Record>> {
+        Ok(self.list()?.into_iter().find(|r| r.is_for(container_id, ifname)))
+    }
+
+    pub fn save(&self, record: &Record) -> Result<()> {
+        let path = self.record_path(&record.pci)?;
+        let bytes = serde_json::to_vec_pretty(record).map_err(|e| Error::Internal(format!("encode record: {e}")))?;
+        write_atomic(&path, &bytes).map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
+    }
+
+    pub fn remove(&self, pci: &str) -> Result<()> {
+        let path = self.record_path(pci)?;
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::State(format!("cannot remove {}: {e}", path.display()))),
+        }
+    }
+
+    /// STATUS: can this node take an ADD (state dir writable)?
+    pub fn probe_writable(&self) -> Result<()> {
+        let dir = self.dir("attachments")?;
+        let probe = dir.join(".status-probe");
+        write_atomic(&probe, b"ok").map_err(|e| Error::Unavailable(format!("state dir {} is not writable: {e}", dir.display())))?;
+        let _ = fs::remove_file(probe);
+        Ok(())
+    }
+}
+
+/// temp file + fsync + rename + fsync(dir): a crash leaves the old or the new file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("record"),
+        std::process::id()
+    ));
+    let mut f = OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::rename(&tmp, path)?;
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn host() -> HostLink {
+        HostLink { name: "ens1f0v0".into(), mac: "02:00:00:00:00:01".into(), mtu: 1500, ifindex: 7 }
+    }
+
+    #[test]
+    fn records_round_trip_with_private_permissions() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path().join("state"));
+        let r = Record::new("0000:3b:00.2", "rail1", "c1", "net1", None, host());
+        s.save(&r).unwrap();
+        assert_eq!(s.load("0000:3b:00.2").unwrap(), Some(r.clone()));
+        assert_eq!(s.find("c1", "net1").unwrap(), Some(r));
+        assert_eq!(s.find("c1", "net2").unwrap(), None);
+        let dir_mode = fs::metadata(t.path().join("state/attachments")).unwrap().permissions().mode();
+        let file_mode = fs::metadata(t.path().join("state/attachments/0000:3b:00.2.json")).unwrap().permissions().mode();
+        assert_eq!((dir_mode & 0o777, file_mode & 0o777), (0o700, 0o600));
+        s.remove("0000:3b:00.2").unwrap();
+        s.remove("0000:3b:00.2").unwrap();
+        assert_eq!(s.load("0000:3b:00.2").unwrap(), None);
+    }
+
+    #[test]
+    fn a_corrupt_record_is_a_clear_state_error() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path());
+        fs::create_dir_all(t.path().join("attachments")).unwrap();
+        fs::write(t.path().join("attachments/0000:3b:00.2.json"), "{torn").unwrap();
+        let e = s.load("0000:3b:00.2").unwrap_err();
+        assert_eq!(e.code(), 106);
+        assert!(e.details().contains("0000:3b:00.2.json"));
+    }
+
+    #[test]
+    fn a_held_lock_times_out_with_code_11() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = Store::new(t.path());
+        s.lock_timeout = Duration::from_millis(50);
+        let held = s.lock_vf("0000:3b:00.2").unwrap();
+        assert_eq!(s.lock_vf("0000:3b:00.2").err().map(|e| e.code()), Some(11));
+        assert!(s.lock_vf("0000:3b:00.3").is_ok());
+        drop(held);
+        assert!(s.lock_vf("0000:3b:00.2").is_ok());
+    }
+
+    #[test]
+    fn netns_liveness_follows_the_file_identity() {
+        let t = tempfile::tempdir().unwrap();
+        let ns = t.path().join("ns");
+        fs::write(&ns, "").unwrap();
+        let r = Record::new("0000:3b:00.2", "rail1", "c1", "net1", Some(&ns), host());
+        assert!(r.netns_alive());
+        fs::remove_file(&ns).unwrap();
+        assert!(!r.netns_alive());
+    }
+}
