@@ -69,14 +69,43 @@ pub fn write(level: Level, msg: std::fmt::Arguments<'_>) {
     if level > max {
         return;
     }
-    let ts = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| format!("{}.{:03}", d.as_secs(), d.subsec_millis()))
-        .unwrap_or_default();
+    let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(utc_timestamp).unwrap_or_default();
     let line = format!("{ts} railcni {} [{context}] {msg}\n", level.label());
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(file) = guard.as_mut().and_then(|s| s.file.as_mut()) {
         let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// `2026-11-21T06:07:00.123Z` from a Unix time (civil-from-days, no time crate).
+fn utc_timestamp(since_epoch: std::time::Duration) -> String {
+    let secs = since_epoch.as_secs();
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since_epoch.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_utc_timestamps() {
+        let t = std::time::Duration::from_millis(1_795_241_220_508);
+        assert_eq!(super::utc_timestamp(t), "2026-11-21T06:07:00.508Z");
+        assert_eq!(super::utc_timestamp(std::time::Duration::ZERO), "1970-01-01T00:00:00.000Z");
     }
 }
 

@@ -86,8 +86,9 @@ impl CniResult {
             .map_err(|e| Error::Decode(format!("cannot read CNI result: {e}")))
     }
 
-    /// The JSON for `version`: 0.3.x/0.4.0 add `ips[].version`; fields newer
-    /// than the version (1.1's interface `mtu`/`pciID`, route extras) are dropped.
+    /// The JSON for `version`: 0.3.x/0.4.0 add `ips[].version`; 1.1's
+    /// `pciID` and route extras are dropped below 1.1. The interface `mtu` is
+    /// kept in every version: older decoders ignore it and Multus reports it.
     pub fn to_json(&self, version: Version) -> Value {
         let mut out = Map::new();
         out.insert("cniVersion".into(), json!(version.to_string()));
@@ -95,7 +96,6 @@ impl CniResult {
         let mut routes = self.routes.clone();
         if version < Version::V1_1 {
             for i in &mut interfaces {
-                i.mtu = None;
                 i.pci_id = None;
             }
             for r in &mut routes {
@@ -178,9 +178,9 @@ mod tests {
     }
 
     #[test]
-    fn v1_0_drops_1_1_fields() {
+    fn v1_0_drops_1_1_fields_but_keeps_mtu() {
         let v = sample().to_json(Version::V1_0);
-        assert!(v["interfaces"][0].get("mtu").is_none());
+        assert_eq!(v["interfaces"][0]["mtu"], 9000);
         assert!(v["interfaces"][0].get("pciID").is_none());
         assert!(v["routes"][0].get("table").is_none());
         assert!(v["ips"][0].get("version").is_none());

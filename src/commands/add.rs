@@ -29,15 +29,18 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let pod_nl = Netlink::connect_in(&pod)?;
     let home = Home { host: &ctx.host, host_nl: &host_nl, pci: &vf.pci, sysfs_names: &vf.netdevs };
 
-    if let Some(existing) = ctx.store.load(&vf.pci)? {
-        if let Some(result) = replay_or_clear(ctx, &existing, &home, &pod_nl).await? {
-            return Ok(result);
-        }
-    }
-
-    let link = find_in_host(&host_nl, &vf.pci, &vf.netdevs, None)
-        .await?
-        .ok_or_else(|| {
+    let cleared = match ctx.store.load(&vf.pci)? {
+        Some(existing) => match replay_or_clear(ctx, &existing, &home, &pod_nl).await? {
+            Previous::Replay(result) => return Ok(result),
+            Previous::Cleared(link) => link,
+        },
+        None => None,
+    };
+    let link = match cleared {
+        Some(link) => Some(link),
+        None => find_in_host(&host_nl, &vf.pci, &vf.netdevs, None).await?,
+    };
+    let link = link.ok_or_else(|| {
             Error::DeviceNotFound(format!(
                 "VF {} has no netdev in the host namespace (sysfs lists {:?}); is it attached elsewhere?",
                 vf.pci, vf.netdevs
@@ -67,7 +70,7 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
             log_warn!("ADD failed ({err}); undoing");
             let failures = journal
                 .unwind(async |step| match step {
-                    Undo::ReturnVf => home.bring_back(Some(&pod_nl), &ctx.env.ifname, Some(&record)).await,
+                    Undo::ReturnVf => home.bring_back(Some(&pod_nl), &ctx.env.ifname, Some(&record)).await.map(drop),
                     Undo::ReleaseIpam => Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |i| i.del()),
                     Undo::RemoveRecord => ctx.store.remove(&vf.pci),
                 })
@@ -80,14 +83,20 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     }
 }
 
+enum Previous {
+    Replay(CniResult),
+    /// The old attachment was undone; the VF's host link, if found.
+    Cleared(Option<Link>),
+}
+
 /// A record already exists for this VF: replay a finished ADD of the same
 /// attachment, refuse a VF held by another live pod, else clear what is left.
-async fn replay_or_clear(ctx: &Ctx, existing: &Record, home: &Home<'_>, pod_nl: &Netlink) -> Result<Option<CniResult>> {
+async fn replay_or_clear(ctx: &Ctx, existing: &Record, home: &Home<'_>, pod_nl: &Netlink) -> Result<Previous> {
     let same = existing.is_for(&ctx.env.container_id, &ctx.env.ifname);
     if same && existing.phase == Phase::Attached {
         if let Some(v) = &existing.result {
             log_info!("repeated ADD for {}/{}: returning the recorded result", existing.container_id, existing.ifname);
-            return CniResult::from_value(v).map(Some);
+            return CniResult::from_value(v).map(Previous::Replay);
         }
     }
     if !same && existing.netns_alive() {
@@ -108,14 +117,14 @@ async fn replay_or_clear(ctx: &Ctx, existing: &Record, home: &Home<'_>, pod_nl: 
         existing.ifname
     );
     let pod = if same { Some(pod_nl) } else { None };
-    home.bring_back(pod, &existing.ifname, Some(existing)).await?;
+    let link = home.bring_back(pod, &existing.ifname, Some(existing)).await?;
     if same {
         if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
             ipam.del()?;
         }
     }
     ctx.store.remove(&existing.pci)?;
-    Ok(None)
+    Ok(Previous::Cleared(link))
 }
 
 /// Checks that need the system but change nothing.

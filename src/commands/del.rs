@@ -56,7 +56,7 @@ async fn return_vf(ctx: &Ctx, pci: &str, record: Option<&Record>) -> Result<()> 
     };
     let pod_nl = pod.as_ref().map(Netlink::connect_in).transpose()?;
     let home = Home { host: &ctx.host, host_nl: &host_nl, pci, sysfs_names: &sysfs_names };
-    home.bring_back(pod_nl.as_ref(), &ctx.env.ifname, record).await
+    home.bring_back(pod_nl.as_ref(), &ctx.env.ifname, record).await.map(drop)
 }
 
 fn release_ipam(ctx: &Ctx) -> Result<()> {

@@ -53,7 +53,7 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
         let sysfs_names = ctx.sysfs.resolve(&record.pci).map(|vf| vf.netdevs).unwrap_or_default();
         let home = Home { host: &ctx.host, host_nl: &host_nl, pci: &record.pci, sysfs_names: &sysfs_names };
         match home.bring_back(pod_nl.as_ref(), &record.ifname, Some(&record)).await {
-            Ok(()) => ctx.store.remove(&record.pci)?,
+            Ok(_) => ctx.store.remove(&record.pci)?,
             Err(e) => log_warn!("GC: cannot return VF {}: {e}; keeping its record", record.pci),
         }
     }

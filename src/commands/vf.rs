@@ -15,29 +15,30 @@ pub fn is_vf(link: &Link, pci: &str, record: Option<&Record>) -> bool {
     }
 }
 
-/// The VF in the host namespace: under a name sysfs lists, its original name,
-/// its pod name (the kernel keeps it when a dead netns returns the VF) or
-/// `dev<ifindex>` (the kernel's fallback), else by saved ifindex.
+/// The VF in the host namespace: under a name sysfs lists for it (the
+/// kernel's own word), else under its original name, its pod name (kept when
+/// a dead netns returns the VF) or `dev<ifindex>` (the kernel's fallback), or
+/// by the saved ifindex.
 pub async fn find_in_host(host: &Netlink, pci: &str, sysfs_names: &[String], record: Option<&Record>) -> Result<Option<Link>> {
-    let mut names: Vec<String> = sysfs_names.to_vec();
-    if let Some(r) = record {
-        names.extend([r.host.name.clone(), r.ifname.clone(), format!("dev{}", r.host.ifindex)]);
-    }
-    for name in &names {
+    for name in sysfs_names {
         if let Some(link) = host.link_by_name(name).await? {
+            if link.parent_dev.as_deref().is_none_or(|p| p == pci) {
+                return Ok(Some(link));
+            }
+        }
+    }
+    let Some(r) = record else { return Ok(None) };
+    for name in [r.host.name.clone(), r.ifname.clone(), format!("dev{}", r.host.ifindex)] {
+        if let Some(link) = host.link_by_name(&name).await? {
             if is_vf(&link, pci, record) {
                 return Ok(Some(link));
             }
         }
     }
-    if let Some(r) = record {
-        if let Some(link) = host.link_by_index(r.host.ifindex).await? {
-            if is_vf(&link, pci, record) {
-                return Ok(Some(link));
-            }
-        }
+    match host.link_by_index(r.host.ifindex).await? {
+        Some(link) if is_vf(&link, pci, record) => Ok(Some(link)),
+        _ => Ok(None),
     }
-    Ok(None)
 }
 
 /// Move the VF from the pod back to the host under `name`. If that name is
@@ -79,9 +80,9 @@ pub struct Home<'a> {
 
 impl Home<'_> {
     /// Bring the VF back wherever it is, renamed and restored as the record
-    /// says. A VF that is nowhere to be found is logged, not an error: DEL
-    /// must converge.
-    pub async fn bring_back(&self, pod: Option<&Netlink>, ifname: &str, record: Option<&Record>) -> Result<()> {
+    /// says, and return its host link. A VF that is nowhere to be found is
+    /// logged, not an error: DEL must converge.
+    pub async fn bring_back(&self, pod: Option<&Netlink>, ifname: &str, record: Option<&Record>) -> Result<Option<Link>> {
         let wanted = record.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
             if let Some(link) = pod.link_by_name(ifname).await? {
@@ -94,10 +95,11 @@ impl Home<'_> {
         }
         let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record).await? else {
             log_warn!("VF {} is neither in the pod as {ifname} nor in the host; nothing to return", self.pci);
-            return Ok(());
+            return Ok(None);
         };
-        let Some(record) = record else { return Ok(()) };
-        self.restore(&link, record).await
+        let Some(record) = record else { return Ok(Some(link)) };
+        self.restore(&link, record).await?;
+        Ok(self.host_nl.link_by_index(link.index).await?)
     }
 
     async fn restore(&self, link: &Link, record: &Record) -> Result<()> {

@@ -1,0 +1,302 @@
+//! Test harness: a fake SR-IOV node (scripts/fake-node.sh) in network
+//! namespaces, and a way to run railcni against it like a runtime does.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{json, Value};
+
+pub const PLUGIN: &str = env!("CARGO_BIN_EXE_railcni");
+pub const REFERENCE_PLUGINS: &str = "/usr/lib/cni";
+
+/// These tests need root (namespaces, veth). CI runs as root; elsewhere fail
+/// loudly rather than skip.
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "integration tests need root for network namespaces; run them as root (CI does)"
+    );
+}
+
+pub fn sh(cmd: &str) -> Output {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().expect("run sh");
+    assert!(out.status.success(), "`{cmd}` failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+pub fn sh_ok(cmd: &str) -> bool {
+    Command::new("sh").arg("-c").arg(cmd).output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeVf {
+    pub rail: u32,
+    pub index: u32,
+    pub pci: String,
+    pub ifname: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkState {
+    pub name: String,
+    pub ifindex: u32,
+    pub mtu: u32,
+    pub mac: String,
+    pub up: bool,
+}
+
+pub struct Node {
+    pub prefix: String,
+    pub dir: tempfile::TempDir,
+    pub vfs: Vec<FakeVf>,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+impl Node {
+    pub fn new(rails: u32, vfs_per_rail: u32) -> Node {
+        require_root();
+        let prefix = format!("rc{}x{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = Command::new(script("fake-node.sh"))
+            .args(["up", &prefix, &dir.path().join("sys").display().to_string()])
+            .args([rails.to_string(), vfs_per_rail.to_string()])
+            .output()
+            .expect("run fake-node.sh");
+        assert!(out.status.success(), "fake-node.sh up: {}", String::from_utf8_lossy(&out.stderr));
+        let vfs = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                FakeVf { rail: f[0].parse().unwrap(), index: f[1].parse().unwrap(), pci: f[2].into(), ifname: f[3].into() }
+            })
+            .collect();
+        Node { prefix, dir, vfs }
+    }
+
+    pub fn host(&self) -> String {
+        format!("{}-host", self.prefix)
+    }
+
+    pub fn fabric(&self) -> String {
+        format!("{}-fabric", self.prefix)
+    }
+
+    pub fn sysfs(&self) -> PathBuf {
+        self.dir.path().join("sys")
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// Create a pod namespace; returns its path (CNI_NETNS).
+    pub fn pod(&self, name: &str) -> String {
+        let ns = format!("{}-{name}", self.prefix);
+        sh(&format!("ip netns add {ns} && ip -n {ns} link set lo up"));
+        format!("/var/run/netns/{ns}")
+    }
+
+    pub fn ns_of(path: &str) -> String {
+        Path::new(path).file_name().unwrap().to_string_lossy().into_owned()
+    }
+
+    /// A host-local IPAM section with its data under this node's temp dir.
+    pub fn host_local(&self, subnet: &str) -> Value {
+        json!({
+            "type": "host-local",
+            "dataDir": self.dir.path().join("host-local").display().to_string(),
+            "ranges": [[{"subnet": subnet}]],
+            "routes": [{"dst": "172.16.0.0/12"}]
+        })
+    }
+
+    pub fn host_local_leases(&self, network: &str) -> Vec<String> {
+        let dir = self.dir.path().join("host-local").join(network);
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        v.retain(|n| n.parse::<std::net::IpAddr>().is_ok());
+        v
+    }
+
+    pub fn record_exists(&self, pci: &str) -> bool {
+        self.state_dir().join("attachments").join(format!("{pci}.json")).exists()
+    }
+
+    pub fn link(&self, ns: &str, name: &str) -> Option<LinkState> {
+        link_in(ns, name)
+    }
+
+    /// Run railcni in the node's host namespace with a CNI request.
+    pub fn cni(&self, req: &Req) -> Reply {
+        self.cni_with_path(req, &[REFERENCE_PLUGINS])
+    }
+
+    pub fn cni_with_path(&self, req: &Req, cni_path: &[&str]) -> Reply {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.host(), PLUGIN])
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("CNI_COMMAND", &req.command)
+            .env("CNI_CONTAINERID", &req.container_id)
+            .env("CNI_NETNS", req.netns.as_deref().unwrap_or(""))
+            .env("CNI_IFNAME", &req.ifname)
+            .env("CNI_PATH", cni_path.join(":"))
+            .env("RAILCNI_SYSFS_ROOT", self.sysfs())
+            .env("RAILCNI_STATE_DIR", self.state_dir());
+        if let Some(args) = &req.args {
+            cmd.env("CNI_ARGS", args);
+        }
+        for (k, v) in &req.env {
+            cmd.env(k, v);
+        }
+        run_with_stdin(cmd, &req.conf)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = Command::new(script("fake-node.sh"))
+            .args(["down", &self.prefix, &self.sysfs().display().to_string()])
+            .output();
+    }
+}
+
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(name)
+}
+
+pub fn link_in(ns: &str, name: &str) -> Option<LinkState> {
+    let out = Command::new("ip").args(["-n", ns, "-j", "link", "show", "dev", name]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let l = v.get(0)?;
+    Some(LinkState {
+        name: l["ifname"].as_str()?.to_string(),
+        ifindex: l["ifindex"].as_u64()? as u32,
+        mtu: l["mtu"].as_u64()? as u32,
+        mac: l["address"].as_str()?.to_string(),
+        up: l["flags"].as_array()?.iter().any(|f| f == "UP"),
+    })
+}
+
+pub fn addresses_in(ns: &str, name: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["-n", ns, "-j", "addr", "show", "dev", name]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v.get(0)
+        .and_then(|l| l["addr_info"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|a| a["family"] == "inet")
+        .map(|a| format!("{}/{}", a["local"].as_str().unwrap_or(""), a["prefixlen"]))
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub command: String,
+    pub container_id: String,
+    pub netns: Option<String>,
+    pub ifname: String,
+    pub args: Option<String>,
+    pub conf: Value,
+    pub env: Vec<(String, String)>,
+}
+
+impl Req {
+    pub fn new(command: &str, container_id: &str, netns: &str, ifname: &str, conf: Value) -> Req {
+        Req {
+            command: command.into(),
+            container_id: container_id.into(),
+            netns: Some(netns.into()),
+            ifname: ifname.into(),
+            args: None,
+            conf,
+            env: vec![],
+        }
+    }
+
+    pub fn cmd(&self, command: &str) -> Req {
+        Req { command: command.into(), ..self.clone() }
+    }
+
+    pub fn with_conf(&self, conf: Value) -> Req {
+        Req { conf, ..self.clone() }
+    }
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub json: Value,
+}
+
+impl Reply {
+    pub fn code(&self) -> Option<u64> {
+        self.json.get("code").and_then(Value::as_u64)
+    }
+
+    #[track_caller]
+    pub fn ok(self) -> Value {
+        assert!(self.success, "railcni failed: {}\nstderr: {}", self.stdout, self.stderr);
+        self.json
+    }
+
+    #[track_caller]
+    pub fn err(self, code: u64) -> Value {
+        assert!(!self.success, "expected failure {code}, got success: {}", self.stdout);
+        assert_eq!(self.code(), Some(code), "stdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert!(self.json["msg"].is_string());
+        self.json
+    }
+}
+
+pub fn run_with_stdin(mut cmd: Command, stdin: &Value) -> Reply {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn railcni");
+    child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    Reply {
+        success: out.status.success(),
+        json: serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A railcni network config for one VF.
+pub fn conf(version: &str, name: &str, pci: &str, ipam: Value) -> Value {
+    json!({"cniVersion": version, "name": name, "type": "railcni", "deviceID": pci, "ipam": ipam})
+}
+
+/// Write an executable IPAM stand-in into `dir` that logs each call to
+/// `<dir>/<name>.calls` and answers ADD with `add_reply` (exit code `add_rc`).
+pub fn fake_ipam(dir: &Path, name: &str, add_reply: &Value, add_rc: i32) -> PathBuf {
+    let path = dir.join(name);
+    let calls = dir.join(format!("{name}.calls"));
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\necho \"$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME\" >> {calls}\n\
+             if [ \"$CNI_COMMAND\" = ADD ]; then echo '{reply}'; exit {add_rc}; fi\nexit 0\n",
+            calls = calls.display(),
+            reply = add_reply
+        ),
+    )
+    .unwrap();
+    sh(&format!("chmod +x {}", path.display()));
+    calls
+}
