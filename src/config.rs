@@ -89,8 +89,9 @@ impl NetConf {
         if !raw.is_object() {
             return Err(Error::Decode("stdin must be a JSON object".into()));
         }
-        let conf: RawConf = serde_json::from_value(raw.clone())
-            .map_err(|e| Error::Decode(format!("network config has a field of the wrong type: {e}")))?;
+        let conf: RawConf = serde_json::from_value(raw.clone()).map_err(|e| {
+            Error::Decode(format!("network config has a field of the wrong type: {e}"))
+        })?;
 
         let version = Version::parse(
             conf.cni_version
@@ -130,9 +131,14 @@ impl NetConf {
                     .filter(|t| !t.is_empty())
                     .ok_or_else(|| Error::config("ipam.type", "is required when ipam is set"))?;
                 if kind.contains('/') || kind.starts_with('.') {
-                    return Err(Error::config("ipam.type", format!("{kind:?} must be a plugin name, not a path")));
+                    return Err(Error::config(
+                        "ipam.type",
+                        format!("{kind:?} must be a plugin name, not a path"),
+                    ));
                 }
-                Some(IpamConf { kind: kind.to_string() })
+                Some(IpamConf {
+                    kind: kind.to_string(),
+                })
             }
         };
 
@@ -140,7 +146,12 @@ impl NetConf {
         for ip in &conf.runtime_config.ips {
             requested_ips.push(parse_ip(ip, "runtimeConfig.ips")?);
         }
-        if let Some(ips) = conf.args.as_ref().and_then(|a| a.pointer("/cni/ips")).and_then(Value::as_array) {
+        if let Some(ips) = conf
+            .args
+            .as_ref()
+            .and_then(|a| a.pointer("/cni/ips"))
+            .and_then(Value::as_array)
+        {
             for ip in ips {
                 requested_ips.push(parse_ip(ip.as_str().unwrap_or(""), "args.cni.ips")?);
             }
@@ -150,7 +161,10 @@ impl NetConf {
         let log_level = match conf.log_level.as_deref() {
             None | Some("") => Level::Info,
             Some(l) => Level::parse(l).ok_or_else(|| {
-                Error::config("logLevel", format!("{l:?} is not one of error, warning, info, debug"))
+                Error::config(
+                    "logLevel",
+                    format!("{l:?} is not one of error, warning, info, debug"),
+                )
             })?,
         };
 
@@ -186,13 +200,21 @@ fn parse_mtu(v: Option<&Value>) -> Result<u32> {
         .as_u64()
         .ok_or_else(|| Error::config("mtu", format!("{v} is not a whole number")))?;
     if mtu < u64::from(MIN_MTU) || mtu > 65535 {
-        return Err(Error::config("mtu", format!("{mtu} is outside {MIN_MTU}..65535")));
+        return Err(Error::config(
+            "mtu",
+            format!("{mtu} is outside {MIN_MTU}..65535"),
+        ));
     }
     Ok(mtu as u32)
 }
 
 pub fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
-    let bad = || Error::config(field, format!("{s:?} is not a MAC address like 02:00:00:00:00:01"));
+    let bad = || {
+        Error::config(
+            field,
+            format!("{s:?} is not a MAC address like 02:00:00:00:00:01"),
+        )
+    };
     let parts: Vec<&str> = s.split(':').collect();
     if parts.len() != 6 {
         return Err(bad());
@@ -205,13 +227,19 @@ pub fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
         *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
     }
     if mac[0] & 1 == 1 || mac == [0; 6] {
-        return Err(Error::config(field, format!("{s} is a multicast or zero MAC; a VF needs a unicast one")));
+        return Err(Error::config(
+            field,
+            format!("{s} is a multicast or zero MAC; a VF needs a unicast one"),
+        ));
     }
     Ok(mac)
 }
 
 pub fn format_mac(mac: &[u8]) -> String {
-    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 fn parse_ip(s: &str, field: &str) -> Result<IpAddr> {
@@ -223,7 +251,7 @@ fn parse_ip(s: &str, field: &str) -> Result<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cni::args::CniArgs;
+    use crate::cni::env::CniArgs;
     use crate::cni::env::Command;
 
     fn env_with_args(args: &str) -> Env {
@@ -248,7 +276,10 @@ mod tests {
         assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.1"));
         let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","deviceID":"0000:3b:02.1","runtimeConfig":{"deviceID":"0000:3b:02.0"}}"#).unwrap();
         assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.0"));
-        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","pciBusID":"0000:3b:02.3"}"#).unwrap();
+        let c = parse(
+            r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","pciBusID":"0000:3b:02.3"}"#,
+        )
+        .unwrap();
         assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.3"));
     }
 
@@ -257,7 +288,8 @@ mod tests {
         let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03","runtimeConfig":{"mac":"02:00:00:00:00:01"}}"#;
         let c = NetConf::parse(json.as_bytes(), &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
         assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 1]));
-        let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03"}"#;
+        let json =
+            r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03"}"#;
         let c = NetConf::parse(json.as_bytes(), &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
         assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 2]));
         let c = NetConf::parse(json.as_bytes(), &env_with_args("")).unwrap();
@@ -269,13 +301,41 @@ mod tests {
         let cases = [
             (r#"{"name":"r","type":"railcni"}"#, 7, "cniVersion"),
             (r#"{"cniVersion":"1.0.0","type":"railcni"}"#, 7, "name"),
-            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mtu":40}"#, 7, "mtu"),
-            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mtu":"big"}"#, 7, "mtu"),
-            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"01:00:00:00:00:01"}"#, 7, "mac"),
-            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"foo":1}}"#, 7, "ipam.type"),
-            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"type":"../evil"}}"#, 7, "ipam.type"),
-            (r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","logLevel":"loud"}"#, 7, "logLevel"),
-            (r#"{"cniVersion":"9.9.9","name":"r","type":"railcni"}"#, 1, ""),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mtu":40}"#,
+                7,
+                "mtu",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mtu":"big"}"#,
+                7,
+                "mtu",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"01:00:00:00:00:01"}"#,
+                7,
+                "mac",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"foo":1}}"#,
+                7,
+                "ipam.type",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"type":"../evil"}}"#,
+                7,
+                "ipam.type",
+            ),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","logLevel":"loud"}"#,
+                7,
+                "logLevel",
+            ),
+            (
+                r#"{"cniVersion":"9.9.9","name":"r","type":"railcni"}"#,
+                1,
+                "",
+            ),
             (r#"{"cniVersion":"1.0.0""#, 6, ""),
             (r#"[1,2]"#, 6, ""),
         ];

@@ -33,7 +33,8 @@ pub enum Error {
     UnsupportedDevice(String),
     /// 104: a netlink, netns or sysctl operation failed.
     Netlink(String),
-    /// IPAM failed: its own spec code (<100) is passed on, anything else is 105.
+    /// IPAM failed: spec codes (<100) and railcni-ipam's own (110-119) are
+    /// passed on, anything else is 105.
     Ipam { code: u32, msg: String },
     /// 106: the attachment store (state dir, records, locks) failed.
     State(String),
@@ -64,7 +65,9 @@ impl Error {
             Error::DeviceNotFound(_) => 102,
             Error::UnsupportedDevice(_) => 103,
             Error::Netlink(_) => 104,
-            Error::Ipam { code, .. } if (1..100).contains(code) => *code,
+            Error::Ipam { code, .. } if (1..100).contains(code) || (110..120).contains(code) => {
+                *code
+            }
             Error::Ipam { .. } => 105,
             Error::State(_) => 106,
             Error::CheckFailed(_) => 107,
@@ -159,6 +162,7 @@ mod tests {
         };
         assert_eq!(e(11).code(), 11);
         assert_eq!(e(7).code(), 7);
+        assert_eq!(e(110).code(), 110);
         assert_eq!(e(999).code(), 105);
         assert_eq!(e(0).code(), 105);
     }

@@ -28,10 +28,7 @@ impl<'a> Ipam<'a> {
     }
 
     fn embedded(&self) -> Result<railcni_ipam::Ipam> {
-        let env = railcni_ipam::IpamEnv {
-            state_dir: crate::state::Store::from_env().root().join("ipam"),
-            node_name: std::env::var("RAILCNI_NODE_NAME").ok(),
-        };
+        let env = railcni_ipam::IpamEnv::from_env();
         let ipam_conf = self.conf.raw.get("ipam").cloned().unwrap_or(Value::Null);
         Ok(railcni_ipam::Ipam::load(&self.conf.name, &ipam_conf, &env)?)
     }
@@ -53,23 +50,40 @@ impl<'a> Ipam<'a> {
             let out = self.exec("ADD", &self.conf.raw)?;
             let v: Value = serde_json::from_slice(&out).map_err(|e| Error::Ipam {
                 code: 105,
-                msg: format!("IPAM plugin {} printed an unreadable result: {e}", self.kind().kind),
+                msg: format!(
+                    "IPAM plugin {} printed an unreadable result: {e}",
+                    self.kind().kind
+                ),
             })?;
             let mut r = CniResult::from_value(&v)?;
             r.interfaces.clear();
             return Ok(r);
         }
-        let alloc = self.embedded()?.allocate(&self.holder(), &self.conf.requested_ips)?;
+        let alloc = self
+            .embedded()?
+            .allocate(&self.holder(), &self.conf.requested_ips)?;
         Ok(CniResult {
             ips: alloc
                 .ips
                 .into_iter()
-                .map(|ip| IpConfig { address: ip.address, gateway: ip.gateway, interface: None })
+                .map(|ip| IpConfig {
+                    address: ip.address,
+                    gateway: ip.gateway,
+                    interface: None,
+                })
                 .collect(),
             routes: alloc
                 .routes
                 .into_iter()
-                .map(|r| Route { dst: r.dst, gw: r.gw, mtu: None, advmss: None, priority: None, table: None, scope: None })
+                .map(|r| Route {
+                    dst: r.dst,
+                    gw: r.gw,
+                    mtu: None,
+                    advmss: None,
+                    priority: None,
+                    table: None,
+                    scope: None,
+                })
                 .collect(),
             ..CniResult::default()
         })
@@ -79,14 +93,25 @@ impl<'a> Ipam<'a> {
         if !self.kind().is_embedded() {
             return self.exec("DEL", &self.conf.raw).map(drop);
         }
-        Ok(self.embedded()?.release(&self.env.container_id, &self.env.ifname)?)
+        match self
+            .embedded()?
+            .release(&self.env.container_id, &self.env.ifname)?
+        {
+            railcni_ipam::Released::Released(ip) => crate::log_info!("released {ip}"),
+            railcni_ipam::Released::NotHeld => crate::log_debug!("no lease to release"),
+            railcni_ipam::Released::StoreUnreadable(why) => {
+                crate::log_error!("cannot release the lease: {why}")
+            }
+        }
+        Ok(())
     }
 
     pub fn check(&self) -> Result<()> {
         if !self.kind().is_embedded() {
             return self.exec("CHECK", &self.conf.raw).map(drop);
         }
-        self.embedded()?.check(&self.env.container_id, &self.env.ifname)?;
+        self.embedded()?
+            .check(&self.env.container_id, &self.env.ifname)?;
         Ok(())
     }
 
@@ -94,7 +119,9 @@ impl<'a> Ipam<'a> {
         if !self.kind().is_embedded() {
             return self.exec("GC", &self.conf.raw).map(drop);
         }
-        self.embedded()?.gc(valid)?;
+        for ip in self.embedded()?.gc(valid)? {
+            crate::log_info!("GC released {ip}");
+        }
         Ok(())
     }
 
@@ -102,7 +129,9 @@ impl<'a> Ipam<'a> {
         if !self.kind().is_embedded() {
             return self.exec("STATUS", &self.conf.raw).map(drop);
         }
-        self.embedded()?.status().map_err(|e| Error::Unavailable(e.to_string()))
+        self.embedded()?
+            .status()
+            .map_err(|e| Error::Unavailable(e.to_string()))
     }
 
     fn find_plugin(&self) -> Result<PathBuf> {
@@ -131,15 +160,20 @@ impl<'a> Ipam<'a> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| Error::Ipam { code: 105, msg: format!("cannot run IPAM plugin {}: {e}", plugin.display()) })?;
-        let input = serde_json::to_vec(stdin).map_err(|e| Error::Internal(format!("encode config: {e}")))?;
+            .map_err(|e| Error::Ipam {
+                code: 105,
+                msg: format!("cannot run IPAM plugin {}: {e}", plugin.display()),
+            })?;
+        let input = serde_json::to_vec(stdin)
+            .map_err(|e| Error::Internal(format!("encode config: {e}")))?;
         if let Some(mut pipe) = child.stdin.take() {
             // A plugin may exit without reading stdin; its exit status says what happened.
             let _ = pipe.write_all(&input);
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| Error::Ipam { code: 105, msg: format!("IPAM plugin {name} {command}: {e}") })?;
+        let out = child.wait_with_output().map_err(|e| Error::Ipam {
+            code: 105,
+            msg: format!("IPAM plugin {name} {command}: {e}"),
+        })?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !stderr.trim().is_empty() {
             crate::log_debug!("IPAM plugin {name} {command} stderr: {}", stderr.trim());
@@ -149,7 +183,11 @@ impl<'a> Ipam<'a> {
         }
         let err: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         let code = err.get("code").and_then(Value::as_u64).unwrap_or(105) as u32;
-        let msg = err.get("msg").and_then(Value::as_str).unwrap_or("").to_string();
+        let msg = err
+            .get("msg")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let details = err.get("details").and_then(Value::as_str).unwrap_or("");
         Err(Error::Ipam {
             code,

@@ -56,7 +56,11 @@ pub fn init(level: Level, file: Option<&Path>, context: String) {
             .ok()
     });
     if let Ok(mut sink) = SINK.lock() {
-        *sink = Some(Sink { level, file, context });
+        *sink = Some(Sink {
+            level,
+            file,
+            context,
+        });
     }
 }
 
@@ -69,7 +73,10 @@ pub fn write(level: Level, msg: std::fmt::Arguments<'_>) {
     if level > max {
         return;
     }
-    let ts = SystemTime::now().duration_since(UNIX_EPOCH).map(utc_timestamp).unwrap_or_default();
+    let ts = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(utc_timestamp)
+        .unwrap_or_default();
     let line = format!("{ts} railcni {} [{context}] {msg}\n", level.label());
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(file) = guard.as_mut().and_then(|s| s.file.as_mut()) {
@@ -105,7 +112,10 @@ mod tests {
     fn formats_utc_timestamps() {
         let t = std::time::Duration::from_millis(1_795_241_220_508);
         assert_eq!(super::utc_timestamp(t), "2026-11-21T06:07:00.508Z");
-        assert_eq!(super::utc_timestamp(std::time::Duration::ZERO), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            super::utc_timestamp(std::time::Duration::ZERO),
+            "1970-01-01T00:00:00.000Z"
+        );
     }
 }
 

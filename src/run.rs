@@ -17,7 +17,9 @@ use crate::state::Store;
 /// Returns the process exit code.
 pub fn cni_main() -> i32 {
     let mut stdin = Vec::new();
-    let read = std::io::stdin().read_to_end(&mut stdin).map_err(|e| Error::Io(format!("cannot read stdin: {e}")));
+    let read = std::io::stdin()
+        .read_to_end(&mut stdin)
+        .map_err(|e| Error::Io(format!("cannot read stdin: {e}")));
     let outcome = read.and_then(|_| dispatch(&stdin));
     let (out, code) = match outcome {
         Ok(Some(v)) => (Some(v), 0),
@@ -29,7 +31,10 @@ pub fn cni_main() -> i32 {
     };
     if let Some(v) = out {
         let mut stdout = std::io::stdout().lock();
-        if writeln!(stdout, "{v}").and_then(|_| stdout.flush()).is_err() {
+        if writeln!(stdout, "{v}")
+            .and_then(|_| stdout.flush())
+            .is_err()
+        {
             return 1;
         }
     }
@@ -40,7 +45,11 @@ fn error_json(e: &Error, stdin: &[u8]) -> Value {
     // Answer in the caller's version when it is one we speak.
     let version = serde_json::from_slice::<Value>(stdin)
         .ok()
-        .and_then(|v| v.get("cniVersion").and_then(Value::as_str).map(str::to_string))
+        .and_then(|v| {
+            v.get("cniVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
         .filter(|v| SUPPORTED.contains(&v.as_str()))
         .unwrap_or_else(|| LATEST.to_string());
     json!({"cniVersion": version, "code": e.code(), "msg": e.summary(), "details": e.details()})
@@ -55,17 +64,28 @@ fn dispatch(stdin: &[u8]) -> Result<Option<Value>> {
     crate::log::init(
         conf.log_level,
         conf.log_file.as_deref(),
-        format!("{:?} {} {} {}", env.command, conf.name, env.container_id, env.ifname),
+        format!(
+            "{:?} {} {} {}",
+            env.command, conf.name, env.container_id, env.ifname
+        ),
     );
     let version = conf.version;
-    let ctx = Ctx { host: NetNs::current()?, store: Store::from_env(), sysfs: Sysfs::from_env(), env, conf };
+    let ctx = Ctx {
+        host: NetNs::current()?,
+        store: Store::from_env(),
+        sysfs: Sysfs::from_env(),
+        env,
+        conf,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Internal(format!("cannot start runtime: {e}")))?;
     runtime.block_on(async {
         match ctx.env.command {
-            Command::Add => commands::add::add(&ctx).await.map(|r| Some(r.to_json(version))),
+            Command::Add => commands::add::add(&ctx)
+                .await
+                .map(|r| Some(r.to_json(version))),
             Command::Del => commands::del::del(&ctx).await.map(|_| None),
             Command::Check => commands::check::check(&ctx).await.map(|_| None),
             Command::Gc => commands::gc::gc(&ctx).await.map(|_| None),
@@ -78,7 +98,11 @@ fn dispatch(stdin: &[u8]) -> Result<Option<Value>> {
 fn version_reply(stdin: &[u8]) -> Value {
     let asked = serde_json::from_slice::<Value>(stdin)
         .ok()
-        .and_then(|v| v.get("cniVersion").and_then(Value::as_str).map(str::to_string))
+        .and_then(|v| {
+            v.get("cniVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
         .filter(|v| Version::parse(v).is_ok())
         .unwrap_or_else(|| LATEST.to_string());
     json!({"cniVersion": asked, "supportedVersions": SUPPORTED})

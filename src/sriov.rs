@@ -59,7 +59,9 @@ impl Sysfs {
         Ok(Vf {
             driver: link_target_name(&dev.join("driver")),
             netdevs: list_dir(&dev.join("net")),
-            pf_netdev: list_dir(&self.device(&pf_pci).join("net")).into_iter().next(),
+            pf_netdev: list_dir(&self.device(&pf_pci).join("net"))
+                .into_iter()
+                .next(),
             pci,
             pf_pci,
             index,
@@ -69,12 +71,19 @@ impl Sysfs {
     fn vf_index(&self, pf_pci: &str, vf_pci: &str) -> Result<u32> {
         let pf = self.device(pf_pci);
         let entries = fs::read_dir(&pf).map_err(|e| {
-            Error::DeviceNotFound(format!("cannot read PF {pf_pci} of VF {vf_pci} ({}): {e}", pf.display()))
+            Error::DeviceNotFound(format!(
+                "cannot read PF {pf_pci} of VF {vf_pci} ({}): {e}",
+                pf.display()
+            ))
         })?;
         for entry in entries.flatten() {
             let name = entry.file_name();
-            let Some(n) = name.to_str().and_then(|n| n.strip_prefix("virtfn")) else { continue };
-            let Ok(index) = n.parse::<u32>() else { continue };
+            let Some(n) = name.to_str().and_then(|n| n.strip_prefix("virtfn")) else {
+                continue;
+            };
+            let Ok(index) = n.parse::<u32>() else {
+                continue;
+            };
             if link_target_name(&entry.path()).as_deref() == Some(vf_pci) {
                 return Ok(index);
             }
@@ -94,7 +103,9 @@ impl Sysfs {
 
 impl Vf {
     pub fn is_dpdk(&self) -> bool {
-        self.driver.as_deref().is_some_and(|d| DPDK_DRIVERS.contains(&d))
+        self.driver
+            .as_deref()
+            .is_some_and(|d| DPDK_DRIVERS.contains(&d))
     }
 
     /// A VF railcni can move needs a netdev; explain why when it has none.
@@ -140,7 +151,11 @@ fn link_target_name(link: &Path) -> Option<String> {
 
 fn list_dir(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
-        .map(|rd| rd.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
         .unwrap_or_default();
     names.sort();
     names
@@ -168,7 +183,11 @@ pub mod tests {
             symlink(format!("../{vf}"), pf_dir.join(format!("virtfn{i}"))).unwrap();
             let drv = root.join("bus/pci/drivers").join(driver);
             fs::create_dir_all(&drv).unwrap();
-            symlink(format!("../../../bus/pci/drivers/{driver}"), d.join("driver")).unwrap();
+            symlink(
+                format!("../../../bus/pci/drivers/{driver}"),
+                d.join("driver"),
+            )
+            .unwrap();
             if let Some(n) = netdev {
                 fs::create_dir_all(d.join("net").join(n)).unwrap();
             }
@@ -183,7 +202,10 @@ pub mod tests {
             t.path(),
             "0000:3b:00.0",
             "ens1f0",
-            &[("0000:3b:00.2", Some("ens1f0v0"), "mlx5_core"), ("0000:3b:00.3", Some("ens1f0v1"), "mlx5_core")],
+            &[
+                ("0000:3b:00.2", Some("ens1f0v0"), "mlx5_core"),
+                ("0000:3b:00.3", Some("ens1f0v1"), "mlx5_core"),
+            ],
         );
         let vf = Sysfs::new(t.path()).resolve("0000:3B:00.3").unwrap();
         assert_eq!(vf.pf_pci, "0000:3b:00.0");
@@ -206,16 +228,31 @@ pub mod tests {
     #[test]
     fn missing_device_and_bad_address() {
         let t = tempfile::tempdir().unwrap();
-        assert_eq!(Sysfs::new(t.path()).resolve("0000:3b:00.5").unwrap_err().code(), 102);
+        assert_eq!(
+            Sysfs::new(t.path())
+                .resolve("0000:3b:00.5")
+                .unwrap_err()
+                .code(),
+            102
+        );
         for bad in ["../../etc", "0000:3b:00.8", "3b:00.1", "0000:3b:00.2/x"] {
-            assert_eq!(Sysfs::new(t.path()).resolve(bad).unwrap_err().code(), 7, "{bad}");
+            assert_eq!(
+                Sysfs::new(t.path()).resolve(bad).unwrap_err().code(),
+                7,
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn dpdk_vf_is_refused_clearly() {
         let t = tempfile::tempdir().unwrap();
-        fake_vf(t.path(), "0000:3b:00.0", "ens1f0", &[("0000:3b:00.2", None, "vfio-pci")]);
+        fake_vf(
+            t.path(),
+            "0000:3b:00.0",
+            "ens1f0",
+            &[("0000:3b:00.2", None, "vfio-pci")],
+        );
         let vf = Sysfs::new(t.path()).resolve("0000:3b:00.2").unwrap();
         assert!(vf.netdevs.is_empty());
         let e = vf.require_netdev_mode().unwrap_err();

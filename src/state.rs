@@ -36,7 +36,10 @@ pub struct NsId {
 impl NsId {
     pub fn of(path: &Path) -> Option<NsId> {
         let m = fs::metadata(path).ok()?;
-        Some(NsId { dev: m.dev(), ino: m.ino() })
+        Some(NsId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
     }
 }
 
@@ -68,7 +71,14 @@ pub struct Record {
 }
 
 impl Record {
-    pub fn new(pci: &str, network: &str, container_id: &str, ifname: &str, netns: Option<&Path>, host: HostLink) -> Self {
+    pub fn new(
+        pci: &str,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        netns: Option<&Path>,
+        host: HostLink,
+    ) -> Self {
         Record {
             version: RECORD_VERSION,
             pci: pci.to_string(),
@@ -113,20 +123,24 @@ pub struct VfLock {
 
 impl Store {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Store { root: root.into(), lock_timeout: DEFAULT_LOCK_TIMEOUT }
+        Store {
+            root: root.into(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
     }
 
     /// `RAILCNI_STATE_DIR` and `RAILCNI_LOCK_TIMEOUT_MS` from the environment.
     pub fn from_env() -> Self {
-        let mut s = Store::new(std::env::var_os("RAILCNI_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.into()));
-        if let Some(ms) = std::env::var("RAILCNI_LOCK_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()) {
+        let mut s = Store::new(
+            std::env::var_os("RAILCNI_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.into()),
+        );
+        if let Some(ms) = std::env::var("RAILCNI_LOCK_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
             s.lock_timeout = Duration::from_millis(ms);
         }
         s
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     fn dir(&self, name: &str) -> Result<PathBuf> {
@@ -167,7 +181,9 @@ impl Store {
                         self.lock_timeout
                     )))
                 }
-                Err((_, e)) => return Err(Error::State(format!("cannot lock {}: {e}", path.display()))),
+                Err((_, e)) => {
+                    return Err(Error::State(format!("cannot lock {}: {e}", path.display())))
+                }
             }
         }
     }
@@ -191,10 +207,13 @@ impl Store {
     pub fn list(&self) -> Result<Vec<Record>> {
         let dir = self.dir("attachments")?;
         let mut out = Vec::new();
-        let entries = fs::read_dir(&dir).map_err(|e| Error::State(format!("cannot list {}: {e}", dir.display())))?;
+        let entries = fs::read_dir(&dir)
+            .map_err(|e| Error::State(format!("cannot list {}: {e}", dir.display())))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pci) = name.strip_suffix(".json") else { continue };
+            let Some(pci) = name.strip_suffix(".json") else {
+                continue;
+            };
             match self.load(pci) {
                 Ok(Some(r)) => out.push(r),
                 Ok(None) => {}
@@ -207,13 +226,18 @@ impl Store {
 
     /// Find the record of an attachment by its CNI key.
     pub fn find(&self, container_id: &str, ifname: &str) -> Result<Option<Record>> {
-        Ok(self.list()?.into_iter().find(|r| r.is_for(container_id, ifname)))
+        Ok(self
+            .list()?
+            .into_iter()
+            .find(|r| r.is_for(container_id, ifname)))
     }
 
     pub fn save(&self, record: &Record) -> Result<()> {
         let path = self.record_path(&record.pci)?;
-        let bytes = serde_json::to_vec_pretty(record).map_err(|e| Error::Internal(format!("encode record: {e}")))?;
-        write_atomic(&path, &bytes).map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
+        let bytes = serde_json::to_vec_pretty(record)
+            .map_err(|e| Error::Internal(format!("encode record: {e}")))?;
+        write_atomic(&path, &bytes)
+            .map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
     }
 
     pub fn remove(&self, pci: &str) -> Result<()> {
@@ -221,7 +245,10 @@ impl Store {
         match fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::State(format!("cannot remove {}: {e}", path.display()))),
+            Err(e) => Err(Error::State(format!(
+                "cannot remove {}: {e}",
+                path.display()
+            ))),
         }
     }
 
@@ -229,7 +256,9 @@ impl Store {
     pub fn probe_writable(&self) -> Result<()> {
         let dir = self.dir("attachments")?;
         let probe = dir.join(".status-probe");
-        write_atomic(&probe, b"ok").map_err(|e| Error::Unavailable(format!("state dir {} is not writable: {e}", dir.display())))?;
+        write_atomic(&probe, b"ok").map_err(|e| {
+            Error::Unavailable(format!("state dir {} is not writable: {e}", dir.display()))
+        })?;
         let _ = fs::remove_file(probe);
         Ok(())
     }
@@ -240,10 +269,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.tmp.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("record"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("record"),
         std::process::id()
     ));
-    let mut f = OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
     fs::rename(&tmp, path)?;
@@ -256,7 +292,12 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn host() -> HostLink {
-        HostLink { name: "ens1f0v0".into(), mac: "02:00:00:00:00:01".into(), mtu: 1500, ifindex: 7 }
+        HostLink {
+            name: "ens1f0v0".into(),
+            mac: "02:00:00:00:00:01".into(),
+            mtu: 1500,
+            ifindex: 7,
+        }
     }
 
     #[test]
@@ -268,8 +309,14 @@ mod tests {
         assert_eq!(s.load("0000:3b:00.2").unwrap(), Some(r.clone()));
         assert_eq!(s.find("c1", "net1").unwrap(), Some(r));
         assert_eq!(s.find("c1", "net2").unwrap(), None);
-        let dir_mode = fs::metadata(t.path().join("state/attachments")).unwrap().permissions().mode();
-        let file_mode = fs::metadata(t.path().join("state/attachments/0000:3b:00.2.json")).unwrap().permissions().mode();
+        let dir_mode = fs::metadata(t.path().join("state/attachments"))
+            .unwrap()
+            .permissions()
+            .mode();
+        let file_mode = fs::metadata(t.path().join("state/attachments/0000:3b:00.2.json"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!((dir_mode & 0o777, file_mode & 0o777), (0o700, 0o600));
         s.remove("0000:3b:00.2").unwrap();
         s.remove("0000:3b:00.2").unwrap();

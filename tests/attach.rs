@@ -26,7 +26,10 @@ fn add_check_del_round_trip_restores_the_vf() {
     assert_eq!(result["cniVersion"], "1.0.0");
     assert_eq!(result["interfaces"][0]["name"], "net1");
     assert_eq!(result["interfaces"][0]["mtu"], 9000);
-    assert!(result["interfaces"][0].get("pciID").is_none(), "pciID is 1.1 only");
+    assert!(
+        result["interfaces"][0].get("pciID").is_none(),
+        "pciID is 1.1 only"
+    );
     assert_eq!(result["interfaces"][0]["sandbox"], pod.as_str());
     assert_eq!(result["ips"][0]["interface"], 0);
     let address = result["ips"][0]["address"].as_str().unwrap().to_string();
@@ -36,21 +39,42 @@ fn add_check_del_round_trip_restores_the_vf() {
     assert_eq!((inside.mtu, inside.up), (9000, true));
     assert_eq!(inside.mac, before.mac);
     assert_eq!(addresses_in(&ns, "net1"), vec![address.clone()]);
-    assert!(node.link(&node.host(), &vf.ifname).is_none(), "VF left the host");
+    assert!(
+        node.link(&node.host(), &vf.ifname).is_none(),
+        "VF left the host"
+    );
     assert!(node.record_exists(&vf.pci));
-    assert_eq!(sh_ok(&format!("ip netns exec {ns} sh -c 'test $(cat /proc/sys/net/ipv4/conf/net1/arp_notify) = 1'")), true);
+    assert_eq!(
+        sh_ok(&format!(
+            "ip netns exec {ns} sh -c 'test $(cat /proc/sys/net/ipv4/conf/net1/arp_notify) = 1'"
+        )),
+        true
+    );
 
-    node.cni(&add.cmd("CHECK").with_conf(with_prev(&conf, &result))).ok();
+    node.cni(&add.cmd("CHECK").with_conf(with_prev(&conf, &result)))
+        .ok();
 
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(node.link(&node.host(), &vf.ifname), Some(before), "name, MTU, MAC restored");
+    assert_eq!(
+        node.link(&node.host(), &vf.ifname),
+        Some(before),
+        "name, MTU, MAC restored"
+    );
     assert!(link_in(&ns, "net1").is_none());
     assert!(!node.record_exists(&vf.pci));
-    assert!(node.host_local_leases("rail1").is_empty(), "IPAM lease released");
+    assert!(
+        node.host_local_leases("rail1").is_empty(),
+        "IPAM lease released"
+    );
 
     // CHECK after DEL says what is missing.
-    let e = node.cni(&add.cmd("CHECK").with_conf(with_prev(&conf, &result))).err(107);
-    assert!(e["details"].as_str().unwrap().contains("no attachment record"));
+    let e = node
+        .cni(&add.cmd("CHECK").with_conf(with_prev(&conf, &result)))
+        .err(107);
+    assert!(e["details"]
+        .as_str()
+        .unwrap()
+        .contains("no attachment record"));
 }
 
 #[test]
@@ -58,7 +82,13 @@ fn repeated_add_returns_the_same_result_without_moving_twice() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
-    let add = Req::new("ADD", "c1", &pod, "net1", conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")));
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
+    );
     let first = node.cni(&add).ok();
     let second = node.cni(&add).ok();
     assert_eq!(first, second);
@@ -80,14 +110,21 @@ fn mac_from_runtime_config_and_restored_on_del() {
     let r = node.cni(&add).ok();
     assert_eq!(r["interfaces"][0]["mac"], "02:00:00:00:00:11");
     assert_eq!(r["interfaces"][0]["pciID"], vf.pci.as_str());
-    assert_eq!(link_in(&Node::ns_of(&pod), "net1").unwrap().mac, "02:00:00:00:00:11");
+    assert_eq!(
+        link_in(&Node::ns_of(&pod), "net1").unwrap().mac,
+        "02:00:00:00:00:11"
+    );
     node.cni(&add.cmd("DEL")).ok();
     assert_eq!(node.link(&node.host(), &vf.ifname).unwrap().mac, before.mac);
 }
 
 /// Every failed ADD leaves the host as it was: same link, no record, IPAM released.
 fn assert_untouched(node: &Node, vf: &FakeVf, before: &LinkState) {
-    assert_eq!(node.link(&node.host(), &vf.ifname).as_ref(), Some(before), "VF restored on the host");
+    assert_eq!(
+        node.link(&node.host(), &vf.ifname).as_ref(),
+        Some(before),
+        "VF restored on the host"
+    );
     assert!(!node.record_exists(&vf.pci), "no attachment record left");
 }
 
@@ -107,7 +144,10 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
     c["mtu"] = json!(9600);
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
     let details = e["details"].as_str().unwrap();
-    assert!(details.contains("mtu") && details.contains("9600") && details.contains("9000"), "{details}");
+    assert!(
+        details.contains("mtu") && details.contains("9600") && details.contains("9000"),
+        "{details}"
+    );
     assert_untouched(&node, vf, &before);
     assert!(node.host_local_leases("rail1").is_empty());
 
@@ -115,28 +155,43 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
     let err = json!({"cniVersion": "1.0.0", "code": 11, "msg": "pool busy"});
     let calls = fake_ipam(&plugins, "failing-ipam", &err, 1);
     let c = conf("1.0.0", "rail1", &vf.pci, json!({"type": "failing-ipam"}));
-    let e = node.cni_with_path(&Req::new("ADD", "c1", &pod, "net1", c), &[&plugins_s]).err(11);
+    let e = node
+        .cni_with_path(&Req::new("ADD", "c1", &pod, "net1", c), &[&plugins_s])
+        .err(11);
     assert!(e["details"].as_str().unwrap().contains("pool busy"));
     assert_untouched(&node, vf, &before);
-    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().collect::<Vec<_>>(), ["ADD c1 net1"]);
+    assert_eq!(
+        std::fs::read_to_string(&calls)
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        ["ADD c1 net1"]
+    );
 
     // 3. IPAM hands out a route the kernel refuses: fails after the move.
     let reply = json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.9.2/31"}],
                        "routes": [{"dst": "10.0.0.0/8", "gw": "192.0.2.1"}]});
     let calls = fake_ipam(&plugins, "bad-route-ipam", &reply, 0);
     let c = conf("1.0.0", "rail1", &vf.pci, json!({"type": "bad-route-ipam"}));
-    let e = node.cni_with_path(&Req::new("ADD", "c1", &pod, "net1", c), &[&plugins_s]).err(104);
+    let e = node
+        .cni_with_path(&Req::new("ADD", "c1", &pod, "net1", c), &[&plugins_s])
+        .err(104);
     assert!(e["details"].as_str().unwrap().contains("10.0.0.0/8"), "{e}");
     assert_untouched(&node, vf, &before);
     assert!(link_in(&ns, "net1").is_none(), "nothing left in the pod");
     assert_eq!(
-        std::fs::read_to_string(&calls).unwrap().lines().collect::<Vec<_>>(),
+        std::fs::read_to_string(&calls)
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
         ["ADD c1 net1", "DEL c1 net1"],
         "IPAM released on rollback"
     );
 
     // 4. The interface name is already taken in the pod.
-    sh(&format!("ip -n {ns} link add net1 type veth peer name other"));
+    sh(&format!(
+        "ip -n {ns} link add net1 type veth peer name other"
+    ));
     let c = conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24"));
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(4);
     assert!(e["details"].as_str().unwrap().contains("net1"));
@@ -145,7 +200,14 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
 
     // 5. The namespace does not exist: code 3.
     let c = conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24"));
-    node.cni(&Req::new("ADD", "c1", "/var/run/netns/no-such-pod", "net1", c)).err(3);
+    node.cni(&Req::new(
+        "ADD",
+        "c1",
+        "/var/run/netns/no-such-pod",
+        "net1",
+        c,
+    ))
+    .err(3);
     assert_untouched(&node, vf, &before);
 }
 
@@ -157,17 +219,38 @@ fn bad_input_is_refused_before_anything_changes() {
     let pod = node.pod("pod");
     let pf = "0000:11:00.0";
     // A PF (no physfn) must never be moved.
-    let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", conf("1.0.0", "r", pf, json!({})))).err(102);
+    let e = node
+        .cni(&Req::new(
+            "ADD",
+            "c1",
+            &pod,
+            "net1",
+            conf("1.0.0", "r", pf, json!({})),
+        ))
+        .err(102);
     assert!(e["details"].as_str().unwrap().contains("not an SR-IOV VF"));
     // Undecodable stdin.
     let mut r = Req::new("ADD", "c1", &pod, "net1", json!("not an object"));
     node.cni(&r).err(6);
     // Unknown CNI_ARGS without IgnoreUnknown.
-    r = Req::new("ADD", "c1", &pod, "net1", conf("1.0.0", "r", &vf.pci, json!({})));
+    r = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        conf("1.0.0", "r", &vf.pci, json!({})),
+    );
     r.args = Some("FOO=bar".into());
     node.cni(&r).err(4);
     // Unsupported version.
-    node.cni(&Req::new("ADD", "c1", &pod, "net1", conf("0.2.0", "r", &vf.pci, json!({})))).err(1);
+    node.cni(&Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        conf("0.2.0", "r", &vf.pci, json!({})),
+    ))
+    .err(1);
     assert_untouched(&node, vf, &before);
 }
 
@@ -179,21 +262,34 @@ fn del_converges_after_the_netns_is_gone() {
         let before = node.link(&node.host(), &vf.ifname).unwrap();
         let pod = node.pod("pod");
         let ns = Node::ns_of(&pod);
-        let add = Req::new("ADD", "c1", &pod, "net1", conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")));
+        let add = Req::new(
+            "ADD",
+            "c1",
+            &pod,
+            "net1",
+            conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
+        );
         node.cni(&add).ok();
 
         // Play the kernel: a dying netns hands physical devices back, under
         // their pod name if free, else dev<ifindex>; sysfs follows the name.
         let idx = link_in(&ns, "net1").unwrap().ifindex;
         let name = returned_as.replace("{}", &idx.to_string());
-        sh(&format!("ip -n {ns} link set net1 netns {} name {name}", node.host()));
+        sh(&format!(
+            "ip -n {ns} link set net1 netns {} name {name}",
+            node.host()
+        ));
         let net = node.sysfs().join(format!("bus/pci/devices/{}/net", vf.pci));
         std::fs::rename(net.join(&vf.ifname), net.join(&name)).unwrap();
         sh(&format!("ip netns del {ns}"));
         std::fs::rename(net.join(&name), net.join(&vf.ifname)).unwrap();
 
         node.cni(&add.cmd("DEL")).ok();
-        assert_eq!(node.link(&node.host(), &vf.ifname), Some(before.clone()), "returned as {name}");
+        assert_eq!(
+            node.link(&node.host(), &vf.ifname),
+            Some(before.clone()),
+            "returned as {name}"
+        );
         assert!(!node.record_exists(&vf.pci));
         assert!(node.host_local_leases("rail1").is_empty());
         // DEL again, and DEL with an empty netns path: still success.
@@ -209,10 +305,19 @@ fn del_without_any_record_or_ipam_state_succeeds() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
-    let del = Req::new("DEL", "never-added", &pod, "net1", conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")));
+    let del = Req::new(
+        "DEL",
+        "never-added",
+        &pod,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
+    );
     node.cni(&del).ok();
     node.cni(&del).ok();
-    assert!(node.link(&node.host(), &vf.ifname).is_some(), "an unrelated VF is not touched");
+    assert!(
+        node.link(&node.host(), &vf.ifname).is_some(),
+        "an unrelated VF is not touched"
+    );
 }
 
 #[test]
@@ -226,7 +331,13 @@ fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
         .enumerate()
         .map(|(i, pod)| {
             let node = node.clone();
-            let req = Req::new("ADD", &format!("c{i}"), pod, "net1", conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")));
+            let req = Req::new(
+                "ADD",
+                &format!("c{i}"),
+                pod,
+                "net1",
+                conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
+            );
             std::thread::spawn(move || node.cni(&req))
         })
         .collect();
@@ -235,10 +346,17 @@ fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
     assert_eq!(winners.len(), 1, "{replies:?}");
     let loser = &replies[1 - winners[0]];
     assert_eq!(loser.code(), Some(101), "{loser:?}");
-    let in_pods: Vec<bool> = pods.iter().map(|p| link_in(&Node::ns_of(p), "net1").is_some()).collect();
+    let in_pods: Vec<bool> = pods
+        .iter()
+        .map(|p| link_in(&Node::ns_of(p), "net1").is_some())
+        .collect();
     assert_eq!(in_pods.iter().filter(|b| **b).count(), 1);
     assert!(in_pods[winners[0]]);
-    assert_eq!(node.host_local_leases("rail1").len(), 1, "the loser holds no lease");
+    assert_eq!(
+        node.host_local_leases("rail1").len(),
+        1,
+        "the loser holds no lease"
+    );
 }
 
 #[test]
@@ -246,16 +364,31 @@ fn a_dead_pods_record_does_not_block_the_next_pod() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
-    let add_old = Req::new("ADD", "old", &old, "net1", conf("1.0.0", "rail1", &vf.pci, json!({})));
+    let add_old = Req::new(
+        "ADD",
+        "old",
+        &old,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, json!({})),
+    );
     node.cni(&add_old).ok();
     // The old pod dies without DEL; play the kernel returning the VF.
     let ns = Node::ns_of(&old);
-    sh(&format!("ip -n {ns} link set net1 netns {} name net1 && ip netns del {ns}", node.host()));
+    sh(&format!(
+        "ip -n {ns} link set net1 netns {} name net1 && ip netns del {ns}",
+        node.host()
+    ));
     let net = node.sysfs().join(format!("bus/pci/devices/{}/net", vf.pci));
     std::fs::rename(net.join(&vf.ifname), net.join("net1")).unwrap();
 
     let new = node.pod("new");
-    let add_new = Req::new("ADD", "new", &new, "net1", conf("1.0.0", "rail1", &vf.pci, json!({})));
+    let add_new = Req::new(
+        "ADD",
+        "new",
+        &new,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, json!({})),
+    );
     node.cni(&add_new).ok();
     assert!(link_in(&Node::ns_of(&new), "net1").is_some());
     // The old pod's late DEL must not take the VF from the new pod.
@@ -298,16 +431,44 @@ fn multus_exact_invocation_at_0_3_1_and_1_0_0() {
 fn version_status_and_gc() {
     let node = Node::new(1, 2);
     let pod = node.pod("pod");
-    let v = node.cni(&Req::new("VERSION", "", "", "", json!({"cniVersion": "1.0.0"}))).ok();
-    assert_eq!(v["supportedVersions"], json!(["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"]));
+    let v = node
+        .cni(&Req::new(
+            "VERSION",
+            "",
+            "",
+            "",
+            json!({"cniVersion": "1.0.0"}),
+        ))
+        .ok();
+    assert_eq!(
+        v["supportedVersions"],
+        json!(["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"])
+    );
 
-    let status = |c: Value| node.cni(&Req { netns: None, ..Req::new("STATUS", "", "", "", c) });
+    let status = |c: Value| {
+        node.cni(&Req {
+            netns: None,
+            ..Req::new("STATUS", "", "", "", c)
+        })
+    };
     status(json!({"cniVersion": "1.1.0", "name": "rail1", "type": "railcni"})).ok();
     status(json!({"cniVersion": "1.0.0", "name": "rail1", "type": "railcni"})).err(1);
 
     // GC drops the attachment not listed and returns its VF.
-    let keep = Req::new("ADD", "keep", &pod, "net1", conf("1.1.0", "rail1", &node.vfs[0].pci, json!({})));
-    let drop = Req::new("ADD", "drop", &pod, "net2", conf("1.1.0", "rail1", &node.vfs[1].pci, json!({})));
+    let keep = Req::new(
+        "ADD",
+        "keep",
+        &pod,
+        "net1",
+        conf("1.1.0", "rail1", &node.vfs[0].pci, json!({})),
+    );
+    let drop = Req::new(
+        "ADD",
+        "drop",
+        &pod,
+        "net2",
+        conf("1.1.0", "rail1", &node.vfs[1].pci, json!({})),
+    );
     node.cni(&keep).ok();
     node.cni(&drop).ok();
     let gc = json!({"cniVersion": "1.1.0", "name": "rail1", "type": "railcni",
@@ -318,7 +479,10 @@ fn version_status_and_gc() {
     let ns = Node::ns_of(&pod);
     assert!(link_in(&ns, "net1").is_some());
     assert!(link_in(&ns, "net2").is_none());
-    assert!(node.link(&node.host(), &node.vfs[1].ifname).is_some(), "dropped VF is home");
+    assert!(
+        node.link(&node.host(), &node.vfs[1].ifname).is_some(),
+        "dropped VF is home"
+    );
     assert!(node.record_exists(&node.vfs[0].pci));
     assert!(!node.record_exists(&node.vfs[1].pci));
     // GC below 1.1.0 is refused.

@@ -1,8 +1,12 @@
-//! railcni's per-node rail IPAM: the interface the plugin calls in-process and
-//! the `railcni-ipam` binary wraps.
-//!
-//! The allocator itself (pool arithmetic, lease file) lands with the "embedded
-//! /31 IPAM" issue; until then every call reports clearly that it is missing.
+//! railcni's per-node rail IPAM: one point-to-point prefix per node per rail
+//! (a /31 by default, the leaf switch port being the gateway), leased from a
+//! local file. The plugin calls it in-process; `railcni-ipam` wraps it as a
+//! CNI IPAM plugin.
+
+pub mod cni;
+pub mod config;
+pub mod pool;
+pub mod store;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -10,7 +14,13 @@ use std::path::PathBuf;
 
 use ipnet::IpNet;
 
-/// An IPAM failure, carrying the CNI error code the caller should report.
+use config::{NodeFile, PoolConfig};
+use pool::NodePool;
+use store::{Lease, Leases, Store};
+
+/// An IPAM failure with the CNI error code to report: 5 I/O, 7 invalid
+/// config, 11 try again (lock), 110 pool exhausted, 111 lease file corrupt,
+/// 112 requested address unavailable, 113 no lease (CHECK).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IpamError {
     code: u32,
@@ -66,54 +76,412 @@ pub struct Allocation {
     pub routes: Vec<RouteSpec>,
 }
 
-/// Where the store lives and which node this is; from the environment only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Released {
+    Released(IpAddr),
+    NotHeld,
+    /// The lease file cannot be read; DEL still succeeds and logs this.
+    StoreUnreadable(String),
+}
+
+/// Where the store lives and which node this is: from the environment only,
+/// never from a NAD.
 #[derive(Debug, Clone)]
 pub struct IpamEnv {
     pub state_dir: PathBuf,
     pub node_name: Option<String>,
+    pub node_config: PathBuf,
 }
 
-/// One network's pool on this node.
-#[derive(Debug)]
+impl IpamEnv {
+    /// `RAILCNI_STATE_DIR`/ipam, `RAILCNI_NODE_NAME`, `RAILCNI_NODE_CONFIG`.
+    pub fn from_env() -> Self {
+        let state = std::env::var_os("RAILCNI_STATE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/var/lib/cni/railcni".into());
+        IpamEnv {
+            state_dir: state.join("ipam"),
+            node_name: std::env::var("RAILCNI_NODE_NAME")
+                .ok()
+                .filter(|n| !n.is_empty()),
+            node_config: NodeFile::path_from_env(),
+        }
+    }
+}
+
+/// One network's pool on this node, with its lease store.
 pub struct Ipam {
-    _network: String,
+    pool: NodePool,
+    config: PoolConfig,
+    store: Store,
 }
 
-fn not_built() -> IpamError {
-    IpamError::new(
-        105,
-        "the embedded railcni-ipam allocator is not available in this build; \
-         use an external IPAM plugin (host-local, static, whereabouts, nv-ipam) in `ipam.type`",
-    )
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl Ipam {
     pub fn load(
         network: &str,
-        _ipam_conf: &serde_json::Value,
-        _env: &IpamEnv,
+        ipam_conf: &serde_json::Value,
+        env: &IpamEnv,
     ) -> Result<Self, IpamError> {
-        let _ = network;
-        Err(not_built())
+        let config = PoolConfig::parse(ipam_conf)?;
+        let node_file = NodeFile::load(&env.node_config)?;
+        let node = match (&env.node_name, &node_file.node_name) {
+            (Some(n), _) | (None, Some(n)) => n.clone(),
+            (None, None) => nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .ok_or_else(|| IpamError::new(7, "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file"))?,
+        };
+        let pool = NodePool::resolve(network, &node, &config, &node_file)?;
+        Ok(Ipam {
+            store: Store::new(&env.state_dir, network),
+            pool,
+            config,
+        })
     }
 
-    pub fn allocate(&self, _holder: &Holder, _requested: &[IpAddr]) -> Result<Allocation, IpamError> {
-        Err(not_built())
+    pub fn pool(&self) -> &NodePool {
+        &self.pool
     }
 
-    pub fn release(&self, _container_id: &str, _ifname: &str) -> Result<(), IpamError> {
-        Err(not_built())
+    pub fn store_path(&self) -> &std::path::Path {
+        &self.store.path
     }
 
-    pub fn check(&self, _container_id: &str, _ifname: &str) -> Result<Allocation, IpamError> {
-        Err(not_built())
+    fn allocation(&self, address: IpAddr) -> Allocation {
+        let gateway = self.pool.gateway;
+        Allocation {
+            ips: vec![AllocatedIp {
+                address: IpNet::new(address, self.pool.prefix.prefix_len())
+                    .unwrap_or(self.pool.prefix),
+                gateway,
+            }],
+            routes: self
+                .config
+                .routes
+                .iter()
+                .map(|r| RouteSpec {
+                    dst: r.dst,
+                    gw: gateway,
+                })
+                .collect(),
+        }
     }
 
-    pub fn gc(&self, _valid: &[(String, String)]) -> Result<usize, IpamError> {
-        Err(not_built())
+    /// Lease an address to `holder` (the same one again if it already has one).
+    pub fn allocate(&self, holder: &Holder, requested: &[IpAddr]) -> Result<Allocation, IpamError> {
+        let locked = self.store.lock()?;
+        let mut data = locked.read()?;
+        if let Some(l) = data
+            .leases
+            .iter()
+            .find(|l| l.is_for(&holder.container_id, &holder.ifname))
+        {
+            return Ok(self.allocation(l.address));
+        }
+        let address = match requested.first() {
+            Some(ip) => self.check_requested(*ip, &data)?,
+            None => self.next_free(&data)?,
+        };
+        data.leases.push(Lease {
+            container_id: holder.container_id.clone(),
+            ifname: holder.ifname.clone(),
+            address,
+            pod_namespace: holder.pod_namespace.clone(),
+            pod_name: holder.pod_name.clone(),
+            pod_uid: holder.pod_uid.clone(),
+            allocated_unix: now_unix(),
+        });
+        data.last_allocated = Some(address);
+        locked.write(&data)?;
+        Ok(self.allocation(address))
     }
 
+    fn check_requested(&self, ip: IpAddr, data: &Leases) -> Result<IpAddr, IpamError> {
+        let p = &self.pool;
+        if !p.contains(&ip) {
+            return Err(IpamError::new(
+                112,
+                format!(
+                    "requested {ip} is outside {} of node {} on {}",
+                    p.prefix, p.node, p.network
+                ),
+            ));
+        }
+        if !p.usable.contains(&ip) {
+            return Err(IpamError::new(
+                112,
+                format!(
+                    "requested {ip} is the gateway, excluded or reserved in {}",
+                    p.prefix
+                ),
+            ));
+        }
+        if let Some(l) = data.leases.iter().find(|l| l.address == ip) {
+            return Err(IpamError::new(
+                112,
+                format!("requested {ip} is leased to {}", describe(l)),
+            ));
+        }
+        Ok(ip)
+    }
+
+    /// Round-robin from the last allocation, as host-local does, so a freed
+    /// address is reused last (peers' ARP caches may still point at it).
+    fn next_free(&self, data: &Leases) -> Result<IpAddr, IpamError> {
+        let usable = &self.pool.usable;
+        let start = data
+            .last_allocated
+            .and_then(|last| usable.iter().position(|ip| *ip == last))
+            .map_or(0, |i| i + 1);
+        let free = (0..usable.len())
+            .map(|k| usable[(start + k) % usable.len()])
+            .find(|ip| !data.leases.iter().any(|l| l.address == *ip));
+        free.ok_or_else(|| {
+            let p = &self.pool;
+            let holders: Vec<String> = data
+                .leases
+                .iter()
+                .filter(|l| p.contains(&l.address))
+                .map(describe)
+                .collect();
+            IpamError::new(
+                110,
+                format!(
+                    "network {} on node {} ({}) is exhausted: {} of {} addresses leased: {}",
+                    p.network,
+                    p.node,
+                    p.prefix,
+                    holders.len(),
+                    usable.len(),
+                    holders.join(", ")
+                ),
+            )
+        })
+    }
+
+    pub fn release(&self, container_id: &str, ifname: &str) -> Result<Released, IpamError> {
+        let locked = self.store.lock()?;
+        let mut data = match locked.read() {
+            Ok(d) => d,
+            Err(e) if e.code() == 111 => return Ok(Released::StoreUnreadable(e.to_string())),
+            Err(e) => return Err(e),
+        };
+        let Some(i) = data
+            .leases
+            .iter()
+            .position(|l| l.is_for(container_id, ifname))
+        else {
+            return Ok(Released::NotHeld);
+        };
+        let lease = data.leases.remove(i);
+        locked.write(&data)?;
+        Ok(Released::Released(lease.address))
+    }
+
+    pub fn check(&self, container_id: &str, ifname: &str) -> Result<Allocation, IpamError> {
+        let data = self.store.read()?;
+        data.leases
+            .iter()
+            .find(|l| l.is_for(container_id, ifname))
+            .map(|l| self.allocation(l.address))
+            .ok_or_else(|| {
+                IpamError::new(
+                    113,
+                    format!(
+                        "no lease for {container_id}/{ifname} on {}",
+                        self.pool.network
+                    ),
+                )
+            })
+    }
+
+    /// Release every lease whose attachment is not in `valid`; returns them.
+    pub fn gc(&self, valid: &[(String, String)]) -> Result<Vec<IpAddr>, IpamError> {
+        let locked = self.store.lock()?;
+        let mut data = locked.read()?;
+        let (keep, drop): (Vec<Lease>, Vec<Lease>) = data
+            .leases
+            .into_iter()
+            .partition(|l| valid.iter().any(|(c, i)| l.is_for(c, i)));
+        data.leases = keep;
+        if !drop.is_empty() {
+            locked.write(&data)?;
+        }
+        Ok(drop.into_iter().map(|l| l.address).collect())
+    }
+
+    /// Can an ADD succeed now? The store must read and a free address exist.
     pub fn status(&self) -> Result<(), IpamError> {
-        Err(not_built())
+        let data = self.store.read()?;
+        self.next_free(&data).map(drop)
+    }
+}
+
+fn describe(l: &Lease) -> String {
+    let pod = match (&l.pod_namespace, &l.pod_name) {
+        (Some(ns), Some(n)) => format!("{ns}/{n} "),
+        _ => String::new(),
+    };
+    format!("{} → {pod}({} {})", l.address, l.container_id, l.ifname)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ipam(dir: &std::path::Path, conf: serde_json::Value) -> Ipam {
+        let env = IpamEnv {
+            state_dir: dir.to_path_buf(),
+            node_name: Some("gpu-0".into()),
+            node_config: dir.join("none.json"),
+        };
+        Ipam::load("rail1", &conf, &env).unwrap()
+    }
+
+    fn holder(c: &str) -> Holder {
+        Holder {
+            container_id: c.into(),
+            ifname: "net1".into(),
+            pod_namespace: Some("ml".into()),
+            pod_name: Some(format!("pod-{c}")),
+            pod_uid: None,
+        }
+    }
+
+    #[test]
+    fn slash_31_allocation_gateway_routes_idempotence_exhaustion() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"], "routes": [{"dst": "172.16.0.0/12"}]}),
+        );
+        let a = i.allocate(&holder("c1"), &[]).unwrap();
+        assert_eq!(a.ips[0].address.to_string(), "172.16.0.0/31");
+        assert_eq!(a.ips[0].gateway, Some("172.16.0.1".parse().unwrap()));
+        assert_eq!(
+            a.routes,
+            vec![RouteSpec {
+                dst: "172.16.0.0/12".parse().unwrap(),
+                gw: Some("172.16.0.1".parse().unwrap())
+            }]
+        );
+        assert_eq!(
+            i.allocate(&holder("c1"), &[]).unwrap(),
+            a,
+            "same holder, same lease"
+        );
+        let e = i.allocate(&holder("c2"), &[]).unwrap_err();
+        assert_eq!(e.code(), 110);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("rail1")
+                && msg.contains("gpu-0")
+                && msg.contains("1 of 1")
+                && msg.contains("ml/pod-c1"),
+            "{msg}"
+        );
+        assert_eq!(i.check("c1", "net1").unwrap(), a);
+        assert_eq!(i.check("c2", "net1").unwrap_err().code(), 113);
+        assert_eq!(i.status().unwrap_err().code(), 110);
+        assert_eq!(
+            i.release("c1", "net1").unwrap(),
+            Released::Released("172.16.0.0".parse().unwrap())
+        );
+        assert_eq!(i.release("c1", "net1").unwrap(), Released::NotHeld);
+        assert!(i.status().is_ok());
+    }
+
+    #[test]
+    fn freed_addresses_are_reused_last() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "10.0.0.0/16", "perNodePrefix": 29, "nodes": ["gpu-0"]}),
+        );
+        let got = |c: &str| {
+            i.allocate(&holder(c), &[]).unwrap().ips[0]
+                .address
+                .addr()
+                .to_string()
+        };
+        assert_eq!(got("a"), "10.0.0.2");
+        assert_eq!(got("b"), "10.0.0.3");
+        i.release("a", "net1").unwrap();
+        assert_eq!(got("c"), "10.0.0.4", "not the just-freed 10.0.0.2");
+        assert_eq!(got("d"), "10.0.0.5");
+        assert_eq!(got("e"), "10.0.0.6");
+        assert_eq!(got("f"), "10.0.0.2", "wraps around to the freed one last");
+    }
+
+    #[test]
+    fn requested_addresses_must_be_in_the_prefix_and_free() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "10.0.0.0/16", "perNodePrefix": 29, "nodes": ["gpu-0"]}),
+        );
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(
+            i.allocate(&holder("a"), &[ip("10.0.0.5")]).unwrap().ips[0]
+                .address
+                .to_string(),
+            "10.0.0.5/29"
+        );
+        for (bad, why) in [
+            ("10.0.0.5", "leased to"),
+            ("10.0.1.5", "outside"),
+            ("10.0.0.1", "gateway"),
+        ] {
+            let e = i.allocate(&holder("b"), &[ip(bad)]).unwrap_err();
+            assert_eq!(e.code(), 112);
+            assert!(e.to_string().contains(why), "{e}");
+        }
+    }
+
+    #[test]
+    fn corrupt_store_fails_add_keeps_the_file_and_del_succeeds() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]}),
+        );
+        i.allocate(&holder("c1"), &[]).unwrap();
+        std::fs::write(i.store_path(), "{ torn").unwrap();
+        let e = i.allocate(&holder("c2"), &[]).unwrap_err();
+        assert_eq!(e.code(), 111);
+        assert_eq!(
+            std::fs::read_to_string(i.store_path()).unwrap(),
+            "{ torn",
+            "nothing overwritten"
+        );
+        assert!(matches!(
+            i.release("c1", "net1").unwrap(),
+            Released::StoreUnreadable(_)
+        ));
+        assert_eq!(i.gc(&[]).unwrap_err().code(), 111);
+    }
+
+    #[test]
+    fn gc_keeps_only_valid_attachments() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "10.0.0.0/16", "perNodePrefix": 29, "nodes": ["gpu-0"]}),
+        );
+        for c in ["a", "b", "c"] {
+            i.allocate(&holder(c), &[]).unwrap();
+        }
+        let freed = i.gc(&[("b".into(), "net1".into())]).unwrap();
+        assert_eq!(freed.len(), 2);
+        assert!(i.check("b", "net1").is_ok());
+        assert!(i.check("a", "net1").is_err());
     }
 }

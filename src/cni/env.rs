@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::args::CniArgs;
 use crate::error::{Error, Result};
+pub use railcni_ipam::cni::CniArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -52,9 +52,9 @@ impl Env {
         let required = |name: &str| -> Result<String> {
             match get(name).filter(|v| !v.is_empty()) {
                 Some(v) => Ok(v),
-                None if needs_attachment => {
-                    Err(Error::InvalidEnv(format!("{name} is required for this command")))
-                }
+                None if needs_attachment => Err(Error::InvalidEnv(format!(
+                    "{name} is required for this command"
+                ))),
                 None => Ok(String::new()),
             }
         };
@@ -66,11 +66,16 @@ impl Env {
         if needs_attachment {
             validate_ifname(&ifname)?;
         }
-        let netns = get("CNI_NETNS").filter(|v| !v.is_empty()).map(PathBuf::from);
+        let netns = get("CNI_NETNS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         if netns.is_none() && matches!(command, Command::Add | Command::Check) {
-            return Err(Error::InvalidEnv("CNI_NETNS is required for this command".into()));
+            return Err(Error::InvalidEnv(
+                "CNI_NETNS is required for this command".into(),
+            ));
         }
-        let args = CniArgs::parse(&get("CNI_ARGS").unwrap_or_default())?;
+        let args = CniArgs::parse(&get("CNI_ARGS").unwrap_or_default())
+            .map_err(|e| Error::InvalidEnv(e.to_string()))?;
         let path = get("CNI_PATH")
             .unwrap_or_default()
             .split(':')
@@ -113,7 +118,9 @@ pub fn validate_ifname(name: &str) -> Result<()> {
         || name.len() > 15
         || name == "."
         || name == ".."
-        || name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace());
+        || name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace());
     if bad {
         return Err(Error::InvalidEnv(format!(
             "CNI_IFNAME {name:?} is not a valid interface name (1-15 chars, no '/', ':' or spaces)"
@@ -128,8 +135,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> Result<Env> {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Env::from_lookup(|k| map.get(k).cloned())
     }
 
@@ -161,7 +170,10 @@ mod tests {
         bad = ADD.to_vec();
         bad[3] = ("CNI_IFNAME", "a-name-that-is-too-long");
         assert_eq!(env(&bad).map_err(|e| e.code()), Err(4));
-        assert_eq!(env(&[("CNI_COMMAND", "FROB")]).map_err(|e| e.code()), Err(4));
+        assert_eq!(
+            env(&[("CNI_COMMAND", "FROB")]).map_err(|e| e.code()),
+            Err(4)
+        );
     }
 
     #[test]

@@ -1,6 +1,5 @@
 //! The CNI protocol: environment, versions, results and error output.
 
-pub mod args;
 pub mod env;
 pub mod result;
 pub mod version;

@@ -119,7 +119,11 @@ impl CniResult {
             .map(|ip| {
                 let mut v = json!(ip);
                 if version < Version::V1_0 {
-                    let family = if ip.address.addr().is_ipv4() { "4" } else { "6" };
+                    let family = if ip.address.addr().is_ipv4() {
+                        "4"
+                    } else {
+                        "6"
+                    };
                     v["version"] = json!(family);
                 }
                 v

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 
-pub const SUPPORTED: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+pub use railcni_ipam::cni::SUPPORTED_VERSIONS as SUPPORTED;
 pub const LATEST: &str = "1.1.0";
 
 /// A parsed, supported spec version. Ordered, so `v >= Version::V1_0` reads naturally.
@@ -71,7 +71,9 @@ mod tests {
         assert!(v031.require(Version::V0_4, "CHECK").is_err());
         assert!(Version::V1_0.require(Version::V0_4, "CHECK").is_ok());
         assert_eq!(
-            Version::V1_0.require(Version::V1_1, "GC").map_err(|e| e.code()),
+            Version::V1_0
+                .require(Version::V1_1, "GC")
+                .map_err(|e| e.code()),
             Err(1)
         );
     }

@@ -23,11 +23,20 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let vf = ctx.sysfs.resolve(ctx.conf.require_device_id()?)?;
     vf.require_netdev_mode()?;
     let _lock = ctx.store.lock_vf(&vf.pci)?;
-    let netns_path = ctx.env.netns.as_deref().ok_or_else(|| Error::InvalidEnv("CNI_NETNS is required for ADD".into()))?;
+    let netns_path = ctx
+        .env
+        .netns
+        .as_deref()
+        .ok_or_else(|| Error::InvalidEnv("CNI_NETNS is required for ADD".into()))?;
     let pod = NetNs::open(netns_path)?;
     let host_nl = Netlink::connect_in(&ctx.host)?;
     let pod_nl = Netlink::connect_in(&pod)?;
-    let home = Home { host: &ctx.host, host_nl: &host_nl, pci: &vf.pci, sysfs_names: &vf.netdevs };
+    let home = Home {
+        host: &ctx.host,
+        host_nl: &host_nl,
+        pci: &vf.pci,
+        sysfs_names: &vf.netdevs,
+    };
 
     let cleared = match ctx.store.load(&vf.pci)? {
         Some(existing) => match replay_or_clear(ctx, &existing, &home, &pod_nl).await? {
@@ -54,23 +63,47 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
         &ctx.env.container_id,
         &ctx.env.ifname,
         Some(netns_path),
-        HostLink { name: link.name.clone(), mac: format_mac(&link.mac), mtu: link.mtu, ifindex: link.index },
+        HostLink {
+            name: link.name.clone(),
+            mac: format_mac(&link.mac),
+            mtu: link.mtu,
+            ifindex: link.index,
+        },
     );
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
 
     let mut journal = Journal::default();
-    let outcome = attach(ctx, &vf, &link, &pod, &host_nl, &pod_nl, &mut record, &mut journal).await;
+    let outcome = attach(
+        ctx,
+        &vf,
+        &link,
+        &pod,
+        &host_nl,
+        &pod_nl,
+        &mut record,
+        &mut journal,
+    )
+    .await;
     match outcome {
         Ok(result) => {
             journal.commit();
-            log_info!("attached VF {} ({}) as {} in {}", vf.pci, link.name, ctx.env.ifname, netns_path.display());
+            log_info!(
+                "attached VF {} ({}) as {} in {}",
+                vf.pci,
+                link.name,
+                ctx.env.ifname,
+                netns_path.display()
+            );
             Ok(result)
         }
         Err(err) => {
             log_warn!("ADD failed ({err}); undoing");
             let failures = journal
                 .unwind(async |step| match step {
-                    Undo::ReturnVf => home.bring_back(Some(&pod_nl), &ctx.env.ifname, Some(&record)).await.map(drop),
+                    Undo::ReturnVf => home
+                        .bring_back(Some(&pod_nl), &ctx.env.ifname, Some(&record))
+                        .await
+                        .map(drop),
                     Undo::ReleaseIpam => Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |i| i.del()),
                     Undo::RemoveRecord => ctx.store.remove(&vf.pci),
                 })
@@ -91,11 +124,20 @@ enum Previous {
 
 /// A record already exists for this VF: replay a finished ADD of the same
 /// attachment, refuse a VF held by another live pod, else clear what is left.
-async fn replay_or_clear(ctx: &Ctx, existing: &Record, home: &Home<'_>, pod_nl: &Netlink) -> Result<Previous> {
+async fn replay_or_clear(
+    ctx: &Ctx,
+    existing: &Record,
+    home: &Home<'_>,
+    pod_nl: &Netlink,
+) -> Result<Previous> {
     let same = existing.is_for(&ctx.env.container_id, &ctx.env.ifname);
     if same && existing.phase == Phase::Attached {
         if let Some(v) = &existing.result {
-            log_info!("repeated ADD for {}/{}: returning the recorded result", existing.container_id, existing.ifname);
+            log_info!(
+                "repeated ADD for {}/{}: returning the recorded result",
+                existing.container_id,
+                existing.ifname
+            );
             return CniResult::from_value(v).map(Previous::Replay);
         }
     }
@@ -117,7 +159,9 @@ async fn replay_or_clear(ctx: &Ctx, existing: &Record, home: &Home<'_>, pod_nl: 
         existing.ifname
     );
     let pod = if same { Some(pod_nl) } else { None };
-    let link = home.bring_back(pod, &existing.ifname, Some(existing)).await?;
+    let link = home
+        .bring_back(pod, &existing.ifname, Some(existing))
+        .await?;
     if same {
         if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
             ipam.del()?;
@@ -176,14 +220,15 @@ async fn attach(
     };
 
     if !host_nl.move_to(link.index, pod, ifname).await? {
-        return Err(Error::InvalidEnv(format!("CNI_IFNAME {ifname} already exists in the pod namespace")));
+        return Err(Error::InvalidEnv(format!(
+            "CNI_IFNAME {ifname} already exists in the pod namespace"
+        )));
     }
     journal.push(Undo::ReturnVf);
 
-    let moved = pod_nl
-        .link_by_name(ifname)
-        .await?
-        .ok_or_else(|| Error::Netlink(format!("VF moved into the pod but {ifname} is not there")))?;
+    let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
+        Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
+    })?;
     if moved.mtu != ctx.conf.mtu {
         pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
     }
@@ -209,7 +254,10 @@ async fn attach(
         pci_id: Some(vf.pci.clone()),
     }];
     record.phase = Phase::Attached;
-    record.result = Some(serde_json::to_value(&result).map_err(|e| Error::Internal(format!("encode result: {e}")))?);
+    record.result = Some(
+        serde_json::to_value(&result)
+            .map_err(|e| Error::Internal(format!("encode result: {e}")))?,
+    );
     ctx.store.save(record)?;
     Ok(result)
 }

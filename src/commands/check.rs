@@ -11,11 +11,10 @@ use crate::net::{NetNs, Netlink};
 
 pub async fn check(ctx: &Ctx) -> Result<()> {
     ctx.conf.version.require(Version::V0_4, "CHECK")?;
-    let prev = ctx
-        .conf
-        .prev_result
-        .as_ref()
-        .ok_or_else(|| Error::config("prevResult", "CHECK needs the ADD result in prevResult"))?;
+    let prev =
+        ctx.conf.prev_result.as_ref().ok_or_else(|| {
+            Error::config("prevResult", "CHECK needs the ADD result in prevResult")
+        })?;
     let prev = CniResult::from_value(prev)?;
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
     let record = ctx
@@ -23,15 +22,21 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
         .find(cid, ifname)?
         .ok_or_else(|| Error::CheckFailed(format!("no attachment record for {cid}/{ifname}")))?;
 
-    let netns = ctx.env.netns.as_deref().ok_or_else(|| Error::InvalidEnv("CNI_NETNS is required for CHECK".into()))?;
+    let netns = ctx
+        .env
+        .netns
+        .as_deref()
+        .ok_or_else(|| Error::InvalidEnv("CNI_NETNS is required for CHECK".into()))?;
     let pod = NetNs::open(netns)?;
     let nl = Netlink::connect_in(&pod)?;
-    let link = nl
-        .link_by_name(ifname)
-        .await?
-        .ok_or_else(|| Error::CheckFailed(format!("{ifname} is missing from {}", netns.display())))?;
+    let link = nl.link_by_name(ifname).await?.ok_or_else(|| {
+        Error::CheckFailed(format!("{ifname} is missing from {}", netns.display()))
+    })?;
     if !is_vf(&link, &record.pci, Some(&record)) {
-        return Err(Error::CheckFailed(format!("{ifname} in the pod is not VF {}", record.pci)));
+        return Err(Error::CheckFailed(format!(
+            "{ifname} in the pod is not VF {}",
+            record.pci
+        )));
     }
 
     let mut diffs = Vec::new();
@@ -49,13 +54,21 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
         diffs.push("link is down".to_string());
     }
     let addresses = nl.addresses(link.index).await?;
-    for ip in prev.ips.iter().filter(|ip| ip.interface.is_none() || ip.interface == expected) {
+    for ip in prev
+        .ips
+        .iter()
+        .filter(|ip| ip.interface.is_none() || ip.interface == expected)
+    {
         if !addresses.contains(&ip.address) {
             diffs.push(format!("address {} is missing", ip.address));
         }
     }
     if !diffs.is_empty() {
-        return Err(Error::CheckFailed(format!("{ifname} in {}: {}", netns.display(), diffs.join("; "))));
+        return Err(Error::CheckFailed(format!(
+            "{ifname} in {}: {}",
+            netns.display(),
+            diffs.join("; ")
+        )));
     }
     if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
         ipam.check()?;

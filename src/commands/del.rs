@@ -25,7 +25,9 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
             let record = ctx.store.load(pci)?.filter(|r| r.is_for(cid, ifname));
             let other_owner = record.is_none() && ctx.store.load(pci)?.is_some();
             if other_owner {
-                log_info!("VF {pci} now belongs to another attachment; releasing only this one's IPAM");
+                log_info!(
+                    "VF {pci} now belongs to another attachment; releasing only this one's IPAM"
+                );
             } else {
                 return_vf(ctx, pci, record.as_ref()).await?;
             }
@@ -44,7 +46,11 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
 
 async fn return_vf(ctx: &Ctx, pci: &str, record: Option<&Record>) -> Result<()> {
     // The VF's sysfs names help find it when the kernel already returned it.
-    let sysfs_names = ctx.sysfs.resolve(pci).map(|vf| vf.netdevs).unwrap_or_default();
+    let sysfs_names = ctx
+        .sysfs
+        .resolve(pci)
+        .map(|vf| vf.netdevs)
+        .unwrap_or_default();
     let host_nl = Netlink::connect_in(&ctx.host)?;
     let pod = match ctx.env.netns.as_deref().map(NetNs::open) {
         Some(Ok(ns)) => Some(ns),
@@ -55,8 +61,15 @@ async fn return_vf(ctx: &Ctx, pci: &str, record: Option<&Record>) -> Result<()> 
         None => None,
     };
     let pod_nl = pod.as_ref().map(Netlink::connect_in).transpose()?;
-    let home = Home { host: &ctx.host, host_nl: &host_nl, pci, sysfs_names: &sysfs_names };
-    home.bring_back(pod_nl.as_ref(), &ctx.env.ifname, record).await.map(drop)
+    let home = Home {
+        host: &ctx.host,
+        host_nl: &host_nl,
+        pci,
+        sysfs_names: &sysfs_names,
+    };
+    home.bring_back(pod_nl.as_ref(), &ctx.env.ifname, record)
+        .await
+        .map(drop)
 }
 
 fn release_ipam(ctx: &Ctx) -> Result<()> {

@@ -19,7 +19,12 @@ pub fn is_vf(link: &Link, pci: &str, record: Option<&Record>) -> bool {
 /// kernel's own word), else under its original name, its pod name (kept when
 /// a dead netns returns the VF) or `dev<ifindex>` (the kernel's fallback), or
 /// by the saved ifindex.
-pub async fn find_in_host(host: &Netlink, pci: &str, sysfs_names: &[String], record: Option<&Record>) -> Result<Option<Link>> {
+pub async fn find_in_host(
+    host: &Netlink,
+    pci: &str,
+    sysfs_names: &[String],
+    record: Option<&Record>,
+) -> Result<Option<Link>> {
     for name in sysfs_names {
         if let Some(link) = host.link_by_name(name).await? {
             if link.parent_dev.as_deref().is_none_or(|p| p == pci) {
@@ -28,7 +33,11 @@ pub async fn find_in_host(host: &Netlink, pci: &str, sysfs_names: &[String], rec
         }
     }
     let Some(r) = record else { return Ok(None) };
-    for name in [r.host.name.clone(), r.ifname.clone(), format!("dev{}", r.host.ifindex)] {
+    for name in [
+        r.host.name.clone(),
+        r.ifname.clone(),
+        format!("dev{}", r.host.ifindex),
+    ] {
         if let Some(link) = host.link_by_name(&name).await? {
             if is_vf(&link, pci, record) {
                 return Ok(Some(link));
@@ -44,7 +53,13 @@ pub async fn find_in_host(host: &Netlink, pci: &str, sysfs_names: &[String], rec
 /// Move the VF from the pod back to the host under `name`. If that name is
 /// taken there (or one of the VF's altnames is), drop colliding altnames and
 /// retry, then fall back to `dev<ifindex>` like the kernel does.
-async fn move_home(pod: &Netlink, link: &Link, host: &NetNs, host_nl: &Netlink, name: &str) -> Result<()> {
+async fn move_home(
+    pod: &Netlink,
+    link: &Link,
+    host: &NetNs,
+    host_nl: &Netlink,
+    name: &str,
+) -> Result<()> {
     if pod.move_to(link.index, host, name).await? {
         return Ok(());
     }
@@ -82,22 +97,38 @@ impl Home<'_> {
     /// Bring the VF back wherever it is, renamed and restored as the record
     /// says, and return its host link. A VF that is nowhere to be found is
     /// logged, not an error: DEL must converge.
-    pub async fn bring_back(&self, pod: Option<&Netlink>, ifname: &str, record: Option<&Record>) -> Result<Option<Link>> {
+    pub async fn bring_back(
+        &self,
+        pod: Option<&Netlink>,
+        ifname: &str,
+        record: Option<&Record>,
+    ) -> Result<Option<Link>> {
         let wanted = record.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
             if let Some(link) = pod.link_by_name(ifname).await? {
                 if is_vf(&link, self.pci, record) {
-                    let name = wanted.clone().unwrap_or_else(|| format!("dev{}", link.index));
+                    let name = wanted
+                        .clone()
+                        .unwrap_or_else(|| format!("dev{}", link.index));
                     move_home(pod, &link, self.host, self.host_nl, &name).await?;
-                    log_info!("returned VF {} from the pod ({ifname}) to the host as {name}", self.pci);
+                    log_info!(
+                        "returned VF {} from the pod ({ifname}) to the host as {name}",
+                        self.pci
+                    );
                 }
             }
         }
-        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record).await? else {
-            log_warn!("VF {} is neither in the pod as {ifname} nor in the host; nothing to return", self.pci);
+        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record).await?
+        else {
+            log_warn!(
+                "VF {} is neither in the pod as {ifname} nor in the host; nothing to return",
+                self.pci
+            );
             return Ok(None);
         };
-        let Some(record) = record else { return Ok(Some(link)) };
+        let Some(record) = record else {
+            return Ok(Some(link));
+        };
         self.restore(&link, record).await?;
         Ok(self.host_nl.link_by_index(link.index).await?)
     }
@@ -106,7 +137,12 @@ impl Home<'_> {
         let nl = self.host_nl;
         if link.name != record.host.name {
             if nl.link_by_name(&record.host.name).await?.is_some() {
-                log_warn!("cannot rename VF {} back to {}: the name is taken; it stays {}", self.pci, record.host.name, link.name);
+                log_warn!(
+                    "cannot rename VF {} back to {}: the name is taken; it stays {}",
+                    self.pci,
+                    record.host.name,
+                    link.name
+                );
             } else {
                 nl.set_down(link.index).await?;
                 nl.rename(link.index, &record.host.name).await?;
@@ -124,5 +160,7 @@ impl Home<'_> {
 }
 
 fn parse_hex_mac(s: &str) -> Vec<u8> {
-    s.split(':').map_while(|p| u8::from_str_radix(p, 16).ok()).collect()
+    s.split(':')
+        .map_while(|p| u8::from_str_radix(p, 16).ok())
+        .collect()
 }

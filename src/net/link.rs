@@ -38,10 +38,11 @@ impl Link {
                 LinkAttribute::Mtu(mtu) => link.mtu = mtu,
                 LinkAttribute::ParentDevName(p) => link.parent_dev = Some(p),
                 LinkAttribute::PropList(props) => {
-                    link.altnames.extend(props.into_iter().filter_map(|p| match p {
-                        Prop::AltIfName(n) => Some(n),
-                        _ => None,
-                    }))
+                    link.altnames
+                        .extend(props.into_iter().filter_map(|p| match p {
+                            Prop::AltIfName(n) => Some(n),
+                            _ => None,
+                        }))
                 }
                 _ => {}
             }
@@ -55,7 +56,12 @@ pub const EEXIST: i32 = 17;
 
 impl Netlink {
     pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
-        let mut req = self.handle.link().get().match_name(name.to_string()).execute();
+        let mut req = self
+            .handle
+            .link()
+            .get()
+            .match_name(name.to_string())
+            .execute();
         match req.try_next().await {
             Ok(m) => Ok(m.map(Link::from_message)),
             Err(e) if errno(&e) == Some(ENODEV) => Ok(None),
@@ -72,8 +78,17 @@ impl Netlink {
         }
     }
 
-    async fn change(&self, what: String, msg: LinkMessage) -> std::result::Result<(), (String, rtnetlink::Error)> {
-        self.handle.link().change(msg).execute().await.map_err(|e| (what, e))
+    async fn change(
+        &self,
+        what: String,
+        msg: LinkMessage,
+    ) -> std::result::Result<(), (String, rtnetlink::Error)> {
+        self.handle
+            .link()
+            .change(msg)
+            .execute()
+            .await
+            .map_err(|e| (what, e))
     }
 
     async fn apply(&self, what: String, msg: LinkMessage) -> Result<()> {
@@ -81,36 +96,67 @@ impl Netlink {
     }
 
     pub async fn set_up(&self, index: u32) -> Result<()> {
-        self.apply(format!("set link #{index} up"), LinkUnspec::new_with_index(index).up().build()).await
+        self.apply(
+            format!("set link #{index} up"),
+            LinkUnspec::new_with_index(index).up().build(),
+        )
+        .await
     }
 
     pub async fn set_down(&self, index: u32) -> Result<()> {
-        self.apply(format!("set link #{index} down"), LinkUnspec::new_with_index(index).down().build()).await
+        self.apply(
+            format!("set link #{index} down"),
+            LinkUnspec::new_with_index(index).down().build(),
+        )
+        .await
     }
 
     pub async fn set_mtu(&self, index: u32, mtu: u32) -> Result<()> {
-        self.apply(format!("set link #{index} mtu {mtu}"), LinkUnspec::new_with_index(index).mtu(mtu).build()).await
+        self.apply(
+            format!("set link #{index} mtu {mtu}"),
+            LinkUnspec::new_with_index(index).mtu(mtu).build(),
+        )
+        .await
     }
 
     pub async fn set_mac(&self, index: u32, mac: &[u8]) -> Result<()> {
         self.apply(
-            format!("set link #{index} address {}", crate::config::format_mac(mac)),
-            LinkUnspec::new_with_index(index).address(mac.to_vec()).build(),
+            format!(
+                "set link #{index} address {}",
+                crate::config::format_mac(mac)
+            ),
+            LinkUnspec::new_with_index(index)
+                .address(mac.to_vec())
+                .build(),
         )
         .await
     }
 
     pub async fn rename(&self, index: u32, name: &str) -> Result<()> {
-        self.apply(format!("rename link #{index} to {name}"), LinkUnspec::new_with_index(index).name(name.to_string()).build())
-            .await
+        self.apply(
+            format!("rename link #{index} to {name}"),
+            LinkUnspec::new_with_index(index)
+                .name(name.to_string())
+                .build(),
+        )
+        .await
     }
 
     /// Move a link to `target` and name it `name` there, in one message, so
     /// a name taken on either side never leaves it half-moved. Returns
     /// Ok(false) when the name is taken in the target (EEXIST).
     pub async fn move_to(&self, index: u32, target: &NetNs, name: &str) -> Result<bool> {
-        let msg = LinkUnspec::new_with_index(index).setns_by_fd(target.fd()).name(name.to_string()).build();
-        match self.change(format!("move link #{index} to {} as {name}", target.label()), msg).await {
+        let msg = LinkUnspec::new_with_index(index)
+            .setns_by_fd(target.fd())
+            .name(name.to_string())
+            .build();
+        match self
+            .change(
+                format!("move link #{index} to {} as {name}", target.label()),
+                msg,
+            )
+            .await
+        {
             Ok(()) => Ok(true),
             Err((_, e)) if errno(&e) == Some(EEXIST) => Ok(false),
             Err((w, e)) => Err(nl_err(w, e)),

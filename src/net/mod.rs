@@ -28,8 +28,8 @@ impl Netlink {
     }
 
     fn connect_here() -> Result<Self> {
-        let (connection, handle, _) =
-            rtnetlink::new_connection().map_err(|e| Error::Netlink(format!("cannot open rtnetlink socket: {e}")))?;
+        let (connection, handle, _) = rtnetlink::new_connection()
+            .map_err(|e| Error::Netlink(format!("cannot open rtnetlink socket: {e}")))?;
         tokio::spawn(connection);
         Ok(Netlink { handle })
     }
@@ -45,7 +45,9 @@ pub fn errno(e: &rtnetlink::Error) -> Option<i32> {
 
 fn nl_err(what: impl std::fmt::Display, e: rtnetlink::Error) -> Error {
     let detail = match &e {
-        rtnetlink::Error::NetlinkError(m) => std::io::Error::from_raw_os_error(m.raw_code().abs()).to_string(),
+        rtnetlink::Error::NetlinkError(m) => {
+            std::io::Error::from_raw_os_error(m.raw_code().abs()).to_string()
+        }
         other => other.to_string(),
     };
     Error::Netlink(format!("{what}: {detail}"))

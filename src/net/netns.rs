@@ -17,19 +17,30 @@ impl NetNs {
     /// The pod namespace at `path`; a missing one is CNI code 3.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                Error::ContainerUnknown(format!("network namespace {} does not exist", path.display()))
-            }
-            _ => Error::Netlink(format!("cannot open network namespace {}: {e}", path.display())),
+            std::io::ErrorKind::NotFound => Error::ContainerUnknown(format!(
+                "network namespace {} does not exist",
+                path.display()
+            )),
+            _ => Error::Netlink(format!(
+                "cannot open network namespace {}: {e}",
+                path.display()
+            )),
         })?;
-        Ok(NetNs { file, label: path.display().to_string() })
+        Ok(NetNs {
+            file,
+            label: path.display().to_string(),
+        })
     }
 
     /// The namespace the plugin was started in: "the host" for every return.
     pub fn current() -> Result<Self> {
         let path = Path::new("/proc/thread-self/ns/net");
-        let file = File::open(path).map_err(|e| Error::Netlink(format!("cannot open {}: {e}", path.display())))?;
-        Ok(NetNs { file, label: "host".into() })
+        let file = File::open(path)
+            .map_err(|e| Error::Netlink(format!("cannot open {}: {e}", path.display())))?;
+        Ok(NetNs {
+            file,
+            label: "host".into(),
+        })
     }
 
     pub fn fd(&self) -> RawFd {
@@ -43,8 +54,12 @@ impl NetNs {
     /// Switch this thread into the namespace until the guard drops.
     pub fn enter(&self) -> Result<NsGuard> {
         let back = NetNs::current()?;
-        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET)
-            .map_err(|e| Error::Netlink(format!("cannot enter network namespace {}: {e}", self.label)))?;
+        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| {
+            Error::Netlink(format!(
+                "cannot enter network namespace {}: {e}",
+                self.label
+            ))
+        })?;
         Ok(NsGuard { back })
     }
 }

@@ -43,15 +43,23 @@ impl Netlink {
 
     /// `ip route add <dst> [via <gw>] dev <index>` in the main table.
     pub async fn add_route(&self, index: u32, dst: IpNet, gw: Option<IpAddr>) -> Result<()> {
-        let what = format!("add route {dst} via {gw:?} on link #{index}");
+        let via = gw.map(|g| format!(" via {g}")).unwrap_or_default();
+        let what = format!("add route {dst}{via} on link #{index}");
         let builder = RouteMessageBuilder::<IpAddr>::new()
             .destination_prefix(dst.addr(), dst.prefix_len())
             .map_err(|e| Error::Netlink(format!("{what}: {e}")))?
             .output_interface(index);
         let builder = match gw {
-            Some(gw) => builder.gateway(gw).map_err(|e| Error::Netlink(format!("{what}: {e}")))?,
+            Some(gw) => builder
+                .gateway(gw)
+                .map_err(|e| Error::Netlink(format!("{what}: {e}")))?,
             None => builder,
         };
-        self.handle.route().add(builder.build()).execute().await.map_err(|e| nl_err(what, e))
+        self.handle
+            .route()
+            .add(builder.build())
+            .execute()
+            .await
+            .map_err(|e| nl_err(what, e))
     }
 }

@@ -12,6 +12,11 @@ pub fn conf_path(family: &str, ifname: &str, key: &str) -> PathBuf {
 
 pub fn write_in(ns: &NetNs, path: &PathBuf, value: &str) -> Result<()> {
     let _guard = ns.enter()?;
-    std::fs::write(path, value)
-        .map_err(|e| Error::Netlink(format!("cannot set {} = {value} in {}: {e}", path.display(), ns.label())))
+    std::fs::write(path, value).map_err(|e| {
+        Error::Netlink(format!(
+            "cannot set {} = {value} in {}: {e}",
+            path.display(),
+            ns.label()
+        ))
+    })
 }

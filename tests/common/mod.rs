@@ -22,13 +22,26 @@ pub fn require_root() {
 }
 
 pub fn sh(cmd: &str) -> Output {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().expect("run sh");
-    assert!(out.status.success(), "`{cmd}` failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .expect("run sh");
+    assert!(
+        out.status.success(),
+        "`{cmd}` failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
 pub fn sh_ok(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(cmd).output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 #[derive(Debug, Clone)]
@@ -59,19 +72,32 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 impl Node {
     pub fn new(rails: u32, vfs_per_rail: u32) -> Node {
         require_root();
-        let prefix = format!("rc{}x{}", std::process::id(), COUNTER.fetch_add(1, Ordering::SeqCst));
+        let prefix = format!(
+            "rc{}x{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let out = Command::new(script("fake-node.sh"))
             .args(["up", &prefix, &dir.path().join("sys").display().to_string()])
             .args([rails.to_string(), vfs_per_rail.to_string()])
             .output()
             .expect("run fake-node.sh");
-        assert!(out.status.success(), "fake-node.sh up: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "fake-node.sh up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let vfs = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                FakeVf { rail: f[0].parse().unwrap(), index: f[1].parse().unwrap(), pci: f[2].into(), ifname: f[3].into() }
+                FakeVf {
+                    rail: f[0].parse().unwrap(),
+                    index: f[1].parse().unwrap(),
+                    pci: f[2].into(),
+                    ifname: f[3].into(),
+                }
             })
             .collect();
         Node { prefix, dir, vfs }
@@ -101,7 +127,11 @@ impl Node {
     }
 
     pub fn ns_of(path: &str) -> String {
-        Path::new(path).file_name().unwrap().to_string_lossy().into_owned()
+        Path::new(path)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// A host-local IPAM section with its data under this node's temp dir.
@@ -117,14 +147,21 @@ impl Node {
     pub fn host_local_leases(&self, network: &str) -> Vec<String> {
         let dir = self.dir.path().join("host-local").join(network);
         let mut v: Vec<String> = std::fs::read_dir(dir)
-            .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         v.retain(|n| n.parse::<std::net::IpAddr>().is_ok());
         v
     }
 
     pub fn record_exists(&self, pci: &str) -> bool {
-        self.state_dir().join("attachments").join(format!("{pci}.json")).exists()
+        self.state_dir()
+            .join("attachments")
+            .join(format!("{pci}.json"))
+            .exists()
     }
 
     pub fn link(&self, ns: &str, name: &str) -> Option<LinkState> {
@@ -167,11 +204,16 @@ impl Drop for Node {
 }
 
 pub fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
 }
 
 pub fn link_in(ns: &str, name: &str) -> Option<LinkState> {
-    let out = Command::new("ip").args(["-n", ns, "-j", "link", "show", "dev", name]).output().ok()?;
+    let out = Command::new("ip")
+        .args(["-n", ns, "-j", "link", "show", "dev", name])
+        .output()
+        .ok()?;
     if !out.status.success() {
         return None;
     }
@@ -187,7 +229,10 @@ pub fn link_in(ns: &str, name: &str) -> Option<LinkState> {
 }
 
 pub fn addresses_in(ns: &str, name: &str) -> Vec<String> {
-    let out = Command::new("ip").args(["-n", ns, "-j", "addr", "show", "dev", name]).output().unwrap();
+    let out = Command::new("ip")
+        .args(["-n", ns, "-j", "addr", "show", "dev", name])
+        .output()
+        .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     v.get(0)
         .and_then(|l| l["addr_info"].as_array().cloned())
@@ -223,11 +268,17 @@ impl Req {
     }
 
     pub fn cmd(&self, command: &str) -> Req {
-        Req { command: command.into(), ..self.clone() }
+        Req {
+            command: command.into(),
+            ..self.clone()
+        }
     }
 
     pub fn with_conf(&self, conf: Value) -> Req {
-        Req { conf, ..self.clone() }
+        Req {
+            conf,
+            ..self.clone()
+        }
     }
 }
 
@@ -246,14 +297,28 @@ impl Reply {
 
     #[track_caller]
     pub fn ok(self) -> Value {
-        assert!(self.success, "railcni failed: {}\nstderr: {}", self.stdout, self.stderr);
+        assert!(
+            self.success,
+            "railcni failed: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
         self.json
     }
 
     #[track_caller]
     pub fn err(self, code: u64) -> Value {
-        assert!(!self.success, "expected failure {code}, got success: {}", self.stdout);
-        assert_eq!(self.code(), Some(code), "stdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert!(
+            !self.success,
+            "expected failure {code}, got success: {}",
+            self.stdout
+        );
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "stdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
         assert!(self.json["msg"].is_string());
         self.json
     }
@@ -266,7 +331,12 @@ pub fn run_with_stdin(mut cmd: Command, stdin: &Value) -> Reply {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn railcni");
-    child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.to_string().as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     Reply {

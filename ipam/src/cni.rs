@@ -1,9 +1,44 @@
-//! `CNI_ARGS`: `KEY=VALUE;KEY=VALUE`, with the keys Multus and the spec use.
+//! CNI spec pieces shared by the railcni plugin and the railcni-ipam binary.
 
 use std::net::IpAddr;
 
-use crate::error::{Error, Result};
+use serde_json::Value;
 
+use crate::IpamError;
+
+/// Spec versions both binaries speak.
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+
+type Result<T> = std::result::Result<T, IpamError>;
+
+fn env_err(msg: String) -> IpamError {
+    IpamError::new(4, msg)
+}
+
+/// `cni.dev/valid-attachments` (spec 1.1), or the older `cni.dev/attachments`.
+pub fn valid_attachments(conf: &Value) -> Result<Vec<(String, String)>> {
+    let bad = |msg: String| IpamError::new(7, format!("cni.dev/valid-attachments: {msg}"));
+    let list = conf
+        .get("cni.dev/valid-attachments")
+        .or_else(|| conf.get("cni.dev/attachments"))
+        .ok_or_else(|| bad("GC needs the list of valid attachments".into()))?;
+    let items = list
+        .as_array()
+        .ok_or_else(|| bad("must be a list".into()))?;
+    items
+        .iter()
+        .map(|a| {
+            let cid = a.get("containerID").and_then(Value::as_str);
+            let ifname = a.get("ifname").and_then(Value::as_str);
+            match (cid, ifname) {
+                (Some(c), Some(i)) => Ok((c.to_string(), i.to_string())),
+                _ => Err(bad(format!("entry {a} needs containerID and ifname"))),
+            }
+        })
+        .collect()
+}
+
+/// `CNI_ARGS`: `KEY=VALUE;KEY=VALUE`, with the keys Multus and the spec use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CniArgs {
     pub pod_namespace: Option<String>,
@@ -21,9 +56,8 @@ impl CniArgs {
             .split(';')
             .filter(|p| !p.is_empty())
             .map(|p| {
-                p.split_once('=').ok_or_else(|| {
-                    Error::InvalidEnv(format!("CNI_ARGS entry {p:?} is not KEY=VALUE"))
-                })
+                p.split_once('=')
+                    .ok_or_else(|| env_err(format!("CNI_ARGS entry {p:?} is not KEY=VALUE")))
             })
             .collect::<Result<_>>()?;
         let ignore_unknown = pairs.iter().any(|(k, v)| {
@@ -43,18 +77,16 @@ impl CniArgs {
                     for ip in value.split(',').filter(|s| !s.is_empty()) {
                         let ip = ip.split('/').next().unwrap_or(ip);
                         args.ips.push(ip.parse().map_err(|_| {
-                            Error::InvalidEnv(format!("CNI_ARGS IP={value:?} is not an IP address"))
+                            env_err(format!("CNI_ARGS IP={value:?} is not an IP address"))
                         })?);
                     }
                 }
                 other if ignore_unknown => {
                     let _ = other;
                 }
-                other => {
-                    return Err(Error::InvalidEnv(format!(
-                        "CNI_ARGS has unknown key {other:?}; add IgnoreUnknown=true to pass extra keys"
-                    )))
-                }
+                other => return Err(env_err(format!(
+                    "CNI_ARGS has unknown key {other:?}; add IgnoreUnknown=true to pass extra keys"
+                ))),
             }
         }
         Ok(args)
@@ -64,6 +96,29 @@ impl CniArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use serde_json::json;
+
+    #[test]
+    fn reads_both_attachment_keys() {
+        let a = json!({"cni.dev/valid-attachments":[{"containerID":"c1","ifname":"net1"}]});
+        assert_eq!(
+            valid_attachments(&a).unwrap(),
+            vec![("c1".to_string(), "net1".to_string())]
+        );
+        let b = json!({"cni.dev/attachments":[{"containerID":"c2","ifname":"net2"}]});
+        assert_eq!(
+            valid_attachments(&b).unwrap(),
+            vec![("c2".to_string(), "net2".to_string())]
+        );
+        assert_eq!(valid_attachments(&json!({})).unwrap_err().code(), 7);
+        assert_eq!(
+            valid_attachments(&json!({"cni.dev/attachments":[{"ifname":"x"}]}))
+                .unwrap_err()
+                .code(),
+            7
+        );
+    }
 
     #[test]
     fn parses_the_multus_args() {

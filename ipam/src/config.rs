@@ -1,0 +1,377 @@
+//! The `ipam` object of a network config and the node-local file, validated
+//! at load time so every mistake is named before an address is handed out.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use ipnet::IpNet;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::IpamError;
+
+pub const DEFAULT_NODE_CONFIG: &str = "/etc/cni/railcni/node.json";
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaticAllocation {
+    pub node_name: String,
+    pub prefix: IpNet,
+    #[serde(default)]
+    pub gateway: Option<IpAddr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Exclusion {
+    pub start: IpAddr,
+    pub end: IpAddr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RouteConf {
+    pub dst: IpNet,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawPool {
+    #[serde(rename = "type")]
+    _kind: Option<String>,
+    cidr: Option<IpNet>,
+    per_node_prefix: Option<u8>,
+    gateway_index: Option<u32>,
+    #[serde(default)]
+    static_allocations: Vec<StaticAllocation>,
+    #[serde(default)]
+    nodes: Vec<String>,
+    #[serde(default)]
+    exclusions: Vec<Exclusion>,
+    #[serde(default)]
+    routes: Vec<RouteConf>,
+}
+
+/// A validated pool description (the same on every node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig {
+    pub cidr: Option<IpNet>,
+    pub per_node_prefix: u8,
+    pub gateway_index: u32,
+    pub static_allocations: Vec<StaticAllocation>,
+    pub nodes: Vec<String>,
+    pub exclusions: Vec<Exclusion>,
+    pub routes: Vec<RouteConf>,
+}
+
+/// `/etc/cni/railcni/node.json`: what provisioning knows about this node's cabling.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFile {
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub networks: std::collections::BTreeMap<String, NodeAllocation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct NodeAllocation {
+    pub prefix: IpNet,
+    #[serde(default)]
+    pub gateway: Option<IpAddr>,
+}
+
+fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
+    IpamError::new(7, format!("ipam.{field}: {msg}"))
+}
+
+/// Largest per-node prefix: 8 host bits (256 addresses) per node per rail.
+const MAX_HOST_BITS: u8 = 8;
+
+impl PoolConfig {
+    pub fn parse(v: &Value) -> Result<Self, IpamError> {
+        let raw: RawPool = serde_json::from_value(v.clone())
+            .map_err(|e| IpamError::new(7, format!("ipam: {e}")))?;
+        let cidr = raw.cidr.map(|c| c.trunc());
+        let max_len = match cidr {
+            Some(IpNet::V6(_)) => 128,
+            _ => 32,
+        };
+        let per_node_prefix = raw.per_node_prefix.unwrap_or(max_len - 1);
+        if per_node_prefix > max_len || per_node_prefix < max_len - MAX_HOST_BITS {
+            return Err(config_err(
+                "perNodePrefix",
+                format!(
+                    "{per_node_prefix} must be {}..{max_len} (up to 256 addresses per node)",
+                    max_len - MAX_HOST_BITS
+                ),
+            ));
+        }
+        if let Some(c) = cidr {
+            if per_node_prefix < c.prefix_len() {
+                return Err(config_err(
+                    "perNodePrefix",
+                    format!("/{per_node_prefix} is larger than cidr {c}"),
+                ));
+            }
+        }
+        let pool = PoolConfig {
+            cidr,
+            per_node_prefix,
+            gateway_index: raw.gateway_index.unwrap_or(1),
+            static_allocations: raw.static_allocations,
+            nodes: raw.nodes,
+            exclusions: raw.exclusions,
+            routes: raw.routes,
+        };
+        pool.validate()?;
+        Ok(pool)
+    }
+
+    fn validate(&self) -> Result<(), IpamError> {
+        let mut seen = HashSet::new();
+        for n in &self.nodes {
+            if !seen.insert(n.as_str()) {
+                return Err(config_err("nodes", format!("node {n:?} is listed twice")));
+            }
+        }
+        if let Some(cidr) = self.cidr {
+            let slots = 1u128 << (self.per_node_prefix - cidr.prefix_len()).min(100);
+            if self.nodes.len() as u128 > slots {
+                return Err(config_err(
+                    "nodes",
+                    format!(
+                        "{} nodes do not fit in {cidr} at /{} ({slots} prefixes)",
+                        self.nodes.len(),
+                        self.per_node_prefix
+                    ),
+                ));
+            }
+        }
+        let mut static_nodes = HashSet::new();
+        for (i, a) in self.static_allocations.iter().enumerate() {
+            let field = format!("staticAllocations[{i}]");
+            if !static_nodes.insert(a.node_name.as_str()) {
+                return Err(config_err(
+                    &field,
+                    format!("node {:?} has two allocations", a.node_name),
+                ));
+            }
+            check_allocation(&field, a.prefix, a.gateway, self.per_node_prefix)?;
+            if let Some(cidr) = self.cidr {
+                if !cidr.contains(&a.prefix) {
+                    return Err(config_err(
+                        &field,
+                        format!("prefix {} is outside cidr {cidr}", a.prefix),
+                    ));
+                }
+            }
+        }
+        // Every node's prefix, static or by index, must be its own.
+        let mut all: Vec<(String, IpNet)> = self
+            .static_allocations
+            .iter()
+            .map(|a| (a.node_name.clone(), a.prefix))
+            .collect();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !static_nodes.contains(n.as_str()) {
+                if let Some(p) = self.indexed_prefix(i) {
+                    all.push((n.clone(), p));
+                }
+            }
+        }
+        for (i, (na, pa)) in all.iter().enumerate() {
+            for (nb, pb) in &all[i + 1..] {
+                if pa.contains(pb) || pb.contains(pa) {
+                    return Err(config_err(
+                        "staticAllocations",
+                        format!("{pa} of node {na:?} overlaps {pb} of node {nb:?}"),
+                    ));
+                }
+            }
+        }
+        for (i, e) in self.exclusions.iter().enumerate() {
+            if e.start.is_ipv4() != e.end.is_ipv4() || e.start > e.end {
+                return Err(config_err(
+                    &format!("exclusions[{i}]"),
+                    format!("{} .. {} is not a range", e.start, e.end),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Prefix number `i` of `cidr` at the per-node length.
+    pub fn indexed_prefix(&self, i: usize) -> Option<IpNet> {
+        let cidr = self.cidr?;
+        let size = 1u128 << (max_len(&cidr) - self.per_node_prefix);
+        let base = to_u128(cidr.network());
+        let offset = size.checked_mul(i as u128)?;
+        let addr = from_u128(base.checked_add(offset)?, cidr.network().is_ipv4());
+        let net = IpNet::new(addr, self.per_node_prefix).ok()?;
+        cidr.contains(&net).then_some(net)
+    }
+}
+
+/// A prefix given for one node (static allocation or node file).
+pub fn check_allocation(
+    field: &str,
+    prefix: IpNet,
+    gateway: Option<IpAddr>,
+    per_node_prefix: u8,
+) -> Result<(), IpamError> {
+    if prefix.prefix_len() != per_node_prefix {
+        return Err(config_err(
+            field,
+            format!("prefix {prefix} is not a /{per_node_prefix} (perNodePrefix)"),
+        ));
+    }
+    if prefix.trunc() != prefix {
+        return Err(config_err(
+            field,
+            format!("prefix {prefix} has host bits set; use {}", prefix.trunc()),
+        ));
+    }
+    if let Some(gw) = gateway {
+        let host_route = prefix.prefix_len() == max_len(&prefix);
+        if !host_route && !prefix.contains(&gw) {
+            return Err(config_err(
+                field,
+                format!("gateway {gw} is outside prefix {prefix}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn max_len(net: &IpNet) -> u8 {
+    match net {
+        IpNet::V4(_) => 32,
+        IpNet::V6(_) => 128,
+    }
+}
+
+pub fn to_u128(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v4) => u128::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+pub fn from_u128(n: u128, v4: bool) -> IpAddr {
+    if v4 {
+        IpAddr::V4((n as u32).into())
+    } else {
+        IpAddr::V6(n.into())
+    }
+}
+
+impl NodeFile {
+    /// `RAILCNI_NODE_CONFIG`, else the default path; a missing file is empty.
+    pub fn path_from_env() -> PathBuf {
+        std::env::var_os("RAILCNI_NODE_CONFIG")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| DEFAULT_NODE_CONFIG.into())
+    }
+
+    pub fn load(path: &Path) -> Result<Self, IpamError> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                IpamError::new(7, format!("node config {} is invalid: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeFile::default()),
+            Err(e) => Err(IpamError::new(
+                5,
+                format!("cannot read node config {}: {e}", path.display()),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_to_slash_31_and_gateway_index_1() {
+        let p =
+            PoolConfig::parse(&json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"})).unwrap();
+        assert_eq!((p.per_node_prefix, p.gateway_index), (31, 1));
+        assert_eq!(p.indexed_prefix(0), Some("172.16.0.0/31".parse().unwrap()));
+        assert_eq!(p.indexed_prefix(3), Some("172.16.0.6/31".parse().unwrap()));
+        assert_eq!(
+            p.indexed_prefix(65535),
+            Some("172.17.255.254/31".parse().unwrap())
+        );
+        assert_eq!(p.indexed_prefix(65536), None);
+    }
+
+    #[test]
+    fn every_allowed_prefix_length() {
+        for len in 24..=32u8 {
+            let p =
+                PoolConfig::parse(&json!({"cidr": "10.0.0.0/16", "perNodePrefix": len})).unwrap();
+            let second = p.indexed_prefix(1).unwrap();
+            assert_eq!(second.prefix_len(), len);
+            assert_eq!(
+                to_u128(second.network()) - to_u128("10.0.0.0".parse().unwrap()),
+                1 << (32 - len)
+            );
+        }
+        for bad in [23u8, 33] {
+            let e = PoolConfig::parse(&json!({"cidr": "10.0.0.0/16", "perNodePrefix": bad}))
+                .unwrap_err();
+            assert!(e.to_string().contains("perNodePrefix"), "{e}");
+        }
+        let v6 = PoolConfig::parse(&json!({"cidr": "fd00::/64"})).unwrap();
+        assert_eq!(v6.per_node_prefix, 127);
+        assert_eq!(v6.indexed_prefix(1), Some("fd00::2/127".parse().unwrap()));
+    }
+
+    #[test]
+    fn config_errors_are_named() {
+        let cases = [
+            (
+                json!({"cidr": "172.16.0.0/15", "staticAllocations": [{"nodeName": "a", "prefix": "10.0.0.0/31"}]}),
+                "outside cidr",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "staticAllocations": [{"nodeName": "a", "prefix": "172.16.0.0/30"}]}),
+                "not a /31",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "nodes": ["a", "b", "a"]}),
+                "listed twice",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "staticAllocations": [{"nodeName": "a", "prefix": "172.16.0.0/31", "gateway": "172.16.0.9"}]}),
+                "outside prefix",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "nodes": ["a", "b"], "staticAllocations": [{"nodeName": "b", "prefix": "172.16.0.0/31"}]}),
+                "overlaps",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "staticAllocations": [{"nodeName": "a", "prefix": "172.16.0.0/31"}, {"nodeName": "a", "prefix": "172.16.0.2/31"}]}),
+                "two allocations",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/30", "nodes": ["a", "b", "c"]}),
+                "do not fit",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "exclusions": [{"start": "172.16.0.9", "end": "172.16.0.8"}]}),
+                "not a range",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/15", "bogus": 1}),
+                "unknown field",
+            ),
+        ];
+        for (conf, needle) in cases {
+            let e = PoolConfig::parse(&conf).unwrap_err();
+            assert_eq!(e.code(), 7);
+            assert!(e.to_string().contains(needle), "{conf}: {e}");
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! This node's prefix on one network and the addresses it may hand out (pure).
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use crate::config::{check_allocation, from_u128, max_len, to_u128, NodeFile, PoolConfig};
+use crate::IpamError;
+
+/// Where this node's prefix came from, for error messages and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    NodeFile,
+    StaticAllocation,
+    NodeIndex(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePool {
+    pub network: String,
+    pub node: String,
+    pub prefix: IpNet,
+    pub gateway: Option<IpAddr>,
+    pub source: Source,
+    /// Addresses that may be leased, in allocation order.
+    pub usable: Vec<IpAddr>,
+}
+
+impl NodePool {
+    /// The node's prefix: node file > staticAllocations > position in `nodes`.
+    pub fn resolve(
+        network: &str,
+        node: &str,
+        pool: &PoolConfig,
+        node_file: &NodeFile,
+    ) -> Result<Self, IpamError> {
+        let (prefix, explicit_gw, source) = if let Some(a) = node_file.networks.get(network) {
+            check_allocation(
+                &format!("node file networks.{network}"),
+                a.prefix,
+                a.gateway,
+                pool.per_node_prefix,
+            )?;
+            (a.prefix, a.gateway, Source::NodeFile)
+        } else if let Some(a) = pool.static_allocations.iter().find(|a| a.node_name == node) {
+            (a.prefix, a.gateway, Source::StaticAllocation)
+        } else if let Some(i) = pool.nodes.iter().position(|n| n == node) {
+            let prefix = pool.indexed_prefix(i).ok_or_else(|| {
+                IpamError::new(7, format!("ipam.cidr: network {network} has no cidr to give node {node:?} (index {i}) a prefix"))
+            })?;
+            (prefix, None, Source::NodeIndex(i))
+        } else {
+            return Err(IpamError::new(
+                7,
+                format!(
+                    "node {node:?} has no allocation on network {network}: add it to ipam.nodes or ipam.staticAllocations, \
+                     or give it networks.{network} in the node file"
+                ),
+            ));
+        };
+        let gateway = match explicit_gw {
+            Some(gw) => Some(gw),
+            None => gateway_at(prefix, pool.gateway_index, network)?,
+        };
+        let usable = usable_addresses(prefix, gateway, pool);
+        Ok(NodePool {
+            network: network.to_string(),
+            node: node.to_string(),
+            prefix,
+            gateway,
+            source,
+            usable,
+        })
+    }
+
+    pub fn contains(&self, ip: &IpAddr) -> bool {
+        self.prefix.contains(ip)
+    }
+}
+
+/// The address `index` places above the prefix's network address; none on a
+/// single-address prefix, whose gateway must be given explicitly.
+fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>, IpamError> {
+    let host_bits = max_len(&prefix) - prefix.prefix_len();
+    if host_bits == 0 {
+        return Ok(None);
+    }
+    let size = 1u128 << host_bits;
+    if u128::from(index) >= size {
+        return Err(IpamError::new(
+            7,
+            format!("ipam.gatewayIndex: {index} is outside {prefix} ({size} addresses) on network {network}"),
+        ));
+    }
+    Ok(Some(from_u128(
+        to_u128(prefix.network()) + u128::from(index),
+        prefix.addr().is_ipv4(),
+    )))
+}
+
+/// /32 and /31 (RFC 3021) use every address; larger IPv4 prefixes lose the
+/// network and broadcast addresses, larger IPv6 ones the subnet-router
+/// anycast address. The gateway and exclusions are never handed out.
+fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -> Vec<IpAddr> {
+    let v4 = prefix.addr().is_ipv4();
+    let host_bits = max_len(&prefix) - prefix.prefix_len();
+    let first = to_u128(prefix.network());
+    let last = first + (1u128 << host_bits) - 1;
+    let (lo, hi) = match (host_bits, v4) {
+        (0 | 1, _) => (first, last),
+        (_, true) => (first + 1, last - 1),
+        (_, false) => (first + 1, last),
+    };
+    (lo..=hi)
+        .map(|n| from_u128(n, v4))
+        .filter(|ip| Some(*ip) != gateway)
+        .filter(|ip| {
+            !pool
+                .exclusions
+                .iter()
+                .any(|e| e.start <= *ip && *ip <= e.end)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pool(v: serde_json::Value) -> PoolConfig {
+        PoolConfig::parse(&v).unwrap()
+    }
+
+    fn ips(v: &[IpAddr]) -> Vec<String> {
+        v.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn slash_31_node_takes_even_leaf_takes_odd() {
+        let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0", "gpu-1"]}));
+        let n = NodePool::resolve("rail1", "gpu-1", &p, &NodeFile::default()).unwrap();
+        assert_eq!(n.prefix.to_string(), "172.16.0.2/31");
+        assert_eq!(n.gateway, Some("172.16.0.3".parse().unwrap()));
+        assert_eq!(ips(&n.usable), ["172.16.0.2"]);
+        assert_eq!(n.source, Source::NodeIndex(1));
+    }
+
+    #[test]
+    fn gateway_index_edges() {
+        let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"], "gatewayIndex": 0}));
+        let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
+        assert_eq!(
+            (n.gateway.unwrap().to_string(), ips(&n.usable)),
+            ("172.16.0.0".into(), vec!["172.16.0.1".into()])
+        );
+        let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"], "gatewayIndex": 2}));
+        let e = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap_err();
+        assert!(e.to_string().contains("gatewayIndex"), "{e}");
+        // /30: network and broadcast are lost, the gateway too: one left.
+        let p = pool(json!({"cidr": "10.0.0.0/24", "perNodePrefix": 30, "nodes": ["a"]}));
+        let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
+        assert_eq!(ips(&n.usable), ["10.0.0.2"]);
+        // /32: one address, no derived gateway.
+        let p = pool(json!({"cidr": "10.0.0.0/24", "perNodePrefix": 32, "nodes": ["a", "b"]}));
+        let n = NodePool::resolve("r", "b", &p, &NodeFile::default()).unwrap();
+        assert_eq!((ips(&n.usable), n.gateway), (vec!["10.0.0.1".into()], None));
+        // /24: 254 hosts minus the gateway.
+        let p = pool(json!({"cidr": "10.0.0.0/16", "perNodePrefix": 24, "nodes": ["a"]}));
+        assert_eq!(
+            NodePool::resolve("r", "a", &p, &NodeFile::default())
+                .unwrap()
+                .usable
+                .len(),
+            253
+        );
+    }
+
+    #[test]
+    fn exclusions_are_never_handed_out() {
+        let p = pool(
+            json!({"cidr": "10.0.0.0/16", "perNodePrefix": 28, "nodes": ["a"],
+                            "exclusions": [{"start": "10.0.0.2", "end": "10.0.0.5"}]}),
+        );
+        let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
+        assert_eq!(ips(&n.usable)[..3], ["10.0.0.6", "10.0.0.7", "10.0.0.8"]);
+        assert_eq!(n.usable.len(), 14 - 1 - 4);
+    }
+
+    #[test]
+    fn resolution_order_node_file_then_static_then_index() {
+        let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"],
+            "staticAllocations": [{"nodeName": "a", "prefix": "172.16.8.0/31", "gateway": "172.16.8.1"}]}));
+        let file: NodeFile = serde_json::from_value(
+            json!({"networks": {"rail1": {"prefix": "172.16.9.0/31", "gateway": "172.16.9.1"}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            NodePool::resolve("rail1", "a", &p, &file).unwrap().source,
+            Source::NodeFile
+        );
+        assert_eq!(
+            NodePool::resolve("rail2", "a", &p, &file)
+                .unwrap()
+                .prefix
+                .to_string(),
+            "172.16.8.0/31"
+        );
+        let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["x", "a"]}));
+        assert_eq!(
+            NodePool::resolve("rail2", "a", &p, &file).unwrap().source,
+            Source::NodeIndex(1)
+        );
+        let e = NodePool::resolve("rail2", "zz", &p, &file).unwrap_err();
+        assert!(
+            e.to_string().contains("\"zz\"") && e.to_string().contains("rail2"),
+            "{e}"
+        );
+        let bad: NodeFile =
+            serde_json::from_value(json!({"networks": {"rail1": {"prefix": "172.16.9.0/30"}}}))
+                .unwrap();
+        assert_eq!(
+            NodePool::resolve("rail1", "a", &p, &bad)
+                .unwrap_err()
+                .code(),
+            7
+        );
+    }
+}

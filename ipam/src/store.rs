@@ -1,0 +1,329 @@
+//! The lease file of one network on this node: a versioned, checksummed
+//! document, rewritten atomically under a separate lock file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::net::IpAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+use crate::IpamError;
+
+pub const STORE_VERSION: u32 = 1;
+const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    pub ifname: String,
+    pub address: IpAddr,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "podUID")]
+    pub pod_uid: Option<String>,
+    pub allocated_unix: u64,
+}
+
+impl Lease {
+    pub fn is_for(&self, container_id: &str, ifname: &str) -> bool {
+        self.container_id == container_id && self.ifname == ifname
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Leases {
+    /// Where round-robin allocation continues from.
+    #[serde(default)]
+    pub last_allocated: Option<IpAddr>,
+    #[serde(default)]
+    pub leases: Vec<Lease>,
+}
+
+/// The file: `{"version":1,"checksum":"fnv1a64:…","data":{…}}`.
+#[derive(Debug, Serialize, Deserialize)]
+struct Document {
+    version: u32,
+    checksum: String,
+    data: Leases,
+}
+
+pub fn checksum(data: &Leases) -> String {
+    // Over the canonical encoding of the data, so a flipped byte anywhere in it shows.
+    let bytes = serde_json::to_vec(data).unwrap_or_default();
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("fnv1a64:{hash:016x}")
+}
+
+pub struct Store {
+    pub path: PathBuf,
+    lock_path: PathBuf,
+    lock_timeout: Duration,
+}
+
+/// The store, locked for one read-modify-write.
+pub struct Locked<'a> {
+    store: &'a Store,
+    _lock: Flock<File>,
+}
+
+impl Store {
+    pub fn new(dir: &Path, network: &str) -> Self {
+        let name = file_safe(network);
+        let lock_timeout = std::env::var("RAILCNI_LOCK_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_LOCK_TIMEOUT);
+        Store {
+            path: dir.join(format!("{name}.leases.json")),
+            lock_path: dir.join(format!("{name}.lock")),
+            lock_timeout,
+        }
+    }
+
+    pub fn lock(&self) -> Result<Locked<'_>, IpamError> {
+        if let Some(dir) = self.path.parent() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| IpamError::new(5, format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&self.lock_path)
+            .map_err(|e| {
+                IpamError::new(5, format!("cannot open {}: {e}", self.lock_path.display()))
+            })?;
+        let deadline = Instant::now() + self.lock_timeout;
+        loop {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => {
+                    return Ok(Locked {
+                        store: self,
+                        _lock: lock,
+                    })
+                }
+                Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                    file = f;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                    return Err(IpamError::new(
+                        11,
+                        format!(
+                            "lease store {} stayed locked for {:?}",
+                            self.path.display(),
+                            self.lock_timeout
+                        ),
+                    ))
+                }
+                Err((_, e)) => {
+                    return Err(IpamError::new(
+                        5,
+                        format!("cannot lock {}: {e}", self.lock_path.display()),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Read and verify the file (no lock: readers see an old or a new file).
+    pub fn read(&self) -> Result<Leases, IpamError> {
+        let bytes = match fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Leases::default()),
+            Err(e) => {
+                return Err(IpamError::new(
+                    5,
+                    format!("cannot read lease file {}: {e}", self.path.display()),
+                ))
+            }
+        };
+        let corrupt = |why: String| {
+            IpamError::new(
+                111,
+                format!(
+                    "lease file {} is corrupt ({why}); nothing was changed. Repair it (see README, \"Lease file recovery\") \
+                     before this network can allocate again",
+                    self.path.display()
+                ),
+            )
+        };
+        let doc: Document =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("does not parse: {e}")))?;
+        if doc.version != STORE_VERSION {
+            return Err(corrupt(format!(
+                "version {} is not {STORE_VERSION}",
+                doc.version
+            )));
+        }
+        let sum = checksum(&doc.data);
+        if doc.checksum != sum {
+            return Err(corrupt(format!(
+                "checksum {} does not match its data ({sum})",
+                doc.checksum
+            )));
+        }
+        Ok(doc.data)
+    }
+}
+
+impl Locked<'_> {
+    pub fn read(&self) -> Result<Leases, IpamError> {
+        self.store.read()
+    }
+
+    /// temp file + fsync + rename + fsync(dir): a crash leaves the old or the new file.
+    pub fn write(&self, data: &Leases) -> Result<(), IpamError> {
+        let path = &self.store.path;
+        let doc = Document {
+            version: STORE_VERSION,
+            checksum: checksum(data),
+            data: data.clone(),
+        };
+        let bytes = serde_json::to_vec_pretty(&doc)
+            .map_err(|e| IpamError::new(5, format!("encode leases: {e}")))?;
+        let io = |e: std::io::Error| {
+            IpamError::new(
+                5,
+                format!("cannot write lease file {}: {e}", path.display()),
+            )
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(
+            ".{}.tmp",
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("leases")
+        ));
+        let mut f = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io)?;
+        f.write_all(&bytes).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        fs::rename(&tmp, path).map_err(io)?;
+        File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+    }
+}
+
+/// Network names become file names: keep [A-Za-z0-9._-], escape the rest.
+fn file_safe(network: &str) -> String {
+    let mut out = String::new();
+    for (i, b) in network.bytes().enumerate() {
+        let keep = b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(ip: &str) -> Lease {
+        Lease {
+            container_id: "c1".into(),
+            ifname: "net1".into(),
+            address: ip.parse().unwrap(),
+            pod_namespace: Some("ml".into()),
+            pod_name: None,
+            pod_uid: None,
+            allocated_unix: 1,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(&t.path().join("ipam"), "rail1");
+        let data = Leases {
+            last_allocated: Some("172.16.0.0".parse().unwrap()),
+            leases: vec![lease("172.16.0.0")],
+        };
+        s.lock().unwrap().write(&data).unwrap();
+        assert_eq!(s.read().unwrap(), data);
+        let mode = fs::metadata(&s.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(s.path.file_name().unwrap(), "rail1.leases.json");
+    }
+
+    #[test]
+    fn a_changed_byte_fails_the_checksum_and_names_the_file() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path(), "rail1");
+        s.lock()
+            .unwrap()
+            .write(&Leases {
+                last_allocated: None,
+                leases: vec![lease("172.16.0.0")],
+            })
+            .unwrap();
+        let text = fs::read_to_string(&s.path)
+            .unwrap()
+            .replace("172.16.0.0", "172.16.0.1");
+        fs::write(&s.path, text).unwrap();
+        let e = s.read().unwrap_err();
+        assert_eq!(e.code(), 111);
+        assert!(
+            e.to_string().contains("checksum") && e.to_string().contains("rail1.leases.json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn torn_and_future_files_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path(), "rail1");
+        fs::write(&s.path, "{\"version\":1,\"chec").unwrap();
+        assert!(s.read().unwrap_err().to_string().contains("does not parse"));
+        let data = Leases::default();
+        fs::write(
+            &s.path,
+            format!(
+                "{{\"version\":2,\"checksum\":\"{}\",\"data\":{{}}}}",
+                checksum(&data)
+            ),
+        )
+        .unwrap();
+        assert!(s.read().unwrap_err().to_string().contains("version 2"));
+    }
+
+    #[test]
+    fn a_missing_file_is_an_empty_store() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Store::new(t.path(), "rail1").read().unwrap(),
+            Leases::default()
+        );
+    }
+
+    #[test]
+    fn network_names_cannot_escape_the_directory() {
+        assert_eq!(file_safe("rail-1.a_b"), "rail-1.a_b");
+        assert_eq!(file_safe("../etc/x"), "%2e.%2fetc%2fx");
+    }
+}
