@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what the test suite needs, from Debian's packages, if it is missing:
+# iproute2 and ping (namespaces, packets), strace (netlink captures), Go and
+# containernetworking's libcni sources (the real-client test), and the
+# reference plugins (host-local, host-device) railcni is compared with.
+set -euo pipefail
+
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v ping >/dev/null || need+=(iputils-ping)
+command -v strace >/dev/null || need+=(strace)
+command -v go >/dev/null || need+=(golang-go)
+[ -d /usr/share/gocode/src/github.com/containernetworking/cni/libcni ] || need+=(golang-github-appc-cni-dev)
+[ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/host-device ] || need+=(containernetworking-plugins)
+
+if ((${#need[@]})); then
+  echo "install-test-deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

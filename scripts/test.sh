@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run every test: unit tests, and the integration tests that build fake SR-IOV
+# nodes in network namespaces (so: as root). Missing test tools are installed
+# from Debian's packages first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "test.sh: run as root; the integration tests use network namespaces" >&2; exit 1; }
+scripts/install-test-deps.sh
+cargo test --workspace --locked
