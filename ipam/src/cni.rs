@@ -84,9 +84,11 @@ impl CniArgs {
                 other if ignore_unknown => {
                     let _ = other;
                 }
-                other => return Err(env_err(format!(
+                other => {
+                    return Err(env_err(format!(
                     "CNI_ARGS has unknown key {other:?}; add IgnoreUnknown=true to pass extra keys"
-                ))),
+                )))
+                }
             }
         }
         Ok(args)

@@ -1,0 +1,88 @@
+//! Load generator for scripts/bench-ipam.sh.
+//!
+//!   ipam-bench pairs <state-dir> <count> <worker-id>   allocate+release pairs in-process
+//!   ipam-bench fill  <state-dir> <count>               write <count> realistic leases, print the file size
+
+use std::time::Instant;
+
+use railcni_ipam::store::{Lease, Leases, Store};
+use railcni_ipam::{Holder, Ipam, IpamEnv};
+use serde_json::json;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: ipam-bench pairs|fill <state-dir> <count> [worker-id]";
+    let (mode, dir, count) = match (
+        args.get(1),
+        args.get(2),
+        args.get(3).and_then(|c| c.parse::<usize>().ok()),
+    ) {
+        (Some(m), Some(d), Some(c)) => (m.as_str(), std::path::PathBuf::from(d), c),
+        _ => {
+            eprintln!("{usage}");
+            std::process::exit(2);
+        }
+    };
+    match mode {
+        "pairs" => {
+            let worker = args.get(4).cloned().unwrap_or_default();
+            let env = IpamEnv {
+                state_dir: dir.clone(),
+                node_name: Some("gpu-0".into()),
+                node_config: dir.join("none.json"),
+            };
+            let conf = json!({"cidr": "10.0.0.0/8", "perNodePrefix": 24, "nodes": ["gpu-0"]});
+            let ipam = Ipam::load("rail1", &conf, &env).unwrap_or_else(|e| panic!("{e}"));
+            let start = Instant::now();
+            for i in 0..count {
+                let holder = Holder {
+                    container_id: format!("w{worker}-{i}"),
+                    ifname: "net1".into(),
+                    ..Holder::default()
+                };
+                ipam.allocate(&holder, &[])
+                    .unwrap_or_else(|e| panic!("{e}"));
+                ipam.release(&holder.container_id, "net1")
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+            let secs = start.elapsed().as_secs_f64();
+            println!(
+                "{count} pairs in {secs:.3}s: {:.0} pairs/s",
+                count as f64 / secs
+            );
+        }
+        "fill" => {
+            let store = Store::new(&dir, "rail1");
+            let leases = (0..count)
+                .map(|i| Lease {
+                    container_id: format!("{i:064x}"),
+                    ifname: "net1".into(),
+                    address: format!("fd00::{i:x}")
+                        .parse()
+                        .unwrap_or_else(|e| panic!("{e}")),
+                    pod_namespace: Some("training".into()),
+                    pod_name: Some(format!("llm-pretrain-worker-{i}")),
+                    pod_uid: Some(format!("{i:08x}-1b2c-4d5e-8f90-123456789abc")),
+                    allocated_unix: 1_795_000_000,
+                })
+                .collect();
+            let data = Leases {
+                last_allocated: None,
+                leases,
+            };
+            store
+                .lock()
+                .and_then(|l| l.write(&data))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let size = std::fs::metadata(&store.path).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "{count} leases: {size} bytes ({} bytes/lease)",
+                size / count.max(1) as u64
+            );
+        }
+        _ => {
+            eprintln!("{usage}");
+            std::process::exit(2);
+        }
+    }
+}
