@@ -62,6 +62,8 @@ echo "==> inside the pod"
 ip -n "$pod" -br link
 ip -n "$pod" -br addr
 ip -n "$pod" route
+ip -n "$pod" rule
+ip -n "$pod" route show table 1001
 
 for rail in 2 1; do
   echo "==> DEL rail$rail"

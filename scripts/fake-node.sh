@@ -12,6 +12,10 @@
 #                           0000:1<r>:00.0 (netdev pf<r>, mtu 9000) and VF i at
 #                           0000:1<r>:00.<i+2>, driver mlx5_core, net/pf<r>v<i>
 # and prints one line per VF: "<rail> <vf-index> <pci> <host-ifname>".
+#
+# FAKE_NODE_FABRIC=<netns> joins an existing leaf namespace instead of creating
+# <prefix>-fabric, and FAKE_NODE_TAG=<t> prefixes the peer names (t r<r>v<i>) so
+# several nodes can share one leaf (see fabric.sh).
 set -euo pipefail
 
 cmd=${1:?usage: fake-node.sh up|down <prefix> <sysfs-root> [rails] [vfs]}
@@ -20,7 +24,8 @@ root=${3:?sysfs root}
 rails=${4:-2}
 vfs=${5:-2}
 host="$prefix-host"
-fabric="$prefix-fabric"
+fabric="${FAKE_NODE_FABRIC:-$prefix-fabric}"
+tag="${FAKE_NODE_TAG:-}"
 
 [ "$(id -u)" = 0 ] || { echo "fake-node.sh: needs root (network namespaces)" >&2; exit 1; }
 (( rails >= 1 && rails <= 8 )) || { echo "fake-node.sh: rails must be 1..8" >&2; exit 1; }
@@ -40,9 +45,11 @@ net_dev() { # <bdf> <ifname>
 
 up() {
   ip netns add "$host"
-  ip netns add "$fabric"
   ip -n "$host" link set lo up
-  ip -n "$fabric" link set lo up
+  if [ -z "${FAKE_NODE_FABRIC:-}" ]; then
+    ip netns add "$fabric"
+    ip -n "$fabric" link set lo up
+  fi
   mkdir -p "$root/bus/pci/drivers/mlx5_core"
   for ((r = 1; r <= rails; r++)); do
     local pf="0000:1$r:00.0"
@@ -58,8 +65,8 @@ up() {
       ln -sfn "../$vf" "$root/devices/pci0000:00/$pf/virtfn$i"
       ln -sfn "../../../bus/pci/drivers/mlx5_core" "$root/devices/pci0000:00/$vf/driver"
       net_dev "$vf" "$ifname"
-      ip -n "$host" link add "$ifname" type veth peer name "r${r}v$i" netns "$fabric"
-      ip -n "$fabric" link set "r${r}v$i" mtu 9000 up
+      ip -n "$host" link add "$ifname" type veth peer name "${tag}r${r}v$i" netns "$fabric"
+      ip -n "$fabric" link set "${tag}r${r}v$i" mtu 9000 up
       echo "$r $i $vf $ifname"
     done
   done
@@ -67,7 +74,7 @@ up() {
 
 down() {
   ip netns del "$host" 2>/dev/null || true
-  ip netns del "$fabric" 2>/dev/null || true
+  [ -n "${FAKE_NODE_FABRIC:-}" ] || ip netns del "$fabric" 2>/dev/null || true
   for ns in $(ip netns list | awk '{print $1}' | grep "^$prefix-" || true); do
     ip netns del "$ns" 2>/dev/null || true
   done

@@ -13,6 +13,7 @@ use crate::cni::env::Env;
 use crate::cni::version::Version;
 use crate::error::{Error, Result};
 use crate::log::Level;
+use crate::routing::RoutingConf;
 
 pub const DEFAULT_MTU: u32 = 9000;
 /// Smallest MTU an IPv4 interface may have.
@@ -38,6 +39,7 @@ struct RawConf {
     log_file: Option<String>,
     log_level: Option<String>,
     prev_result: Option<Value>,
+    routing: Option<Value>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
     args: Option<Value>,
@@ -78,6 +80,7 @@ pub struct NetConf {
     pub log_file: Option<PathBuf>,
     pub log_level: Level,
     pub prev_result: Option<Value>,
+    pub routing: RoutingConf,
     /// The config as received, handed unchanged to an external IPAM plugin.
     pub raw: Value,
 }
@@ -168,8 +171,19 @@ impl NetConf {
             })?,
         };
 
+        // The embedded IPAM's pool is the rail CIDR the main table routes to.
+        let ipam_cidr = match &ipam {
+            Some(i) if i.is_embedded() => raw
+                .pointer("/ipam/cidr")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse().ok()),
+            _ => None,
+        };
+        let routing = RoutingConf::parse(conf.routing.as_ref(), ipam_cidr)?;
+
         Ok(NetConf {
             version,
+            routing,
             name,
             device_id,
             mtu,

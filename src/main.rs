@@ -12,6 +12,7 @@ mod ipam;
 mod journal;
 mod log;
 mod net;
+mod routing;
 mod run;
 mod sriov;
 mod state;

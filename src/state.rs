@@ -63,7 +63,13 @@ pub struct Record {
     pub netns: Option<String>,
     pub netns_id: Option<NsId>,
     pub host: HostLink,
+    /// The VF's ifindex in the pod (it changes when the pod already uses it).
+    #[serde(default)]
+    pub pod_ifindex: Option<u32>,
     pub ipam_type: Option<String>,
+    /// The rail routing ADD installed (table, rules, routes, sysctls).
+    #[serde(default)]
+    pub routing: Option<crate::routing::Plan>,
     pub phase: Phase,
     /// The ADD result in the 1.1 shape, replayed for a repeated ADD.
     pub result: Option<Value>,
@@ -88,7 +94,9 @@ impl Record {
             netns: netns.map(|p| p.display().to_string()),
             netns_id: netns.and_then(NsId::of),
             host,
+            pod_ifindex: None,
             ipam_type: None,
+            routing: None,
             phase: Phase::Adding,
             result: None,
             created_unix: std::time::SystemTime::now()

@@ -98,6 +98,8 @@ impl CniResult {
             for i in &mut interfaces {
                 i.pci_id = None;
             }
+            // Before 1.1 a route cannot name its table: report main-table routes only.
+            routes.retain(|r| r.table.is_none());
             for r in &mut routes {
                 *r = Route {
                     dst: r.dst,
@@ -183,9 +185,20 @@ mod tests {
 
     #[test]
     fn v1_0_drops_1_1_fields_but_keeps_mtu() {
-        let v = sample().to_json(Version::V1_0);
+        let mut r = sample();
+        r.routes.push(Route {
+            table: None,
+            scope: None,
+            ..r.routes[0].clone()
+        });
+        let v = r.to_json(Version::V1_0);
         assert_eq!(v["interfaces"][0]["mtu"], 9000);
         assert!(v["interfaces"][0].get("pciID").is_none());
+        assert_eq!(
+            v["routes"].as_array().unwrap().len(),
+            1,
+            "rail-table routes are 1.1 only"
+        );
         assert!(v["routes"][0].get("table").is_none());
         assert!(v["ips"][0].get("version").is_none());
         assert_eq!(v["ips"][0]["interface"], 0);

@@ -1,5 +1,6 @@
 //! ADD: move the VF into the pod as CNI_IFNAME, configure it, address it.
 
+use super::rail;
 use super::vf::{find_in_host, Home};
 use super::Ctx;
 use crate::cni::result::{CniResult, Interface};
@@ -7,7 +8,8 @@ use crate::config::format_mac;
 use crate::error::{Error, Result};
 use crate::ipam::Ipam;
 use crate::journal::Journal;
-use crate::net::{sysctl, Link, NetNs, Netlink};
+use crate::net::{Link, NetNs, Netlink};
+use crate::routing;
 use crate::sriov::Vf;
 use crate::state::{HostLink, Phase, Record};
 use crate::{log_info, log_warn};
@@ -17,6 +19,7 @@ enum Undo {
     RemoveRecord,
     ReleaseIpam,
     ReturnVf,
+    RemoveRouting,
 }
 
 pub async fn add(ctx: &Ctx) -> Result<CniResult> {
@@ -106,6 +109,10 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
                         .map(drop),
                     Undo::ReleaseIpam => Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |i| i.del()),
                     Undo::RemoveRecord => ctx.store.remove(&vf.pci),
+                    Undo::RemoveRouting => match &record.routing {
+                        Some(plan) => rail::remove(&pod_nl, plan).await,
+                        None => Ok(()),
+                    },
                 })
                 .await;
             for f in failures {
@@ -159,6 +166,9 @@ async fn replay_or_clear(
         existing.ifname
     );
     let pod = if same { Some(pod_nl) } else { None };
+    if let (Some(nl), Some(plan)) = (pod, &existing.routing) {
+        rail::remove(nl, plan).await?;
+    }
     let link = home
         .bring_back(pod, &existing.ifname, Some(existing))
         .await?;
@@ -229,21 +239,33 @@ async fn attach(
     let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
         Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
     })?;
+    // The kernel renumbers a moved link whose ifindex is taken in the pod.
+    record.pod_ifindex = Some(moved.index);
+    ctx.store.save(record)?;
     if moved.mtu != ctx.conf.mtu {
         pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
     }
     if let Some(mac) = ctx.conf.mac {
         pod_nl.set_mac(moved.index, &mac).await?;
     }
-    sysctl::write_in(pod, &sysctl::conf_path("ipv4", ifname, "arp_notify"), "1")?;
     pod_nl.set_up(moved.index).await?;
     for ip in &mut result.ips {
         pod_nl.add_address(moved.index, ip.address).await?;
         ip.interface = Some(0);
     }
-    for route in &result.routes {
-        pod_nl.add_route(moved.index, route.dst, route.gw).await?;
-    }
+
+    let used = match (&ctx.conf.routing.table, ifname.strip_prefix("net")) {
+        (None, None) => rail::used_tables(pod_nl).await?,
+        _ => Vec::new(),
+    };
+    let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used)?;
+    let plan = routing::plan(&result, &ctx.conf.routing, table, priority);
+    // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
+    record.routing = Some(plan.clone());
+    ctx.store.save(record)?;
+    journal.push(Undo::RemoveRouting);
+    rail::install(pod, pod_nl, ifname, moved.index, &plan).await?;
+    result.routes = plan.result_routes();
 
     let now = pod_nl.link_by_index(moved.index).await?.unwrap_or(moved);
     result.interfaces = vec![Interface {

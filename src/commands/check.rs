@@ -1,5 +1,6 @@
 //! CHECK: the attachment still looks like prevResult says it should.
 
+use super::rail;
 use super::vf::is_vf;
 use super::Ctx;
 use crate::cni::result::CniResult;
@@ -32,7 +33,7 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
     let link = nl.link_by_name(ifname).await?.ok_or_else(|| {
         Error::CheckFailed(format!("{ifname} is missing from {}", netns.display()))
     })?;
-    if !is_vf(&link, &record.pci, Some(&record)) {
+    if !is_vf(&link, &record.pci, record.pod_ifindex) {
         return Err(Error::CheckFailed(format!(
             "{ifname} in the pod is not VF {}",
             record.pci
@@ -62,6 +63,9 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
         if !addresses.contains(&ip.address) {
             diffs.push(format!("address {} is missing", ip.address));
         }
+    }
+    if let Some(plan) = &record.routing {
+        diffs.extend(rail::differences(&pod, &nl, ifname, plan).await?);
     }
     if !diffs.is_empty() {
         return Err(Error::CheckFailed(format!(

@@ -1,6 +1,7 @@
 //! DEL: give the VF back to the host, release IPAM, forget the attachment.
 //! Converges from any state: netns gone or empty, record missing, repeated DEL.
 
+use super::rail;
 use super::vf::Home;
 use super::Ctx;
 use crate::error::Result;
@@ -61,6 +62,9 @@ async fn return_vf(ctx: &Ctx, pci: &str, record: Option<&Record>) -> Result<()> 
         None => None,
     };
     let pod_nl = pod.as_ref().map(Netlink::connect_in).transpose()?;
+    if let (Some(nl), Some(plan)) = (&pod_nl, record.and_then(|r| r.routing.as_ref())) {
+        rail::remove(nl, plan).await?;
+    }
     let home = Home {
         host: &ctx.host,
         host_nl: &host_nl,

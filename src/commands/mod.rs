@@ -4,6 +4,7 @@ pub mod add;
 pub mod check;
 pub mod del;
 pub mod gc;
+mod rail;
 pub mod status;
 mod vf;
 

@@ -7,11 +7,11 @@ use crate::{log_info, log_warn};
 
 /// Is `link` the VF at `pci`? The kernel names a netdev's bus device
 /// (IFLA_PARENT_DEV_NAME); devices without one (test stand-ins) are
-/// recognised by the ifindex the record saved.
-pub fn is_vf(link: &Link, pci: &str, record: Option<&Record>) -> bool {
+/// recognised by the ifindex the record saved for that side.
+pub fn is_vf(link: &Link, pci: &str, expected_index: Option<u32>) -> bool {
     match &link.parent_dev {
         Some(parent) => parent == pci,
-        None => record.is_some_and(|r| r.host.ifindex == link.index),
+        None => expected_index == Some(link.index),
     }
 }
 
@@ -39,13 +39,13 @@ pub async fn find_in_host(
         format!("dev{}", r.host.ifindex),
     ] {
         if let Some(link) = host.link_by_name(&name).await? {
-            if is_vf(&link, pci, record) {
+            if is_vf(&link, pci, Some(r.host.ifindex)) {
                 return Ok(Some(link));
             }
         }
     }
     match host.link_by_index(r.host.ifindex).await? {
-        Some(link) if is_vf(&link, pci, record) => Ok(Some(link)),
+        Some(link) if is_vf(&link, pci, Some(r.host.ifindex)) => Ok(Some(link)),
         _ => Ok(None),
     }
 }
@@ -106,7 +106,7 @@ impl Home<'_> {
         let wanted = record.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
             if let Some(link) = pod.link_by_name(ifname).await? {
-                if is_vf(&link, self.pci, record) {
+                if is_vf(&link, self.pci, record.and_then(|r| r.pod_ifindex)) {
                     let name = wanted
                         .clone()
                         .unwrap_or_else(|| format!("dev{}", link.index));

@@ -1,0 +1,481 @@
+//! The rail routing plan (pure): which table and rule priority a rail gets,
+//! which routes go in its table and in main, and which sysctls it needs.
+//!
+//! RoCE resolves next hops by a route lookup from the GID's source address,
+//! so each rail gets `from <addr> lookup <table>` with an explicit priority
+//! and its own table; only the rail's own CIDR goes in main (it cannot
+//! collide across rails); the east-west supernet stays in the rail tables.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::cni::result::{CniResult, Route};
+use crate::error::{Error, Result};
+
+/// Tables for non-`net<N>` interfaces start here (sbr and Spiderpool use 100 up).
+pub const FIRST_FREE_TABLE: u32 = 1100;
+const NET_N_BASE: u32 = 1000;
+/// Route scopes as the kernel numbers them (RT_SCOPE_*), as CNI 1.1 reports them.
+pub const SCOPE_UNIVERSE: u8 = 0;
+pub const SCOPE_LINK: u8 = 253;
+
+/// Per-rail sysctls and their defaults (design.md §3).
+pub const DEFAULT_SYSCTLS: &[(&str, &str)] = &[
+    ("rp_filter", "2"),
+    ("arp_ignore", "2"),
+    ("arp_announce", "2"),
+    ("accept_local", "1"),
+    ("arp_notify", "1"),
+];
+
+/// The `routing` object of the network config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoutingConf {
+    pub table: Option<u32>,
+    pub rule_priority: Option<u32>,
+    pub main_routes: bool,
+    pub default_route: bool,
+    /// The rail's own CIDR for the main table; defaults to the embedded IPAM's `cidr`.
+    pub rail_cidr: Option<IpNet>,
+    /// `net.ipv{4,6}.conf.IFNAME.<key>` → value.
+    pub sysctl: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawRouting {
+    table: Option<u32>,
+    rule_priority: Option<u32>,
+    main_routes: Option<bool>,
+    default_route: Option<bool>,
+    rail_cidr: Option<IpNet>,
+    #[serde(default)]
+    sysctl: BTreeMap<String, Value>,
+}
+
+impl RoutingConf {
+    /// `routing` (may be absent) plus the embedded IPAM's `cidr` as the rail CIDR default.
+    pub fn parse(routing: Option<&Value>, ipam_cidr: Option<IpNet>) -> Result<Self> {
+        let raw: RawRouting = match routing {
+            None => {
+                return Ok(RoutingConf {
+                    main_routes: true,
+                    rail_cidr: ipam_cidr,
+                    ..RoutingConf::default()
+                })
+            }
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| Error::config("routing", e.to_string()))?,
+        };
+        if let Some(t) = raw.table {
+            check_table(t)?;
+        }
+        if raw.rule_priority == Some(0) {
+            return Err(Error::config(
+                "routing.rulePriority",
+                "0 would sit before the local table's rule; use 1..32765",
+            ));
+        }
+        let mut sysctl = BTreeMap::new();
+        for (key, value) in raw.sysctl {
+            let value = match value {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                other => {
+                    return Err(Error::config(
+                        &format!("routing.sysctl.{key}"),
+                        format!("{other} must be a string or number"),
+                    ))
+                }
+            };
+            check_sysctl(&key, &value)?;
+            sysctl.insert(key, value);
+        }
+        Ok(RoutingConf {
+            table: raw.table,
+            rule_priority: raw.rule_priority,
+            main_routes: raw.main_routes.unwrap_or(true),
+            default_route: raw.default_route.unwrap_or(false),
+            rail_cidr: raw.rail_cidr.or(ipam_cidr).map(|c| c.trunc()),
+            sysctl,
+        })
+    }
+}
+
+fn check_table(t: u32) -> Result<()> {
+    if t == 0 || (252..=255).contains(&t) {
+        return Err(Error::config(
+            "routing.table",
+            format!("{t} is reserved (0, 252-255); pick another table"),
+        ));
+    }
+    Ok(())
+}
+
+/// Only `net.ipv4.conf.IFNAME.<key>` / `net.ipv6.conf.IFNAME.<key>`: a NAD
+/// may tune its own interface, nothing else on the node or in the pod.
+fn check_sysctl(key: &str, value: &str) -> Result<()> {
+    let field = format!("routing.sysctl.{key}");
+    let parts: Vec<&str> = key.split('.').collect();
+    let ok = parts.len() == 5
+        && parts[0] == "net"
+        && (parts[1] == "ipv4" || parts[1] == "ipv6")
+        && parts[2] == "conf"
+        && parts[3] == "IFNAME"
+        && !parts[4].is_empty()
+        && parts[4]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(Error::config(
+            &field,
+            "only net.ipv4.conf.IFNAME.<key> and net.ipv6.conf.IFNAME.<key> may be set",
+        ));
+    }
+    if value.is_empty() || value.chars().any(|c| c == '\n' || c == '/') {
+        return Err(Error::config(
+            &field,
+            format!("{value:?} is not a sysctl value"),
+        ));
+    }
+    Ok(())
+}
+
+/// One sysctl to write: `/proc/sys/net/<family>/conf/<ifname>/<key>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sysctl {
+    pub family: String,
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleSpec {
+    pub src: IpNet,
+    pub table: u32,
+    pub priority: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteSpec {
+    pub dst: IpNet,
+    pub gw: Option<IpAddr>,
+    /// None: the main table.
+    pub table: Option<u32>,
+    pub scope: u8,
+    pub src: Option<IpAddr>,
+}
+
+/// What one rail interface needs, computed before anything is touched; kept
+/// in the attachment record so DEL and CHECK work from what ADD did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub table: u32,
+    pub priority: u32,
+    pub rules: Vec<RuleSpec>,
+    /// In install order: connected routes before gateway routes.
+    pub routes: Vec<RouteSpec>,
+    pub sysctls: Vec<Sysctl>,
+}
+
+/// The table and priority for `ifname`: `net<N>` → 1000+N; others: the
+/// lowest table ≥ 1100 that `used_tables` does not hold (same number as priority).
+pub fn choose_table(ifname: &str, conf: &RoutingConf, used_tables: &[u32]) -> Result<(u32, u32)> {
+    let derived = ifname
+        .strip_prefix("net")
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| *n < 100)
+        .map(|n| NET_N_BASE + n)
+        .unwrap_or_else(|| {
+            (FIRST_FREE_TABLE..)
+                .find(|t| !used_tables.contains(t))
+                .unwrap_or(FIRST_FREE_TABLE)
+        });
+    let table = conf.table.unwrap_or(derived);
+    Ok((table, conf.rule_priority.unwrap_or(table)))
+}
+
+pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> Plan {
+    let gateway_for = |dst: &IpNet| {
+        ipam.ips
+            .iter()
+            .find(|ip| ip.address.addr().is_ipv4() == dst.addr().is_ipv4())
+            .and_then(|ip| ip.gateway)
+    };
+    let mut rules = Vec::new();
+    let mut routes = Vec::new();
+    for ip in &ipam.ips {
+        let addr = ip.address.addr();
+        let host = IpNet::new(addr, if addr.is_ipv4() { 32 } else { 128 }).unwrap_or(ip.address);
+        rules.push(RuleSpec {
+            src: host,
+            table,
+            priority,
+        });
+        routes.push(RouteSpec {
+            dst: ip.address.trunc(),
+            gw: None,
+            table: Some(table),
+            scope: SCOPE_LINK,
+            src: Some(addr),
+        });
+    }
+    let mut gateway_routes: Vec<IpNet> = ipam.routes.iter().map(|r| r.dst.trunc()).collect();
+    if conf.default_route {
+        for ip in &ipam.ips {
+            let any = if ip.address.addr().is_ipv4() {
+                "0.0.0.0/0"
+            } else {
+                "::/0"
+            };
+            gateway_routes.extend(any.parse::<IpNet>().ok());
+        }
+    }
+    for dst in gateway_routes {
+        let gw = ipam
+            .routes
+            .iter()
+            .find(|r| r.dst.trunc() == dst)
+            .and_then(|r| r.gw)
+            .or_else(|| gateway_for(&dst));
+        let spec = RouteSpec {
+            dst,
+            gw,
+            table: Some(table),
+            scope: if gw.is_some() {
+                SCOPE_UNIVERSE
+            } else {
+                SCOPE_LINK
+            },
+            src: None,
+        };
+        if !routes.contains(&spec) {
+            routes.push(spec);
+        }
+    }
+    if let (true, Some(cidr)) = (conf.main_routes, conf.rail_cidr) {
+        if let Some(gw) = gateway_for(&cidr) {
+            routes.push(RouteSpec {
+                dst: cidr,
+                gw: Some(gw),
+                table: None,
+                scope: SCOPE_UNIVERSE,
+                src: None,
+            });
+        }
+    }
+    let mut sysctls: BTreeMap<(&'static str, String), String> = DEFAULT_SYSCTLS
+        .iter()
+        .map(|(k, v)| (("ipv4", k.to_string()), v.to_string()))
+        .collect();
+    for (key, value) in &conf.sysctl {
+        let parts: Vec<&str> = key.split('.').collect();
+        let family = if parts[1] == "ipv6" { "ipv6" } else { "ipv4" };
+        sysctls.insert((family, parts[4].to_string()), value.clone());
+    }
+    Plan {
+        table,
+        priority,
+        rules,
+        routes,
+        sysctls: sysctls
+            .into_iter()
+            .map(|((family, key), value)| Sysctl {
+                family: family.to_string(),
+                key,
+                value,
+            })
+            .collect(),
+    }
+}
+
+impl Plan {
+    /// The routes for the CNI result (1.1 carries table and scope).
+    pub fn result_routes(&self) -> Vec<Route> {
+        self.routes
+            .iter()
+            .map(|r| Route {
+                dst: r.dst,
+                gw: r.gw,
+                mtu: None,
+                advmss: None,
+                priority: None,
+                table: r.table,
+                scope: Some(r.scope),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::result::IpConfig;
+    use serde_json::json;
+
+    fn ipam(addr: &str, gw: &str, routes: &[&str]) -> CniResult {
+        CniResult {
+            ips: vec![IpConfig {
+                address: addr.parse().unwrap(),
+                gateway: Some(gw.parse().unwrap()),
+                interface: None,
+            }],
+            routes: routes
+                .iter()
+                .map(|d| Route {
+                    dst: d.parse().unwrap(),
+                    gw: None,
+                    mtu: None,
+                    advmss: None,
+                    priority: None,
+                    table: None,
+                    scope: None,
+                })
+                .collect(),
+            ..CniResult::default()
+        }
+    }
+
+    fn default_conf(cidr: &str) -> RoutingConf {
+        RoutingConf::parse(None, Some(cidr.parse().unwrap())).unwrap()
+    }
+
+    #[test]
+    fn net_n_gets_table_and_priority_1000_plus_n() {
+        assert_eq!(
+            choose_table("net3", &RoutingConf::default(), &[]).unwrap(),
+            (1003, 1003)
+        );
+        assert_eq!(
+            choose_table("rdma0", &RoutingConf::default(), &[1100, 1101]).unwrap(),
+            (1102, 1102)
+        );
+        let conf =
+            RoutingConf::parse(Some(&json!({"table": 300, "rulePriority": 50})), None).unwrap();
+        assert_eq!(choose_table("net1", &conf, &[]).unwrap(), (300, 50));
+    }
+
+    #[test]
+    fn slash_31_rail_plan() {
+        let p = plan(
+            &ipam(
+                "172.16.0.0/31",
+                "172.16.0.1",
+                &["172.16.0.0/15", "172.16.0.0/12"],
+            ),
+            &default_conf("172.16.0.0/15"),
+            1001,
+            1001,
+        );
+        assert_eq!(
+            p.rules,
+            vec![RuleSpec {
+                src: "172.16.0.0/32".parse().unwrap(),
+                table: 1001,
+                priority: 1001
+            }]
+        );
+        let shown: Vec<String> = p
+            .routes
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {:?} {:?} {}",
+                    r.dst,
+                    r.gw.map(|g| g.to_string()),
+                    r.table,
+                    r.scope
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "172.16.0.0/31 None Some(1001) 253",
+                "172.16.0.0/15 Some(\"172.16.0.1\") Some(1001) 0",
+                "172.16.0.0/12 Some(\"172.16.0.1\") Some(1001) 0",
+                "172.16.0.0/15 Some(\"172.16.0.1\") None 0",
+            ],
+            "connected first, supernet only in the rail table, rail cidr in main"
+        );
+        assert!(
+            !p.routes.iter().any(|r| r.dst.prefix_len() == 0),
+            "no default route on a rail"
+        );
+    }
+
+    #[test]
+    fn default_route_and_main_routes_are_opt_in_and_out() {
+        let conf = RoutingConf::parse(
+            Some(&json!({"defaultRoute": true, "mainRoutes": false})),
+            Some("172.16.0.0/15".parse().unwrap()),
+        )
+        .unwrap();
+        let p = plan(&ipam("172.16.0.0/31", "172.16.0.1", &[]), &conf, 1001, 1001);
+        assert!(p
+            .routes
+            .iter()
+            .any(|r| r.dst.prefix_len() == 0 && r.table == Some(1001)));
+        assert!(
+            p.routes.iter().all(|r| r.table.is_some()),
+            "nothing in main"
+        );
+    }
+
+    #[test]
+    fn ipv6_gets_a_slash_128_rule_and_its_own_routes() {
+        let p = plan(
+            &ipam("fd00:1::/127", "fd00:1::1", &["fd00::/48"]),
+            &default_conf("fd00:1::/64"),
+            1002,
+            1002,
+        );
+        assert_eq!(p.rules[0].src.to_string(), "fd00:1::/128");
+        assert_eq!(p.routes[0].dst.to_string(), "fd00:1::/127");
+        assert_eq!(p.routes[1].gw, Some("fd00:1::1".parse().unwrap()));
+        assert_eq!(p.routes.last().unwrap().dst.to_string(), "fd00:1::/64");
+    }
+
+    #[test]
+    fn sysctl_defaults_and_overrides() {
+        let conf = RoutingConf::parse(
+            Some(&json!({"sysctl": {"net.ipv4.conf.IFNAME.rp_filter": 1, "net.ipv6.conf.IFNAME.accept_ra": "0"}})),
+            None,
+        )
+        .unwrap();
+        let p = plan(&ipam("172.16.0.0/31", "172.16.0.1", &[]), &conf, 1001, 1001);
+        let find = |f: &str, k: &str| {
+            p.sysctls
+                .iter()
+                .find(|s| s.family == f && s.key == k)
+                .map(|s| s.value.as_str())
+        };
+        assert_eq!(find("ipv4", "rp_filter"), Some("1"));
+        assert_eq!(find("ipv4", "arp_ignore"), Some("2"));
+        assert_eq!(find("ipv4", "accept_local"), Some("1"));
+        assert_eq!(find("ipv6", "accept_ra"), Some("0"));
+    }
+
+    #[test]
+    fn only_interface_sysctls_and_sane_tables_are_accepted() {
+        for bad in [
+            json!({"sysctl": {"net.ipv4.ip_forward": "1"}}),
+            json!({"sysctl": {"net.ipv4.conf.all.rp_filter": "0"}}),
+            json!({"sysctl": {"net.ipv4.conf.IFNAME.../x": "0"}}),
+            json!({"sysctl": {"kernel.panic": "1"}}),
+            json!({"sysctl": {"net.ipv4.conf.IFNAME.rp_filter": "1\n"}}),
+            json!({"table": 254}),
+            json!({"table": 0}),
+            json!({"rulePriority": 0}),
+            json!({"tabel": 5}),
+        ] {
+            let e = RoutingConf::parse(Some(&bad), None).unwrap_err();
+            assert_eq!(e.code(), 7, "{bad}");
+            assert!(e.details().contains("routing"), "{bad}: {e}");
+        }
+    }
+}

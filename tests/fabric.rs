@@ -1,0 +1,343 @@
+//! Rail routing proven with real packets: two fake GPU nodes, two rails, one
+//! pod per node, and a leaf namespace holding every /31 gateway
+//! (scripts/fabric.sh). Needs root (CI is root).
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use serde_json::{json, Value};
+
+struct Fabric {
+    prefix: String,
+    dir: tempfile::TempDir,
+    /// (node, rail, pci, vf address, gateway)
+    vfs: Vec<(String, u32, String, String, String)>,
+}
+
+impl Fabric {
+    fn up() -> Fabric {
+        require_root();
+        let prefix = format!("fb{}", std::process::id());
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(script("fabric.sh"))
+            .args(["up", &prefix])
+            .arg(dir.path())
+            .arg("2")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "fabric.sh: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let vfs = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (
+                    f[0].to_string(),
+                    f[1].parse().unwrap(),
+                    f[2].to_string(),
+                    f[4].to_string(),
+                    f[5].to_string(),
+                )
+            })
+            .collect();
+        Fabric { prefix, dir, vfs }
+    }
+
+    fn host(&self, node: &str) -> String {
+        format!(
+            "{}{}-host",
+            self.prefix,
+            if node == "gpu-0" { "a" } else { "b" }
+        )
+    }
+
+    fn vf(&self, node: &str, rail: u32) -> &(String, u32, String, String, String) {
+        self.vfs
+            .iter()
+            .find(|v| v.0 == node && v.1 == rail)
+            .unwrap()
+    }
+
+    fn pod(&self, name: &str) -> String {
+        let ns = format!("{}-{name}", self.prefix);
+        sh(&format!("ip netns add {ns} && ip -n {ns} link set lo up"));
+        ns
+    }
+
+    fn conf(&self, node: &str, rail: u32) -> Value {
+        let cidr = format!("172.{}.0.0/15", 14 + 2 * rail);
+        json!({
+            "cniVersion": "1.1.0", "name": format!("rail{rail}"), "type": "railcni",
+            "deviceID": self.vf(node, rail).2,
+            "ipam": {"type": "railcni-ipam", "cidr": cidr, "nodes": ["gpu-0", "gpu-1"],
+                     "routes": [{"dst": cidr}, {"dst": "172.16.0.0/12"}]}
+        })
+    }
+
+    fn cni(&self, command: &str, node: &str, pod: &str, rail: u32) -> Reply {
+        let side = if node == "gpu-0" { "a" } else { "b" };
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.host(node), PLUGIN])
+            .env_clear()
+            .env("CNI_COMMAND", command)
+            .env("CNI_CONTAINERID", pod)
+            .env("CNI_NETNS", format!("/var/run/netns/{pod}"))
+            .env("CNI_IFNAME", format!("net{rail}"))
+            .env("CNI_PATH", "/nonexistent")
+            .env(
+                "RAILCNI_SYSFS_ROOT",
+                self.dir.path().join(format!("{side}-sys")),
+            )
+            .env(
+                "RAILCNI_STATE_DIR",
+                self.dir.path().join(format!("{side}-state")),
+            )
+            .env("RAILCNI_NODE_NAME", node)
+            .env(
+                "RAILCNI_NODE_CONFIG",
+                self.dir.path().join("no-node-file.json"),
+            );
+        run_with_stdin(cmd, &self.conf(node, rail))
+    }
+
+    fn record(&self, node: &str, rail: u32) -> std::path::PathBuf {
+        let side = if node == "gpu-0" { "a" } else { "b" };
+        self.dir.path().join(format!(
+            "{side}-state/attachments/{}.json",
+            self.vf(node, rail).2
+        ))
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        for ns in ["pa", "pb", "cluster"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &format!("{}-{ns}", self.prefix)])
+                .output();
+        }
+        let _ = Command::new(script("fabric.sh"))
+            .args(["down", &self.prefix])
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+fn out(cmd: &str) -> String {
+    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
+}
+
+fn ping(ns: &str, args: &str, dst: &str) -> bool {
+    sh_ok(&format!(
+        "ip netns exec {ns} ping -q -c 1 -W 2 {args} {dst}"
+    ))
+}
+
+fn rules_from(ns: &str, addr: &str) -> Vec<String> {
+    out(&format!("ip -n {ns} rule show"))
+        .lines()
+        .filter(|l| l.contains(&format!("from {addr} ")))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn two_nodes_two_rails_real_packets_through_the_leaf() {
+    let f = Fabric::up();
+    let (pa, pb) = (f.pod("pa"), f.pod("pb"));
+    // The cluster network: eth0 with the pod's only default route.
+    let cluster = f.pod("cluster");
+    sh(&format!(
+        "ip -n {pa} link add eth0 type veth peer name podA netns {cluster} && \
+         ip -n {pa} addr add 10.99.0.2/24 dev eth0 && ip -n {pa} link set eth0 up && \
+         ip -n {cluster} addr add 10.99.0.1/24 dev podA && ip -n {cluster} link set podA up && \
+         ip -n {pa} route add default via 10.99.0.1"
+    ));
+    for (node, pod) in [("gpu-0", &pa), ("gpu-1", &pb)] {
+        for rail in [1, 2] {
+            let r = f.cni("ADD", node, pod, rail).ok();
+            assert_eq!(r["interfaces"][0]["mtu"], 9000);
+            let routes = r["routes"].as_array().unwrap();
+            assert!(routes.iter().any(|rt| rt["table"] == 1000 + rail), "{r}");
+            assert!(
+                !routes
+                    .iter()
+                    .any(|rt| rt["dst"].as_str().unwrap().ends_with("/0")),
+                "no default route on a rail"
+            );
+        }
+    }
+    let addr = |node: &str, rail: u32| f.vf(node, rail).3.clone();
+    let gw = |node: &str, rail: u32| f.vf(node, rail).4.clone();
+
+    // Jumbo, don't-fragment, same rail, every rail, both directions.
+    for rail in [1, 2] {
+        assert!(
+            ping(
+                &pa,
+                &format!("-M do -s 8972 -I {}", addr("gpu-0", rail)),
+                &addr("gpu-1", rail)
+            ),
+            "rail {rail} A->B"
+        );
+        assert!(
+            ping(
+                &pb,
+                &format!("-M do -s 8972 -I {}", addr("gpu-1", rail)),
+                &addr("gpu-0", rail)
+            ),
+            "rail {rail} B->A"
+        );
+    }
+    // Cross-rail through the rail table's supernet route.
+    assert!(ping(
+        &pa,
+        &format!("-M do -s 8972 -I {}", addr("gpu-0", 1)),
+        &addr("gpu-1", 2)
+    ));
+    assert!(ping(
+        &pa,
+        &format!("-I {}", addr("gpu-0", 2)),
+        &addr("gpu-1", 1)
+    ));
+
+    // Every (source rail, destination) pair leaves through the source rail.
+    for src in [1, 2] {
+        for dst in [1, 2] {
+            let route = out(&format!(
+                "ip -n {pa} route get {} from {}",
+                addr("gpu-1", dst),
+                addr("gpu-0", src)
+            ));
+            assert!(
+                route.contains(&format!("via {} dev net{src}", gw("gpu-0", src))),
+                "net{src}->rail{dst}: {route}"
+            );
+        }
+    }
+    // Unbound sockets reach same-rail peers through the rail, not eth0.
+    for rail in [1, 2] {
+        let route = out(&format!("ip -n {pa} route get {}", addr("gpu-1", rail)));
+        assert!(
+            route.contains(&format!("dev net{rail}")) && !route.contains("eth0"),
+            "{route}"
+        );
+        assert!(ping(&pa, "", &addr("gpu-1", rail)));
+    }
+    // Rail-table lookups never fall through to eth0's default route.
+    let via_rail_table = out(&format!("ip -n {pa} route show table 1001"));
+    assert!(
+        !via_rail_table.contains("default") && !via_rail_table.contains("eth0"),
+        "{via_rail_table}"
+    );
+
+    // CHECK verifies rules, routes and sysctls, and says what differs.
+    let prev = f.cni("ADD", "gpu-1", &pb, 1).ok();
+    let check = |f: &Fabric| {
+        let mut conf = f.conf("gpu-1", 1);
+        conf["prevResult"] = prev.clone();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &f.host("gpu-1"), PLUGIN])
+            .env_clear()
+            .env("CNI_COMMAND", "CHECK")
+            .env("CNI_CONTAINERID", &pb)
+            .env("CNI_NETNS", format!("/var/run/netns/{pb}"))
+            .env("CNI_IFNAME", "net1")
+            .env("CNI_PATH", "/nonexistent")
+            .env("RAILCNI_SYSFS_ROOT", f.dir.path().join("b-sys"))
+            .env("RAILCNI_STATE_DIR", f.dir.path().join("b-state"))
+            .env("RAILCNI_NODE_NAME", "gpu-1")
+            .env(
+                "RAILCNI_NODE_CONFIG",
+                f.dir.path().join("no-node-file.json"),
+            );
+        run_with_stdin(cmd, &conf)
+    };
+    check(&f).ok();
+    sh(&format!(
+        "ip netns exec {pb} sh -c 'echo 0 > /proc/sys/net/ipv4/conf/net1/rp_filter'"
+    ));
+    let e = check(&f).err(107);
+    assert!(
+        e["details"]
+            .as_str()
+            .unwrap()
+            .contains("rp_filter is 0, expected 2"),
+        "{e}"
+    );
+    sh(&format!(
+        "ip netns exec {pb} sh -c 'echo 2 > /proc/sys/net/ipv4/conf/net1/rp_filter'"
+    ));
+    sh(&format!("ip -n {pb} rule del priority 1001"));
+    let e = check(&f).err(107);
+    assert!(
+        e["details"]
+            .as_str()
+            .unwrap()
+            .contains("rule from 172.16.0.2/32 lookup 1001 priority 1001 is missing"),
+        "{e}"
+    );
+    // A repeated ADD after a crash before ADD finished: no duplicate rules.
+    let rec = std::fs::read_to_string(f.record("gpu-1", 1))
+        .unwrap()
+        .replace("\"attached\"", "\"adding\"");
+    std::fs::write(f.record("gpu-1", 1), rec).unwrap();
+    f.cni("ADD", "gpu-1", &pb, 1).ok();
+    f.cni("ADD", "gpu-1", &pb, 1).ok();
+    assert_eq!(
+        rules_from(&pb, &addr("gpu-1", 1)).len(),
+        1,
+        "{:?}",
+        rules_from(&pb, &addr("gpu-1", 1))
+    );
+    check(&f).ok();
+
+    // DEL of pod A (its namespace still alive) leaves no rule and no table route.
+    for rail in [1, 2] {
+        f.cni("DEL", "gpu-0", &pa, rail).ok();
+        assert!(rules_from(&pa, &addr("gpu-0", rail)).is_empty());
+        assert_eq!(
+            out(&format!("ip -n {pa} route show table {}", 1000 + rail)).trim(),
+            ""
+        );
+        // Pod A's eth0 took ifindex 2, so the kernel renumbered the VF on the
+        // way in; DEL must still recognise it and bring it home.
+        assert!(
+            link_in(&f.host("gpu-0"), &format!("pf{rail}v0")).is_some(),
+            "VF of rail {rail} is home"
+        );
+    }
+    assert!(out(&format!("ip -n {pa} -6 rule show"))
+        .lines()
+        .all(|l| !l.contains("lookup 100")));
+    // Pod B is unaffected.
+    for rail in [1, 2] {
+        assert_eq!(rules_from(&pb, &addr("gpu-1", rail)).len(), 1);
+        assert!(ping(
+            &pb,
+            &format!("-M do -s 8972 -I {}", addr("gpu-1", rail)),
+            &gw("gpu-1", rail)
+        ));
+    }
+
+    // The address comes back to a new attachment in the same namespace and
+    // meets a stale rule left there: ADD replaces it.
+    sh(&format!(
+        "ip -n {pa} rule add from {} lookup 777 priority 900",
+        addr("gpu-0", 1)
+    ));
+    f.cni("ADD", "gpu-0", &pa, 1).ok();
+    let rules = rules_from(&pa, &addr("gpu-0", 1));
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(rules[0].starts_with("1001:"), "{rules:?}");
+    assert!(ping(
+        &pa,
+        &format!("-I {}", addr("gpu-0", 1)),
+        &addr("gpu-1", 1)
+    ));
+}
