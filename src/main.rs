@@ -8,6 +8,7 @@ mod cni;
 mod commands;
 mod config;
 mod error;
+mod hw;
 mod ipam;
 mod journal;
 mod log;

@@ -1,0 +1,120 @@
+//! A recording stand-in for the hardware, for tests on machines without
+//! SR-IOV or RDMA: VF state and RDMA mode live in a JSON file, and every
+//! change is appended to its `calls` list.
+
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Hardware, LinkState, Rate, RdmaNetnsMode, VfSettings, Vlan, VlanProto};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FakeState {
+    /// "<pf>/<vf>" → current attributes.
+    #[serde(default)]
+    pub vfs: BTreeMap<String, VfSettings>,
+    /// "shared" or "exclusive"; absent: RDMA netlink unavailable.
+    #[serde(default)]
+    pub rdma_mode: Option<String>,
+    /// RDMA device name → namespace it was moved to ("fd:<inode>").
+    #[serde(default)]
+    pub rdma_devices: BTreeMap<String, String>,
+    #[serde(default)]
+    pub calls: Vec<String>,
+}
+
+pub struct Recorder {
+    path: PathBuf,
+}
+
+/// What a fresh VF reports: no admin MAC, no VLAN, spoof check on.
+fn factory_default() -> VfSettings {
+    VfSettings {
+        mac: Some([0; 6]),
+        vlan: Some(Vlan {
+            id: 0,
+            qos: 0,
+            proto: VlanProto::Dot1Q,
+        }),
+        spoofchk: Some(true),
+        trust: Some(false),
+        link_state: Some(LinkState::Auto),
+        rate: Some(Rate {
+            min_mbps: 0,
+            max_mbps: 0,
+        }),
+    }
+}
+
+impl Recorder {
+    pub fn new(path: PathBuf) -> Self {
+        Recorder { path }
+    }
+
+    fn load(&self) -> Result<FakeState> {
+        match std::fs::read(&self.path) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                Error::Internal(format!("fake hardware {}: {e}", self.path.display()))
+            }),
+            Err(_) => Ok(FakeState::default()),
+        }
+    }
+
+    fn save(&self, s: &FakeState) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(s).map_err(|e| Error::Internal(e.to_string()))?;
+        std::fs::write(&self.path, bytes)
+            .map_err(|e| Error::Internal(format!("fake hardware {}: {e}", self.path.display())))
+    }
+}
+
+impl Hardware for Recorder {
+    fn vf_state(&self, pf: &str, vf: u32) -> Result<VfSettings> {
+        Ok(self
+            .load()?
+            .vfs
+            .get(&format!("{pf}/{vf}"))
+            .cloned()
+            .unwrap_or_else(factory_default))
+    }
+
+    fn set_vf(&self, pf: &str, vf: u32, s: &VfSettings) -> Result<()> {
+        let mut state = self.load()?;
+        let entry = state
+            .vfs
+            .entry(format!("{pf}/{vf}"))
+            .or_insert_with(factory_default);
+        entry.mac = s.mac.or(entry.mac);
+        entry.vlan = s.vlan.or(entry.vlan);
+        entry.spoofchk = s.spoofchk.or(entry.spoofchk);
+        entry.trust = s.trust.or(entry.trust);
+        entry.link_state = s.link_state.or(entry.link_state);
+        entry.rate = s.rate.or(entry.rate);
+        let shown = serde_json::to_string(s).unwrap_or_default();
+        state.calls.push(format!("set_vf {pf} {vf} {shown}"));
+        self.save(&state)
+    }
+
+    fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode> {
+        match self.load()?.rdma_mode.as_deref() {
+            Some("exclusive") => Ok(RdmaNetnsMode::Exclusive),
+            Some("shared") => Ok(RdmaNetnsMode::Shared),
+            _ => Err(Error::Netlink(
+                "query the RDMA netns mode: Protocol not supported (is ib_core loaded?)".into(),
+            )),
+        }
+    }
+
+    fn move_rdma_device(&self, name: &str, netns_fd: RawFd) -> Result<()> {
+        let mut state = self.load()?;
+        let ns = nix::sys::stat::fstat(unsafe { std::os::fd::BorrowedFd::borrow_raw(netns_fd) })
+            .map(|st| format!("ns:{}", st.st_ino))
+            .map_err(|e| Error::Netlink(format!("move RDMA device {name}: bad netns fd: {e}")))?;
+        state.rdma_devices.insert(name.to_string(), ns.clone());
+        state.calls.push(format!("move_rdma {name} {ns}"));
+        self.save(&state)
+    }
+}

@@ -1,0 +1,149 @@
+//! What railcni does to hardware that this VM cannot reach: VF settings on
+//! the PF (`IFLA_VFINFO_LIST`) and RDMA netlink. One small interface,
+//! `Hardware`, with the kernel implementation and a recording fake that
+//! tests select with `RAILCNI_FAKE_HARDWARE=<state file>`.
+
+pub mod fake;
+pub mod kernel;
+pub mod rdma;
+pub mod vf;
+
+use std::os::fd::RawFd;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VlanProto {
+    #[serde(rename = "802.1q")]
+    Dot1Q,
+    #[serde(rename = "802.1ad")]
+    Dot1Ad,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    Auto,
+    Enable,
+    Disable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vlan {
+    pub id: u16,
+    pub qos: u8,
+    pub proto: VlanProto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rate {
+    pub min_mbps: u32,
+    pub max_mbps: u32,
+}
+
+/// VF attributes on the PF. As a request: only the fields the config sets.
+/// As saved state: the original values of exactly those fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VfSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<[u8; 6]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<Vlan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spoofchk: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_state: Option<LinkState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+}
+
+impl VfSettings {
+    pub fn is_empty(&self) -> bool {
+        self == &VfSettings::default()
+    }
+
+    /// The current values (from `state`) of the fields this request sets:
+    /// what DEL and ADD rollback put back, and only that.
+    pub fn originals(&self, state: &VfSettings) -> VfSettings {
+        VfSettings {
+            mac: self.mac.and(state.mac),
+            vlan: self.vlan.and(state.vlan),
+            spoofchk: self.spoofchk.and(state.spoofchk),
+            trust: self.trust.and(state.trust),
+            link_state: self.link_state.and(state.link_state),
+            rate: self.rate.and(state.rate),
+        }
+    }
+}
+
+/// Whether RDMA devices follow network namespaces (`rdma system`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdmaNetnsMode {
+    Shared,
+    Exclusive,
+}
+
+pub trait Hardware {
+    /// Every VF attribute the PF reports for VF `vf`.
+    fn vf_state(&self, pf_ifname: &str, vf: u32) -> Result<VfSettings>;
+    /// Set the attributes `settings` names (one netlink request each).
+    fn set_vf(&self, pf_ifname: &str, vf: u32, settings: &VfSettings) -> Result<()>;
+    fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode>;
+    /// Move the RDMA device `name` into the namespace behind `netns_fd`.
+    fn move_rdma_device(&self, name: &str, netns_fd: RawFd) -> Result<()>;
+}
+
+/// The kernel, or the recording fake when `RAILCNI_FAKE_HARDWARE` is set.
+pub fn from_env() -> Box<dyn Hardware> {
+    match std::env::var_os("RAILCNI_FAKE_HARDWARE") {
+        Some(path) => Box::new(fake::Recorder::new(path.into())),
+        None => Box::new(kernel::Kernel),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn originals_keep_only_what_the_request_sets() {
+        let request = VfSettings {
+            vlan: Some(Vlan {
+                id: 100,
+                qos: 0,
+                proto: VlanProto::Dot1Q,
+            }),
+            trust: Some(true),
+            ..Default::default()
+        };
+        let state = VfSettings {
+            mac: Some([0; 6]),
+            vlan: Some(Vlan {
+                id: 0,
+                qos: 0,
+                proto: VlanProto::Dot1Q,
+            }),
+            spoofchk: Some(true),
+            trust: Some(false),
+            link_state: Some(LinkState::Auto),
+            rate: Some(Rate {
+                min_mbps: 0,
+                max_mbps: 0,
+            }),
+        };
+        let saved = request.originals(&state);
+        assert_eq!(
+            saved,
+            VfSettings {
+                vlan: state.vlan,
+                trust: Some(false),
+                ..Default::default()
+            }
+        );
+    }
+}
