@@ -12,8 +12,19 @@ use serde_json::Value;
 use crate::cni::env::Env;
 use crate::cni::version::Version;
 use crate::error::{Error, Result};
+use crate::hw::{LinkState, Rate, VfSettings, Vlan, VlanProto};
 use crate::log::Level;
 use crate::routing::RoutingConf;
+
+/// `rdma`: move the VF's RDMA device with it (exclusive netns mode only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdmaPolicy {
+    /// Move it when there is one and the mode is exclusive; otherwise log.
+    Auto,
+    /// Fail ADD when there is none or the mode is shared.
+    Required,
+    Off,
+}
 
 pub const DEFAULT_MTU: u32 = 9000;
 /// Smallest MTU an IPv4 interface may have.
@@ -40,6 +51,19 @@ struct RawConf {
     log_level: Option<String>,
     prev_result: Option<Value>,
     routing: Option<Value>,
+    vlan: Option<Value>,
+    #[serde(rename = "vlanQoS")]
+    vlan_qos: Option<Value>,
+    vlan_proto: Option<String>,
+    spoofchk: Option<String>,
+    trust: Option<String>,
+    #[serde(rename = "link_state")]
+    link_state: Option<String>,
+    #[serde(rename = "min_tx_rate")]
+    min_tx_rate: Option<Value>,
+    #[serde(rename = "max_tx_rate")]
+    max_tx_rate: Option<Value>,
+    rdma: Option<String>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
     args: Option<Value>,
@@ -52,6 +76,8 @@ struct RawRuntimeConfig {
     mac: Option<String>,
     #[serde(default)]
     ips: Vec<String>,
+    #[serde(rename = "CNIDeviceInfoFile")]
+    device_info_file: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +107,11 @@ pub struct NetConf {
     pub log_level: Level,
     pub prev_result: Option<Value>,
     pub routing: RoutingConf,
+    /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
+    pub vf: VfSettings,
+    pub rdma: RdmaPolicy,
+    /// Where Multus wants the device-info file (runtimeConfig.CNIDeviceInfoFile).
+    pub device_info_file: Option<PathBuf>,
     /// The config as received, handed unchanged to an external IPAM plugin.
     pub raw: Value,
 }
@@ -103,12 +134,20 @@ impl NetConf {
         )?;
         let name = conf
             .name
+            .clone()
             .filter(|n| !n.is_empty())
             .ok_or_else(|| Error::config("name", "is required"))?;
         if conf.kind.as_deref().unwrap_or("").is_empty() {
             return Err(Error::config("type", "is required"));
         }
 
+        let mac = match (&conf.runtime_config.mac, &env.args.mac, &conf.mac) {
+            (Some(m), _, _) => Some(parse_mac(m, "runtimeConfig.mac")?),
+            (None, Some(m), _) => Some(parse_mac(m, "CNI_ARGS MAC")?),
+            (None, None, Some(m)) => Some(parse_mac(m, "mac")?),
+            (None, None, None) => None,
+        };
+        let vf = vf_settings(&conf, mac)?;
         let device_id = conf
             .runtime_config
             .device_id
@@ -117,12 +156,6 @@ impl NetConf {
             .filter(|d| !d.is_empty());
 
         let mtu = parse_mtu(conf.mtu.as_ref())?;
-        let mac = match (&conf.runtime_config.mac, &env.args.mac, &conf.mac) {
-            (Some(m), _, _) => Some(parse_mac(m, "runtimeConfig.mac")?),
-            (None, Some(m), _) => Some(parse_mac(m, "CNI_ARGS MAC")?),
-            (None, None, Some(m)) => Some(parse_mac(m, "mac")?),
-            (None, None, None) => None,
-        };
 
         let ipam = match &conf.ipam {
             None => None,
@@ -180,10 +213,28 @@ impl NetConf {
             _ => None,
         };
         let routing = RoutingConf::parse(conf.routing.as_ref(), ipam_cidr)?;
+        let rdma = match conf.rdma.as_deref() {
+            None | Some("auto") => RdmaPolicy::Auto,
+            Some("required") => RdmaPolicy::Required,
+            Some("off") => RdmaPolicy::Off,
+            Some(other) => {
+                return Err(Error::config(
+                    "rdma",
+                    format!("{other:?} is not one of auto, required, off"),
+                ))
+            }
+        };
 
         Ok(NetConf {
             version,
             routing,
+            vf,
+            rdma,
+            device_info_file: conf
+                .runtime_config
+                .device_info_file
+                .filter(|f| !f.is_empty())
+                .map(PathBuf::from),
             name,
             device_id,
             mtu,
@@ -206,6 +257,102 @@ impl NetConf {
             )
         })
     }
+}
+
+fn whole(v: Option<&Value>, field: &str, max: u64) -> Result<Option<u64>> {
+    let Some(v) = v else { return Ok(None) };
+    match v.as_u64() {
+        Some(n) if n <= max => Ok(Some(n)),
+        _ => Err(Error::config(
+            field,
+            format!("{v} must be a whole number 0..{max}"),
+        )),
+    }
+}
+
+fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
+    match v {
+        None => Ok(None),
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        Some(other) => Err(Error::config(
+            field,
+            format!("{other:?} must be \"on\" or \"off\""),
+        )),
+    }
+}
+
+/// sriov-cni's VF fields, with the combinations it rejects rejected here too.
+fn vf_settings(conf: &RawConf, mac: Option<[u8; 6]>) -> Result<VfSettings> {
+    let vlan = whole(conf.vlan.as_ref(), "vlan", 4094)?;
+    let qos = whole(conf.vlan_qos.as_ref(), "vlanQoS", 7)?;
+    let proto = match conf
+        .vlan_proto
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None => None,
+        Some("802.1q") => Some(VlanProto::Dot1Q),
+        Some("802.1ad") => Some(VlanProto::Dot1Ad),
+        Some(other) => {
+            return Err(Error::config(
+                "vlanProto",
+                format!("{other:?} must be 802.1q or 802.1ad"),
+            ))
+        }
+    };
+    if qos.is_some_and(|q| q > 0) && vlan.unwrap_or(0) == 0 {
+        return Err(Error::config("vlanQoS", "needs a non-zero vlan"));
+    }
+    if proto.is_some() && vlan.unwrap_or(0) == 0 {
+        return Err(Error::config("vlanProto", "needs a non-zero vlan"));
+    }
+    let link_state = match conf.link_state.as_deref() {
+        None => None,
+        Some("auto") => Some(LinkState::Auto),
+        Some("enable") => Some(LinkState::Enable),
+        Some("disable") => Some(LinkState::Disable),
+        Some(other) => {
+            return Err(Error::config(
+                "link_state",
+                format!("{other:?} must be auto, enable or disable"),
+            ))
+        }
+    };
+    let min = whole(
+        conf.min_tx_rate.as_ref(),
+        "min_tx_rate",
+        u64::from(u32::MAX),
+    )?;
+    let max = whole(
+        conf.max_tx_rate.as_ref(),
+        "max_tx_rate",
+        u64::from(u32::MAX),
+    )?;
+    if let (Some(min), Some(max)) = (min, max) {
+        if max != 0 && max < min {
+            return Err(Error::config(
+                "max_tx_rate",
+                format!("{max} is below min_tx_rate {min}"),
+            ));
+        }
+    }
+    Ok(VfSettings {
+        mac,
+        vlan: vlan.map(|id| Vlan {
+            id: id as u16,
+            qos: qos.unwrap_or(0) as u8,
+            proto: proto.unwrap_or(VlanProto::Dot1Q),
+        }),
+        spoofchk: on_off(conf.spoofchk.as_deref(), "spoofchk")?,
+        trust: on_off(conf.trust.as_deref(), "trust")?,
+        link_state,
+        rate: (min.is_some() || max.is_some()).then(|| Rate {
+            min_mbps: min.unwrap_or(0) as u32,
+            max_mbps: max.unwrap_or(0) as u32,
+        }),
+    })
 }
 
 fn parse_mtu(v: Option<&Value>) -> Result<u32> {
@@ -357,6 +504,69 @@ mod tests {
             let e = parse(json).unwrap_err();
             assert_eq!(e.code(), code, "{json}: {e}");
             assert!(e.details().contains(field), "{json}: {e}");
+        }
+    }
+
+    #[test]
+    fn sriov_cni_vf_fields() {
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","vlan":100,"vlanQoS":5,"vlanProto":"802.1AD",
+            "spoofchk":"off","trust":"on","link_state":"enable","min_tx_rate":100,"max_tx_rate":1000,"rdma":"required"}"#).unwrap();
+        assert_eq!(
+            c.vf.vlan,
+            Some(Vlan {
+                id: 100,
+                qos: 5,
+                proto: VlanProto::Dot1Ad
+            })
+        );
+        assert_eq!((c.vf.spoofchk, c.vf.trust), (Some(false), Some(true)));
+        assert_eq!(c.vf.link_state, Some(LinkState::Enable));
+        assert_eq!(
+            c.vf.rate,
+            Some(Rate {
+                min_mbps: 100,
+                max_mbps: 1000
+            })
+        );
+        assert_eq!(c.rdma, RdmaPolicy::Required);
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","max_tx_rate":500}"#)
+            .unwrap();
+        assert_eq!(
+            c.vf.rate,
+            Some(Rate {
+                min_mbps: 0,
+                max_mbps: 500
+            })
+        );
+        assert!(
+            parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni"}"#)
+                .unwrap()
+                .vf
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn invalid_vf_combinations_name_the_field() {
+        let cases = [
+            (r#""vlan":4095"#, "vlan"),
+            (r#""vlan":-1"#, "vlan"),
+            (r#""vlanQoS":3"#, "vlanQoS"),
+            (r#""vlan":0,"vlanQoS":3"#, "vlanQoS"),
+            (r#""vlan":10,"vlanQoS":8"#, "vlanQoS"),
+            (r#""vlanProto":"802.1ad""#, "vlanProto"),
+            (r#""vlan":10,"vlanProto":"qinq""#, "vlanProto"),
+            (r#""spoofchk":"yes""#, "spoofchk"),
+            (r#""trust":true"#, ""),
+            (r#""link_state":"up""#, "link_state"),
+            (r#""min_tx_rate":100,"max_tx_rate":50"#, "max_tx_rate"),
+            (r#""rdma":"maybe""#, "rdma"),
+        ];
+        for (fields, field) in cases {
+            let json = format!(r#"{{"cniVersion":"1.0.0","name":"r","type":"railcni",{fields}}}"#);
+            let e = parse(&json).unwrap_err();
+            assert!(matches!(e.code(), 6 | 7), "{fields}: {e}");
+            assert!(e.details().contains(field), "{fields}: {e}");
         }
     }
 

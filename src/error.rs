@@ -29,7 +29,7 @@ pub enum Error {
     DeviceBusy(String),
     /// 102: the PCI device does not exist or is not an SR-IOV VF.
     DeviceNotFound(String),
-    /// 103: the device is in a mode this version cannot attach (e.g. DPDK driver).
+    /// 103: the VF lacks what the config requires (e.g. `rdma: required`).
     UnsupportedDevice(String),
     /// 104: a netlink, netns or sysctl operation failed.
     Netlink(String),
@@ -88,7 +88,7 @@ impl Error {
             Error::Internal(_) => "internal error",
             Error::DeviceBusy(_) => "VF already attached",
             Error::DeviceNotFound(_) => "VF not usable",
-            Error::UnsupportedDevice(_) => "unsupported VF mode",
+            Error::UnsupportedDevice(_) => "VF lacks a required capability",
             Error::Netlink(_) => "network operation failed",
             Error::Ipam { .. } => "IPAM failed",
             Error::State(_) => "attachment store failed",

@@ -7,6 +7,7 @@ mod cli;
 mod cni;
 mod commands;
 mod config;
+mod devinfo;
 mod error;
 mod hw;
 mod ipam;

@@ -20,6 +20,8 @@ pub struct Vf {
     pub driver: Option<String>,
     /// Netdev names sysfs lists for the VF (empty when it has none here).
     pub netdevs: Vec<String>,
+    /// RDMA devices of the VF (`infiniband/<dev>`).
+    pub rdma_devices: Vec<String>,
     pub pf_netdev: Option<String>,
 }
 
@@ -59,6 +61,7 @@ impl Sysfs {
         Ok(Vf {
             driver: link_target_name(&dev.join("driver")),
             netdevs: list_dir(&dev.join("net")),
+            rdma_devices: list_dir(&dev.join("infiniband")),
             pf_netdev: list_dir(&self.device(&pf_pci).join("net"))
                 .into_iter()
                 .next(),
@@ -106,18 +109,6 @@ impl Vf {
         self.driver
             .as_deref()
             .is_some_and(|d| DPDK_DRIVERS.contains(&d))
-    }
-
-    /// A VF railcni can move needs a netdev; explain why when it has none.
-    pub fn require_netdev_mode(&self) -> Result<()> {
-        if self.is_dpdk() {
-            return Err(Error::UnsupportedDevice(format!(
-                "VF {} is bound to {} (DPDK mode, no netdev); this railcni version attaches only netdev VFs",
-                self.pci,
-                self.driver.as_deref().unwrap_or("?")
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -245,18 +236,26 @@ pub mod tests {
     }
 
     #[test]
-    fn dpdk_vf_is_refused_clearly() {
+    fn dpdk_drivers_and_rdma_devices() {
         let t = tempfile::tempdir().unwrap();
         fake_vf(
             t.path(),
             "0000:3b:00.0",
             "ens1f0",
-            &[("0000:3b:00.2", None, "vfio-pci")],
+            &[
+                ("0000:3b:00.2", None, "vfio-pci"),
+                ("0000:3b:00.3", Some("ens1f0v1"), "mlx5_core"),
+            ],
         );
-        let vf = Sysfs::new(t.path()).resolve("0000:3b:00.2").unwrap();
-        assert!(vf.netdevs.is_empty());
-        let e = vf.require_netdev_mode().unwrap_err();
-        assert_eq!(e.code(), 103);
-        assert!(e.details().contains("vfio-pci"));
+        fs::create_dir_all(
+            t.path()
+                .join("devices/pci0000:00/0000:3b:00.3/infiniband/mlx5_3"),
+        )
+        .unwrap();
+        let dpdk = Sysfs::new(t.path()).resolve("0000:3b:00.2").unwrap();
+        assert!(dpdk.netdevs.is_empty() && dpdk.is_dpdk());
+        let rdma = Sysfs::new(t.path()).resolve("0000:3b:00.3").unwrap();
+        assert!(!rdma.is_dpdk());
+        assert_eq!(rdma.rdma_devices, vec!["mlx5_3"]);
     }
 }

@@ -67,6 +67,15 @@ pub struct Record {
     #[serde(default)]
     pub pod_ifindex: Option<u32>,
     pub ipam_type: Option<String>,
+    /// A DPDK VF: nothing moved, only IPAM and PF-side settings.
+    #[serde(default)]
+    pub dpdk: bool,
+    /// The PF-side VF attributes before ADD, for exactly the fields it set.
+    #[serde(default)]
+    pub vf_restore: Option<crate::hw::VfSettings>,
+    /// The RDMA device ADD moved into the pod.
+    #[serde(default)]
+    pub rdma_device: Option<String>,
     /// The rail routing ADD installed (table, rules, routes, sysctls).
     #[serde(default)]
     pub routing: Option<crate::routing::Plan>,
@@ -95,6 +104,9 @@ impl Record {
             netns_id: netns.and_then(NsId::of),
             host,
             pod_ifindex: None,
+            dpdk: false,
+            vf_restore: None,
+            rdma_device: None,
             ipam_type: None,
             routing: None,
             phase: Phase::Adding,

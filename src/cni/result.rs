@@ -20,6 +20,13 @@ pub struct Interface {
     pub sandbox: Option<String>,
     #[serde(default, rename = "pciID", skip_serializing_if = "Option::is_none")]
     pub pci_id: Option<String>,
+    /// The VF's RDMA device (railcni's addition beside pciID, 1.1 only).
+    #[serde(
+        default,
+        rename = "rdmaDevice",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rdma_device: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +104,7 @@ impl CniResult {
         if version < Version::V1_1 {
             for i in &mut interfaces {
                 i.pci_id = None;
+                i.rdma_device = None;
             }
             // Before 1.1 a route cannot name its table: report main-table routes only.
             routes.retain(|r| r.table.is_none());
@@ -154,6 +162,7 @@ mod tests {
                 mtu: Some(9000),
                 sandbox: Some("/var/run/netns/pod".into()),
                 pci_id: Some("0000:3b:02.0".into()),
+                rdma_device: Some("mlx5_3".into()),
             }],
             ips: vec![IpConfig {
                 address: "172.16.0.0/31".parse().unwrap(),
@@ -179,6 +188,7 @@ mod tests {
         assert_eq!(v["cniVersion"], "1.1.0");
         assert_eq!(v["interfaces"][0]["mtu"], 9000);
         assert_eq!(v["interfaces"][0]["pciID"], "0000:3b:02.0");
+        assert_eq!(v["interfaces"][0]["rdmaDevice"], "mlx5_3");
         assert_eq!(v["routes"][0]["table"], 1001);
         assert!(v["ips"][0].get("version").is_none());
     }

@@ -1,11 +1,14 @@
 //! ADD: move the VF into the pod as CNI_IFNAME, configure it, address it.
+//! A DPDK VF (no netdev) only gets its PF-side settings and an address.
 
 use super::rail;
 use super::vf::{find_in_host, Home};
 use super::Ctx;
 use crate::cni::result::{CniResult, Interface};
-use crate::config::format_mac;
+use crate::config::{format_mac, RdmaPolicy};
+use crate::devinfo;
 use crate::error::{Error, Result};
+use crate::hw::{Hardware, RdmaNetnsMode};
 use crate::ipam::Ipam;
 use crate::journal::Journal;
 use crate::net::{Link, NetNs, Netlink};
@@ -17,14 +20,26 @@ use crate::{log_info, log_warn};
 /// How to undo each host change ADD makes.
 enum Undo {
     RemoveRecord,
+    RestoreVfSettings,
     ReleaseIpam,
     ReturnVf,
     RemoveRouting,
+    ReturnRdma,
+}
+
+/// Everything one ADD works with; `undo` reverses a step from it.
+struct Attach<'a> {
+    ctx: &'a Ctx,
+    vf: &'a Vf,
+    hw: &'a dyn Hardware,
+    pod: &'a NetNs,
+    pod_nl: &'a Netlink,
+    home: Home<'a>,
 }
 
 pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let vf = ctx.sysfs.resolve(ctx.conf.require_device_id()?)?;
-    vf.require_netdev_mode()?;
+    let hw = crate::hw::from_env();
     let _lock = ctx.store.lock_vf(&vf.pci)?;
     let netns_path = ctx
         .env
@@ -34,66 +49,77 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let pod = NetNs::open(netns_path)?;
     let host_nl = Netlink::connect_in(&ctx.host)?;
     let pod_nl = Netlink::connect_in(&pod)?;
-    let home = Home {
-        host: &ctx.host,
-        host_nl: &host_nl,
-        pci: &vf.pci,
-        sysfs_names: &vf.netdevs,
+    let a = Attach {
+        ctx,
+        vf: &vf,
+        hw: hw.as_ref(),
+        pod: &pod,
+        pod_nl: &pod_nl,
+        home: Home {
+            host: &ctx.host,
+            host_nl: &host_nl,
+            pci: &vf.pci,
+            sysfs_names: &vf.netdevs,
+        },
     };
 
     let cleared = match ctx.store.load(&vf.pci)? {
-        Some(existing) => match replay_or_clear(ctx, &existing, &home, &pod_nl).await? {
+        Some(existing) => match replay_or_clear(&a, &existing).await? {
             Previous::Replay(result) => return Ok(result),
             Previous::Cleared(link) => link,
         },
         None => None,
     };
-    let link = match cleared {
-        Some(link) => Some(link),
-        None => find_in_host(&host_nl, &vf.pci, &vf.netdevs, None).await?,
-    };
-    let link = link.ok_or_else(|| {
+
+    let mut journal = Journal::default();
+    let (mut record, outcome) = if vf.is_dpdk() {
+        let mut record = new_record(
+            ctx,
+            &vf,
+            HostLink {
+                name: String::new(),
+                mac: String::new(),
+                mtu: 0,
+                ifindex: 0,
+            },
+        );
+        record.dpdk = true;
+        let outcome = a.attach_dpdk(&mut record, &mut journal).await;
+        (record, outcome)
+    } else {
+        let link = match cleared {
+            Some(link) => Some(link),
+            None => find_in_host(&host_nl, &vf.pci, &vf.netdevs, None).await?,
+        };
+        let link = link.ok_or_else(|| {
             Error::DeviceNotFound(format!(
                 "VF {} has no netdev in the host namespace (sysfs lists {:?}); is it attached elsewhere?",
                 vf.pci, vf.netdevs
             ))
         })?;
-    preflight(ctx, &vf, &pod_nl).await?;
-
-    let mut record = Record::new(
-        &vf.pci,
-        &ctx.conf.name,
-        &ctx.env.container_id,
-        &ctx.env.ifname,
-        Some(netns_path),
-        HostLink {
+        let rdma = a.preflight().await?;
+        let host = HostLink {
             name: link.name.clone(),
             mac: format_mac(&link.mac),
             mtu: link.mtu,
             ifindex: link.index,
-        },
-    );
-    record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
+        };
+        let mut record = new_record(ctx, &vf, host);
+        let outcome = a
+            .attach_netdev(&link, rdma, &mut record, &mut journal)
+            .await;
+        (record, outcome)
+    };
 
-    let mut journal = Journal::default();
-    let outcome = attach(
-        ctx,
-        &vf,
-        &link,
-        &pod,
-        &host_nl,
-        &pod_nl,
-        &mut record,
-        &mut journal,
-    )
-    .await;
     match outcome {
         Ok(result) => {
             journal.commit();
+            if let Some(path) = &ctx.conf.device_info_file {
+                devinfo::write(path, &vf, record.rdma_device.as_deref());
+            }
             log_info!(
-                "attached VF {} ({}) as {} in {}",
+                "attached VF {} as {} in {}",
                 vf.pci,
-                link.name,
                 ctx.env.ifname,
                 netns_path.display()
             );
@@ -102,18 +128,7 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
         Err(err) => {
             log_warn!("ADD failed ({err}); undoing");
             let failures = journal
-                .unwind(async |step| match step {
-                    Undo::ReturnVf => home
-                        .bring_back(Some(&pod_nl), &ctx.env.ifname, Some(&record))
-                        .await
-                        .map(drop),
-                    Undo::ReleaseIpam => Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |i| i.del()),
-                    Undo::RemoveRecord => ctx.store.remove(&vf.pci),
-                    Undo::RemoveRouting => match &record.routing {
-                        Some(plan) => rail::remove(&pod_nl, plan).await,
-                        None => Ok(()),
-                    },
-                })
+                .unwind(async |step| a.undo(step, &mut record).await)
                 .await;
             for f in failures {
                 crate::log_error!("undo step failed: {f}");
@@ -121,6 +136,19 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
             Err(err)
         }
     }
+}
+
+fn new_record(ctx: &Ctx, vf: &Vf, host: HostLink) -> Record {
+    let mut record = Record::new(
+        &vf.pci,
+        &ctx.conf.name,
+        &ctx.env.container_id,
+        &ctx.env.ifname,
+        ctx.env.netns.as_deref(),
+        host,
+    );
+    record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
+    record
 }
 
 enum Previous {
@@ -131,12 +159,8 @@ enum Previous {
 
 /// A record already exists for this VF: replay a finished ADD of the same
 /// attachment, refuse a VF held by another live pod, else clear what is left.
-async fn replay_or_clear(
-    ctx: &Ctx,
-    existing: &Record,
-    home: &Home<'_>,
-    pod_nl: &Netlink,
-) -> Result<Previous> {
+async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> {
+    let ctx = a.ctx;
     let same = existing.is_for(&ctx.env.container_id, &ctx.env.ifname);
     if same && existing.phase == Phase::Attached {
         if let Some(v) = &existing.result {
@@ -165,13 +189,17 @@ async fn replay_or_clear(
         existing.container_id,
         existing.ifname
     );
-    let pod = if same { Some(pod_nl) } else { None };
-    if let (Some(nl), Some(plan)) = (pod, &existing.routing) {
-        rail::remove(nl, plan).await?;
+    let mut link = None;
+    if !existing.dpdk {
+        let pod = if same { Some(a.pod_nl) } else { None };
+        if let (Some(nl), Some(plan)) = (pod, &existing.routing) {
+            rail::remove(nl, plan).await?;
+        }
+        link = a
+            .home
+            .bring_back(pod, &existing.ifname, Some(existing))
+            .await?;
     }
-    let link = home
-        .bring_back(pod, &existing.ifname, Some(existing))
-        .await?;
     if same {
         if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
             ipam.del()?;
@@ -181,105 +209,240 @@ async fn replay_or_clear(
     Ok(Previous::Cleared(link))
 }
 
-/// Checks that need the system but change nothing.
-async fn preflight(ctx: &Ctx, vf: &Vf, pod_nl: &Netlink) -> Result<()> {
-    if let Some(pf_mtu) = ctx.sysfs.pf_mtu(vf) {
-        if ctx.conf.mtu > pf_mtu {
-            return Err(Error::config(
-                "mtu",
-                format!(
-                    "{} is above the MTU {pf_mtu} of PF {} ({}); lower mtu or raise the PF's",
-                    ctx.conf.mtu,
-                    vf.pf_netdev.as_deref().unwrap_or("?"),
-                    vf.pf_pci
-                ),
-            ));
+impl Attach<'_> {
+    /// Checks that need the system but change nothing. Returns the RDMA
+    /// device to move with the VF, if any.
+    async fn preflight(&self) -> Result<Option<String>> {
+        let (ctx, vf) = (self.ctx, self.vf);
+        if let Some(pf_mtu) = ctx.sysfs.pf_mtu(vf) {
+            if ctx.conf.mtu > pf_mtu {
+                return Err(Error::config(
+                    "mtu",
+                    format!(
+                        "{} is above the MTU {pf_mtu} of PF {} ({}); lower mtu or raise the PF's",
+                        ctx.conf.mtu,
+                        vf.pf_netdev.as_deref().unwrap_or("?"),
+                        vf.pf_pci
+                    ),
+                ));
+            }
+        }
+        if self.pod_nl.link_by_name(&ctx.env.ifname).await?.is_some() {
+            return Err(Error::InvalidEnv(format!(
+                "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
+                ctx.env.ifname
+            )));
+        }
+        self.rdma_to_move()
+    }
+
+    /// `rdma: auto` moves the VF's RDMA device when there is one and the
+    /// subsystem is in exclusive netns mode, and logs otherwise; `required`
+    /// fails instead of logging.
+    fn rdma_to_move(&self) -> Result<Option<String>> {
+        let policy = self.ctx.conf.rdma;
+        if policy == RdmaPolicy::Off {
+            return Ok(None);
+        }
+        let required = policy == RdmaPolicy::Required;
+        let Some(dev) = self.vf.rdma_devices.first() else {
+            if required {
+                return Err(Error::UnsupportedDevice(format!(
+                    "rdma is required but VF {} has no RDMA device (no infiniband/ entry in sysfs)",
+                    self.vf.pci
+                )));
+            }
+            log_info!(
+                "VF {} has no RDMA device; attaching the netdev only",
+                self.vf.pci
+            );
+            return Ok(None);
+        };
+        match self.hw.rdma_netns_mode() {
+            Ok(RdmaNetnsMode::Exclusive) => Ok(Some(dev.clone())),
+            Ok(RdmaNetnsMode::Shared) if required => Err(Error::UnsupportedDevice(format!(
+                "rdma is required but the RDMA subsystem is in shared netns mode, so {dev} cannot follow the VF; \
+                 run `rdma system set netns exclusive` (ib_core netns_mode=0) or set rdma to auto"
+            ))),
+            Ok(RdmaNetnsMode::Shared) => {
+                log_info!("RDMA netns mode is shared: {dev} stays visible everywhere, nothing to move");
+                Ok(None)
+            }
+            Err(e) if required => Err(e),
+            Err(e) => {
+                log_warn!("cannot query the RDMA netns mode ({e}); not moving {dev}");
+                Ok(None)
+            }
         }
     }
-    if pod_nl.link_by_name(&ctx.env.ifname).await?.is_some() {
-        return Err(Error::InvalidEnv(format!(
-            "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
-            ctx.env.ifname
-        )));
+
+    /// Steps every VF shares: the record, PF-side settings, IPAM.
+    async fn common(&self, record: &mut Record, journal: &mut Journal<Undo>) -> Result<CniResult> {
+        let (ctx, vf) = (self.ctx, self.vf);
+        ctx.store.save(record)?;
+        journal.push(Undo::RemoveRecord);
+
+        if !ctx.conf.vf.is_empty() {
+            let pf = pf_netdev(vf)?;
+            let current = self.hw.vf_state(pf, vf.index)?;
+            record.vf_restore = Some(ctx.conf.vf.originals(&current));
+            ctx.store.save(record)?;
+            journal.push(Undo::RestoreVfSettings);
+            self.hw.set_vf(pf, vf.index, &ctx.conf.vf)?;
+        }
+
+        match Ipam::new(&ctx.conf, &ctx.env) {
+            Some(ipam) => {
+                let r = ipam.add()?;
+                journal.push(Undo::ReleaseIpam);
+                Ok(r)
+            }
+            None => Ok(CniResult::default()),
+        }
     }
-    Ok(())
+
+    async fn attach_dpdk(
+        &self,
+        record: &mut Record,
+        journal: &mut Journal<Undo>,
+    ) -> Result<CniResult> {
+        let mut result = self.common(record, journal).await?;
+        for ip in &mut result.ips {
+            ip.interface = Some(0);
+        }
+        result.interfaces = vec![Interface {
+            name: self.ctx.env.ifname.clone(),
+            sandbox: self.ctx.env.netns.as_ref().map(|p| p.display().to_string()),
+            pci_id: Some(self.vf.pci.clone()),
+            ..Interface::default()
+        }];
+        log_info!(
+            "VF {} is bound to {} (DPDK): addressed, not moved",
+            self.vf.pci,
+            self.vf.driver.as_deref().unwrap_or("?")
+        );
+        self.finish(record, &result)?;
+        Ok(result)
+    }
+
+    async fn attach_netdev(
+        &self,
+        link: &Link,
+        rdma: Option<String>,
+        record: &mut Record,
+        journal: &mut Journal<Undo>,
+    ) -> Result<CniResult> {
+        let (ctx, pod_nl) = (self.ctx, self.pod_nl);
+        let ifname = &ctx.env.ifname;
+        let mut result = self.common(record, journal).await?;
+
+        if !self
+            .home
+            .host_nl
+            .move_to(link.index, self.pod, ifname)
+            .await?
+        {
+            return Err(Error::InvalidEnv(format!(
+                "CNI_IFNAME {ifname} already exists in the pod namespace"
+            )));
+        }
+        journal.push(Undo::ReturnVf);
+        let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
+            Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
+        })?;
+        // The kernel renumbers a moved link whose ifindex is taken in the pod.
+        record.pod_ifindex = Some(moved.index);
+        ctx.store.save(record)?;
+
+        if let Some(dev) = rdma {
+            record.rdma_device = Some(dev.clone());
+            ctx.store.save(record)?;
+            journal.push(Undo::ReturnRdma);
+            self.hw.move_rdma_device(&dev, self.pod.fd())?;
+        }
+        if moved.mtu != ctx.conf.mtu {
+            pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
+        }
+        if let Some(mac) = ctx.conf.mac {
+            pod_nl.set_mac(moved.index, &mac).await?;
+        }
+        pod_nl.set_up(moved.index).await?;
+        for ip in &mut result.ips {
+            pod_nl.add_address(moved.index, ip.address).await?;
+            ip.interface = Some(0);
+        }
+
+        let used = match (&ctx.conf.routing.table, ifname.strip_prefix("net")) {
+            (None, None) => rail::used_tables(pod_nl).await?,
+            _ => Vec::new(),
+        };
+        let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used)?;
+        let plan = routing::plan(&result, &ctx.conf.routing, table, priority);
+        // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
+        record.routing = Some(plan.clone());
+        ctx.store.save(record)?;
+        journal.push(Undo::RemoveRouting);
+        rail::install(self.pod, pod_nl, ifname, moved.index, &plan).await?;
+        result.routes = plan.result_routes();
+
+        let now = pod_nl.link_by_index(moved.index).await?.unwrap_or(moved);
+        result.interfaces = vec![Interface {
+            name: ifname.clone(),
+            mac: Some(format_mac(&now.mac)),
+            mtu: Some(now.mtu),
+            sandbox: ctx.env.netns.as_ref().map(|p| p.display().to_string()),
+            pci_id: Some(self.vf.pci.clone()),
+            rdma_device: record.rdma_device.clone(),
+        }];
+        self.finish(record, &result)?;
+        Ok(result)
+    }
+
+    fn finish(&self, record: &mut Record, result: &CniResult) -> Result<()> {
+        record.phase = Phase::Attached;
+        record.result = Some(
+            serde_json::to_value(result)
+                .map_err(|e| Error::Internal(format!("encode result: {e}")))?,
+        );
+        self.ctx.store.save(record)
+    }
+
+    async fn undo(&self, step: Undo, record: &mut Record) -> Result<()> {
+        let ctx = self.ctx;
+        match step {
+            Undo::ReturnRdma => match &record.rdma_device {
+                Some(dev) => self.hw.move_rdma_device(dev, ctx.host.fd()),
+                None => Ok(()),
+            },
+            Undo::RemoveRouting => match &record.routing {
+                Some(plan) => rail::remove(self.pod_nl, plan).await,
+                None => Ok(()),
+            },
+            Undo::ReturnVf => self
+                .home
+                .bring_back(Some(self.pod_nl), &ctx.env.ifname, Some(record))
+                .await
+                .map(drop),
+            Undo::ReleaseIpam => Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |i| i.del()),
+            Undo::RestoreVfSettings => restore_vf_settings(self.hw, self.vf, record),
+            Undo::RemoveRecord => ctx.store.remove(&self.vf.pci),
+        }
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn attach(
-    ctx: &Ctx,
-    vf: &Vf,
-    link: &Link,
-    pod: &NetNs,
-    host_nl: &Netlink,
-    pod_nl: &Netlink,
-    record: &mut Record,
-    journal: &mut Journal<Undo>,
-) -> Result<CniResult> {
-    let ifname = &ctx.env.ifname;
-    ctx.store.save(record)?;
-    journal.push(Undo::RemoveRecord);
+fn pf_netdev(vf: &Vf) -> Result<&str> {
+    vf.pf_netdev.as_deref().ok_or_else(|| {
+        Error::DeviceNotFound(format!(
+            "PF {} of VF {} has no netdev; VF settings are set through it",
+            vf.pf_pci, vf.pci
+        ))
+    })
+}
 
-    let mut result = match Ipam::new(&ctx.conf, &ctx.env) {
-        Some(ipam) => {
-            let r = ipam.add()?;
-            journal.push(Undo::ReleaseIpam);
-            r
-        }
-        None => CniResult::default(),
-    };
-
-    if !host_nl.move_to(link.index, pod, ifname).await? {
-        return Err(Error::InvalidEnv(format!(
-            "CNI_IFNAME {ifname} already exists in the pod namespace"
-        )));
+/// Put back the PF-side VF attributes the record saved (DEL and rollback).
+pub fn restore_vf_settings(hw: &dyn Hardware, vf: &Vf, record: &Record) -> Result<()> {
+    match &record.vf_restore {
+        Some(saved) if !saved.is_empty() => hw.set_vf(pf_netdev(vf)?, vf.index, saved),
+        _ => Ok(()),
     }
-    journal.push(Undo::ReturnVf);
-
-    let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
-        Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
-    })?;
-    // The kernel renumbers a moved link whose ifindex is taken in the pod.
-    record.pod_ifindex = Some(moved.index);
-    ctx.store.save(record)?;
-    if moved.mtu != ctx.conf.mtu {
-        pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
-    }
-    if let Some(mac) = ctx.conf.mac {
-        pod_nl.set_mac(moved.index, &mac).await?;
-    }
-    pod_nl.set_up(moved.index).await?;
-    for ip in &mut result.ips {
-        pod_nl.add_address(moved.index, ip.address).await?;
-        ip.interface = Some(0);
-    }
-
-    let used = match (&ctx.conf.routing.table, ifname.strip_prefix("net")) {
-        (None, None) => rail::used_tables(pod_nl).await?,
-        _ => Vec::new(),
-    };
-    let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used)?;
-    let plan = routing::plan(&result, &ctx.conf.routing, table, priority);
-    // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
-    record.routing = Some(plan.clone());
-    ctx.store.save(record)?;
-    journal.push(Undo::RemoveRouting);
-    rail::install(pod, pod_nl, ifname, moved.index, &plan).await?;
-    result.routes = plan.result_routes();
-
-    let now = pod_nl.link_by_index(moved.index).await?.unwrap_or(moved);
-    result.interfaces = vec![Interface {
-        name: ifname.clone(),
-        mac: Some(format_mac(&now.mac)),
-        mtu: Some(now.mtu),
-        sandbox: ctx.env.netns.as_ref().map(|p| p.display().to_string()),
-        pci_id: Some(vf.pci.clone()),
-    }];
-    record.phase = Phase::Attached;
-    record.result = Some(
-        serde_json::to_value(&result)
-            .map_err(|e| Error::Internal(format!("encode result: {e}")))?,
-    );
-    ctx.store.save(record)?;
-    Ok(result)
 }

@@ -6,7 +6,6 @@
 use std::os::fd::RawFd;
 
 use netlink_packet_core::{NetlinkDeserializable, NetlinkMessage, NetlinkPayload, NLM_F_MULTIPART};
-use netlink_packet_route::link::LinkMessage;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
@@ -66,18 +65,6 @@ where
 fn request_wants_no_ack(request: &[u8]) -> bool {
     let flags = u16::from_ne_bytes([request[6], request[7]]);
     flags & netlink_packet_core::NLM_F_ACK == 0
-}
-
-/// The RTM_NEWLINK in a reply buffer.
-pub fn parse_link_reply(bytes: &[u8]) -> Result<LinkMessage> {
-    let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(bytes)
-        .map_err(|e| Error::Netlink(format!("undecodable link reply: {e}")))?;
-    match msg.payload {
-        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(l)) => Ok(l),
-        other => Err(Error::Netlink(format!(
-            "expected a link message, got {other:?}"
-        ))),
-    }
 }
 
 fn pf_index(pf: &str) -> Result<u32> {

@@ -38,6 +38,7 @@ pub struct Vlan {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Rate {
     pub min_mbps: u32,
     pub max_mbps: u32,

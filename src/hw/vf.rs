@@ -371,7 +371,10 @@ pub(crate) mod tests {
     fn decodes_a_256_vf_pf_reply_above_64_kib() {
         let bytes = big_pf_reply();
         assert!(bytes.len() > 65536, "reply is {} bytes", bytes.len());
-        let link = super::super::kernel::parse_link_reply(&bytes).unwrap();
+        let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&bytes).unwrap();
+        let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) = msg.payload else {
+            panic!("not a link message")
+        };
         let s = vf_settings(&link, 201).unwrap();
         assert_eq!(s.mac, Some([2, 0, 0, 0, 0, 201]));
         assert_eq!(

@@ -157,6 +157,22 @@ impl Node {
         v
     }
 
+    /// The recording stand-in for PF-side VF settings and RDMA netlink.
+    pub fn hardware_file(&self) -> PathBuf {
+        self.dir.path().join("hardware.json")
+    }
+
+    pub fn hardware(&self) -> Value {
+        std::fs::read(self.hardware_file())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    pub fn set_hardware(&self, state: Value) {
+        std::fs::write(self.hardware_file(), state.to_string()).unwrap();
+    }
+
     pub fn record_exists(&self, pci: &str) -> bool {
         self.state_dir()
             .join("attachments")
@@ -184,7 +200,8 @@ impl Node {
             .env("CNI_IFNAME", &req.ifname)
             .env("CNI_PATH", cni_path.join(":"))
             .env("RAILCNI_SYSFS_ROOT", self.sysfs())
-            .env("RAILCNI_STATE_DIR", self.state_dir());
+            .env("RAILCNI_STATE_DIR", self.state_dir())
+            .env("RAILCNI_FAKE_HARDWARE", self.hardware_file());
         if let Some(args) = &req.args {
             cmd.env("CNI_ARGS", args);
         }

@@ -1,0 +1,68 @@
+//! Multus' device-info file (`k8s.v1.cni.cncf.io/device-info`, spec 1.1.0):
+//! how the VF's PCI address and RDMA device reach the pod's
+//! network-status annotation.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::json;
+
+use crate::sriov::Vf;
+use crate::state::write_atomic;
+
+/// Multus' directory; the only place railcni writes a device-info file, so a
+/// NAD's runtimeConfig cannot point root's write anywhere else.
+const DEVINFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo";
+
+fn allowed_dir() -> PathBuf {
+    std::env::var_os("RAILCNI_DEVINFO_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| DEVINFO_DIR.into())
+}
+
+pub fn is_allowed(path: &Path) -> bool {
+    path.starts_with(allowed_dir())
+        && path
+            .components()
+            .all(|c| !matches!(c, Component::ParentDir))
+}
+
+/// Write it, or log why not: device info is informational and never fails ADD.
+pub fn write(path: &Path, vf: &Vf, rdma_device: Option<&str>) {
+    if !is_allowed(path) {
+        crate::log_warn!(
+            "not writing device-info to {}: only files under {} are written",
+            path.display(),
+            allowed_dir().display()
+        );
+        return;
+    }
+    let mut pci = json!({"pci-address": vf.pci, "pf-pci-address": vf.pf_pci});
+    if let Some(dev) = rdma_device {
+        pci["rdma-device"] = json!(dev);
+    }
+    let info = json!({"type": "pci", "version": "1.1.0", "pci": pci});
+    let written = path
+        .parent()
+        .map(std::fs::create_dir_all)
+        .unwrap_or(Ok(()))
+        .and_then(|_| write_atomic(path, info.to_string().as_bytes()));
+    if let Err(e) = written {
+        crate::log_warn!("cannot write device-info {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_multus_devinfo_paths_are_written() {
+        assert!(is_allowed(Path::new(
+            "/var/run/k8s.cni.cncf.io/devinfo/net1-abc.json"
+        )));
+        assert!(!is_allowed(Path::new("/etc/passwd")));
+        assert!(!is_allowed(Path::new(
+            "/var/run/k8s.cni.cncf.io/devinfo/../../../etc/passwd"
+        )));
+    }
+}
