@@ -75,15 +75,7 @@ impl<'a> Ipam<'a> {
             routes: alloc
                 .routes
                 .into_iter()
-                .map(|r| Route {
-                    dst: r.dst,
-                    gw: r.gw,
-                    mtu: None,
-                    advmss: None,
-                    priority: None,
-                    table: None,
-                    scope: None,
-                })
+                .map(|r| Route::via(r.dst, r.gw))
                 .collect(),
             ..CniResult::default()
         })

@@ -299,13 +299,9 @@ impl Plan {
         self.routes
             .iter()
             .map(|r| Route {
-                dst: r.dst,
-                gw: r.gw,
-                mtu: None,
-                advmss: None,
-                priority: None,
                 table: r.table,
                 scope: Some(r.scope),
+                ..Route::via(r.dst, r.gw)
             })
             .collect()
     }
@@ -326,15 +322,7 @@ mod tests {
             }],
             routes: routes
                 .iter()
-                .map(|d| Route {
-                    dst: d.parse().unwrap(),
-                    gw: None,
-                    mtu: None,
-                    advmss: None,
-                    priority: None,
-                    table: None,
-                    scope: None,
-                })
+                .map(|d| Route::via(d.parse().unwrap(), None))
                 .collect(),
             ..CniResult::default()
         }

@@ -270,6 +270,10 @@ fn dpdk_vf_is_addressed_not_moved_and_released_on_del() {
             .contains("\"c1\"")
     );
 
+    let mut check = add.cmd("CHECK");
+    check.conf["prevResult"] = r.clone();
+    node.cni(&check).ok();
+
     node.cni(&add.cmd("DEL")).ok();
     assert!(
         !std::fs::read_to_string(node.state_dir().join("ipam/rail1.leases.json"))
@@ -280,4 +284,5 @@ fn dpdk_vf_is_addressed_not_moved_and_released_on_del() {
     assert!(!node.record_exists(&vf.pci));
     assert_eq!(pf1_vf0(&node), original);
     node.cni(&add.cmd("DEL")).ok();
+    node.cni(&check).err(107);
 }

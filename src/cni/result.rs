@@ -55,6 +55,21 @@ pub struct Route {
     pub scope: Option<u8>,
 }
 
+impl Route {
+    /// A route with no 1.1 extras.
+    pub fn via(dst: IpNet, gw: Option<IpAddr>) -> Self {
+        Route {
+            dst,
+            gw,
+            mtu: None,
+            advmss: None,
+            priority: None,
+            table: None,
+            scope: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dns {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -109,15 +124,7 @@ impl CniResult {
             // Before 1.1 a route cannot name its table: report main-table routes only.
             routes.retain(|r| r.table.is_none());
             for r in &mut routes {
-                *r = Route {
-                    dst: r.dst,
-                    gw: r.gw,
-                    mtu: None,
-                    advmss: None,
-                    priority: None,
-                    table: None,
-                    scope: None,
-                };
+                *r = Route::via(r.dst, r.gw);
             }
         }
         if !interfaces.is_empty() {

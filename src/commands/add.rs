@@ -350,9 +350,9 @@ impl Attach<'_> {
         let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
             Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
         })?;
-        // The kernel renumbers a moved link whose ifindex is taken in the pod.
+        // The kernel renumbers a moved link whose ifindex is taken in the pod;
+        // saved with the next record write.
         record.pod_ifindex = Some(moved.index);
-        ctx.store.save(record)?;
 
         if let Some(dev) = rdma {
             record.rdma_device = Some(dev.clone());

@@ -23,6 +23,10 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
         .find(cid, ifname)?
         .ok_or_else(|| Error::CheckFailed(format!("no attachment record for {cid}/{ifname}")))?;
 
+    if record.dpdk {
+        // Nothing was moved: only the address reservation can be checked.
+        return Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |ipam| ipam.check());
+    }
     let netns = ctx
         .env
         .netns

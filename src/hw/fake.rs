@@ -32,7 +32,7 @@ pub struct Recorder {
 }
 
 /// What a fresh VF reports: no admin MAC, no VLAN, spoof check on.
-fn factory_default() -> VfSettings {
+pub(crate) fn factory_default() -> VfSettings {
     VfSettings {
         mac: Some([0; 6]),
         vlan: Some(Vlan {

@@ -122,27 +122,13 @@ mod tests {
             trust: Some(true),
             ..Default::default()
         };
-        let state = VfSettings {
-            mac: Some([0; 6]),
-            vlan: Some(Vlan {
-                id: 0,
-                qos: 0,
-                proto: VlanProto::Dot1Q,
-            }),
-            spoofchk: Some(true),
-            trust: Some(false),
-            link_state: Some(LinkState::Auto),
-            rate: Some(Rate {
-                min_mbps: 0,
-                max_mbps: 0,
-            }),
-        };
+        let state = fake::factory_default();
         let saved = request.originals(&state);
         assert_eq!(
             saved,
             VfSettings {
                 vlan: state.vlan,
-                trust: Some(false),
+                trust: state.trust,
                 ..Default::default()
             }
         );
