@@ -80,6 +80,10 @@ impl Fabric {
     }
 
     fn cni(&self, command: &str, node: &str, pod: &str, rail: u32) -> Reply {
+        self.cni_with(command, node, pod, rail, &self.conf(node, rail))
+    }
+
+    fn cni_with(&self, command: &str, node: &str, pod: &str, rail: u32, conf: &Value) -> Reply {
         let side = if node == "gpu-0" { "a" } else { "b" };
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.host(node), PLUGIN])
@@ -102,7 +106,7 @@ impl Fabric {
                 "RAILCNI_NODE_CONFIG",
                 self.dir.path().join("no-node-file.json"),
             );
-        run_with_stdin(cmd, &self.conf(node, rail))
+        run_with_stdin(cmd, conf)
     }
 
     fn record(&self, node: &str, rail: u32) -> std::path::PathBuf {
@@ -241,22 +245,7 @@ fn two_nodes_two_rails_real_packets_through_the_leaf() {
     let check = |f: &Fabric| {
         let mut conf = f.conf("gpu-1", 1);
         conf["prevResult"] = prev.clone();
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &f.host("gpu-1"), PLUGIN])
-            .env_clear()
-            .env("CNI_COMMAND", "CHECK")
-            .env("CNI_CONTAINERID", &pb)
-            .env("CNI_NETNS", format!("/var/run/netns/{pb}"))
-            .env("CNI_IFNAME", "net1")
-            .env("CNI_PATH", "/nonexistent")
-            .env("RAILCNI_SYSFS_ROOT", f.dir.path().join("b-sys"))
-            .env("RAILCNI_STATE_DIR", f.dir.path().join("b-state"))
-            .env("RAILCNI_NODE_NAME", "gpu-1")
-            .env(
-                "RAILCNI_NODE_CONFIG",
-                f.dir.path().join("no-node-file.json"),
-            );
-        run_with_stdin(cmd, &conf)
+        f.cni_with("CHECK", "gpu-1", &pb, 1, &conf)
     };
     check(&f).ok();
     sh(&format!(

@@ -26,8 +26,9 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
         Some(pci) => {
             let _lock = ctx.store.lock_vf(pci)?;
             // Re-read under the lock: another invocation may have changed it.
-            let record = ctx.store.load(pci)?.filter(|r| r.is_for(cid, ifname));
-            let other_owner = record.is_none() && ctx.store.load(pci)?.is_some();
+            let current = ctx.store.load(pci)?;
+            let other_owner = current.as_ref().is_some_and(|r| !r.is_for(cid, ifname));
+            let record = current.filter(|r| r.is_for(cid, ifname));
             if other_owner {
                 log_info!(
                     "VF {pci} now belongs to another attachment; releasing only this one's IPAM"
