@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cni::env::Env;
-use crate::cni::version::Version;
 use crate::error::{Error, Result};
 use crate::hw::{LinkState, Rate, VfSettings, Vlan, VlanProto};
 use crate::log::Level;
+use crate::net::Mac;
 use crate::routing::RoutingConf;
+use cni::Env;
 
 /// `rdma`: move the VF's RDMA device with it (exclusive netns mode only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,6 @@ pub const EMBEDDED_IPAM: &str = "railcni-ipam";
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawConf {
-    cni_version: Option<String>,
     name: Option<String>,
     #[serde(rename = "type")]
     kind: Option<String>,
@@ -66,7 +65,6 @@ struct RawConf {
     rdma: Option<String>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
-    args: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -74,8 +72,6 @@ struct RawRuntimeConfig {
     #[serde(rename = "deviceID")]
     device_id: Option<String>,
     mac: Option<String>,
-    #[serde(default)]
-    ips: Vec<String>,
     #[serde(rename = "CNIDeviceInfoFile")]
     device_info_file: Option<String>,
 }
@@ -93,13 +89,12 @@ impl IpamConf {
 
 #[derive(Debug, Clone)]
 pub struct NetConf {
-    pub version: Version,
     pub name: String,
     /// The VF's PCI address: runtimeConfig.deviceID > deviceID > pciBusID.
     pub device_id: Option<String>,
     pub mtu: u32,
     /// runtimeConfig.mac > CNI_ARGS MAC= > config mac.
-    pub mac: Option<[u8; 6]>,
+    pub mac: Option<Mac>,
     pub ipam: Option<IpamConf>,
     /// Addresses the runtime asked for: runtimeConfig.ips, args.cni.ips, CNI_ARGS IP=.
     pub requested_ips: Vec<IpAddr>,
@@ -117,21 +112,11 @@ pub struct NetConf {
 }
 
 impl NetConf {
-    pub fn parse(bytes: &[u8], env: &Env) -> Result<Self> {
-        let raw: Value = serde_json::from_slice(bytes)
-            .map_err(|e| Error::Decode(format!("stdin is not valid JSON: {e}")))?;
-        if !raw.is_object() {
-            return Err(Error::Decode("stdin must be a JSON object".into()));
-        }
-        let conf: RawConf = serde_json::from_value(raw.clone()).map_err(|e| {
-            Error::Decode(format!("network config has a field of the wrong type: {e}"))
-        })?;
-
-        let version = Version::parse(
-            conf.cni_version
-                .as_deref()
-                .ok_or_else(|| Error::config("cniVersion", "is required"))?,
-        )?;
+    /// `raw` is the config object; the skeleton has already checked its
+    /// `cniVersion`.
+    pub fn parse(raw: Value, env: &Env) -> Result<Self> {
+        let conf: RawConf =
+            serde_json::from_value(raw.clone()).map_err(|e| wrong_type(&raw, &e))?;
         let name = conf
             .name
             .clone()
@@ -178,21 +163,7 @@ impl NetConf {
             }
         };
 
-        let mut requested_ips = Vec::new();
-        for ip in &conf.runtime_config.ips {
-            requested_ips.push(parse_ip(ip, "runtimeConfig.ips")?);
-        }
-        if let Some(ips) = conf
-            .args
-            .as_ref()
-            .and_then(|a| a.pointer("/cni/ips"))
-            .and_then(Value::as_array)
-        {
-            for ip in ips {
-                requested_ips.push(parse_ip(ip.as_str().unwrap_or(""), "args.cni.ips")?);
-            }
-        }
-        requested_ips.extend(env.args.ips.iter().copied());
+        let requested_ips = cni::args::requested_ips(&raw, &env.args)?;
 
         let log_level = match conf.log_level.as_deref() {
             None | Some("") => Level::Info,
@@ -226,7 +197,6 @@ impl NetConf {
         };
 
         Ok(NetConf {
-            version,
             routing,
             vf,
             rdma,
@@ -283,7 +253,7 @@ fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
 }
 
 /// sriov-cni's VF fields, with the combinations it rejects rejected here too.
-fn vf_settings(conf: &RawConf, mac: Option<[u8; 6]>) -> Result<VfSettings> {
+fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
     let vlan = whole(conf.vlan.as_ref(), "vlan", 4094)?;
     let qos = whole(conf.vlan_qos.as_ref(), "vlanQoS", 7)?;
     let proto = match conf
@@ -369,25 +339,9 @@ fn parse_mtu(v: Option<&Value>) -> Result<u32> {
     Ok(mtu as u32)
 }
 
-pub fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
-    let bad = || {
-        Error::config(
-            field,
-            format!("{s:?} is not a MAC address like 02:00:00:00:00:01"),
-        )
-    };
-    let parts: Vec<&str> = s.split(':').collect();
-    if parts.len() != 6 {
-        return Err(bad());
-    }
-    let mut mac = [0u8; 6];
-    for (byte, part) in mac.iter_mut().zip(parts) {
-        if part.len() != 2 {
-            return Err(bad());
-        }
-        *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
-    }
-    if mac[0] & 1 == 1 || mac == [0; 6] {
+pub fn parse_mac(s: &str, field: &str) -> Result<Mac> {
+    let mac: Mac = s.parse().map_err(|e: String| Error::config(field, e))?;
+    if !mac.is_unicast() {
         return Err(Error::config(
             field,
             format!("{s} is a multicast or zero MAC; a VF needs a unicast one"),
@@ -396,24 +350,26 @@ pub fn parse_mac(s: &str, field: &str) -> Result<[u8; 6]> {
     Ok(mac)
 }
 
-pub fn format_mac(mac: &[u8]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
-fn parse_ip(s: &str, field: &str) -> Result<IpAddr> {
-    let addr = s.split('/').next().unwrap_or(s);
-    addr.parse()
-        .map_err(|_| Error::config(field, format!("{s:?} is not an IP address")))
+/// serde's type errors do not say which field: find the top-level key that
+/// fails on its own, so the operator is told what to fix.
+fn wrong_type(raw: &Value, e: &serde_json::Error) -> Error {
+    let culprit = raw.as_object().and_then(|fields| {
+        fields.iter().find(|(key, value)| {
+            let alone = serde_json::json!({ key.as_str(): value });
+            serde_json::from_value::<RawConf>(alone).is_err()
+        })
+    });
+    match culprit {
+        Some((key, _)) => Error::config(key, format!("has the wrong type: {e}")),
+        None => Error::decode(format!("network config has a field of the wrong type: {e}")),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cni::env::CniArgs;
-    use crate::cni::env::Command;
+    use cni::skeleton::{config_version, parse_config};
+    use cni::{CniArgs, Command};
 
     fn env_with_args(args: &str) -> Env {
         Env {
@@ -426,8 +382,15 @@ mod tests {
         }
     }
 
+    /// As a runtime's stdin reaches it: through the skeleton's checks first.
+    fn parse_with(json: &str, env: &Env) -> Result<NetConf> {
+        let raw = parse_config(json.as_bytes())?;
+        config_version(&raw)?;
+        NetConf::parse(raw, env)
+    }
+
     fn parse(json: &str) -> Result<NetConf> {
-        NetConf::parse(json.as_bytes(), &env_with_args(""))
+        parse_with(json, &env_with_args(""))
     }
 
     #[test]
@@ -447,14 +410,14 @@ mod tests {
     #[test]
     fn mac_precedence_runtime_then_args_then_conf() {
         let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03","runtimeConfig":{"mac":"02:00:00:00:00:01"}}"#;
-        let c = NetConf::parse(json.as_bytes(), &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
-        assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 1]));
+        let c = parse_with(json, &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
+        assert_eq!(c.mac, Some(Mac([2, 0, 0, 0, 0, 1])));
         let json =
             r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","mac":"02:00:00:00:00:03"}"#;
-        let c = NetConf::parse(json.as_bytes(), &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
-        assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 2]));
-        let c = NetConf::parse(json.as_bytes(), &env_with_args("")).unwrap();
-        assert_eq!(c.mac, Some([2, 0, 0, 0, 0, 3]));
+        let c = parse_with(json, &env_with_args("MAC=02:00:00:00:00:02")).unwrap();
+        assert_eq!(c.mac, Some(Mac([2, 0, 0, 0, 0, 2])));
+        let c = parse_with(json, &env_with_args("")).unwrap();
+        assert_eq!(c.mac, Some(Mac([2, 0, 0, 0, 0, 3])));
     }
 
     #[test]
@@ -495,10 +458,15 @@ mod tests {
             (
                 r#"{"cniVersion":"9.9.9","name":"r","type":"railcni"}"#,
                 1,
-                "",
+                "9.9.9",
             ),
-            (r#"{"cniVersion":"1.0.0""#, 6, ""),
-            (r#"[1,2]"#, 6, ""),
+            (r#"{"cniVersion":"1.0.0""#, 6, "JSON"),
+            (r#"[1,2]"#, 6, "object"),
+            (
+                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","logFile":7}"#,
+                7,
+                "logFile",
+            ),
         ];
         for (json, code, field) in cases {
             let e = parse(json).unwrap_err();
@@ -557,7 +525,7 @@ mod tests {
             (r#""vlanProto":"802.1ad""#, "vlanProto"),
             (r#""vlan":10,"vlanProto":"qinq""#, "vlanProto"),
             (r#""spoofchk":"yes""#, "spoofchk"),
-            (r#""trust":true"#, ""),
+            (r#""trust":true"#, "trust"),
             (r#""link_state":"up""#, "link_state"),
             (r#""min_tx_rate":100,"max_tx_rate":50"#, "max_tx_rate"),
             (r#""rdma":"maybe""#, "rdma"),
@@ -565,7 +533,7 @@ mod tests {
         for (fields, field) in cases {
             let json = format!(r#"{{"cniVersion":"1.0.0","name":"r","type":"railcni",{fields}}}"#);
             let e = parse(&json).unwrap_err();
-            assert!(matches!(e.code(), 6 | 7), "{fields}: {e}");
+            assert_eq!(e.code(), 7, "{fields}: {e}");
             assert!(e.details().contains(field), "{fields}: {e}");
         }
     }
@@ -573,7 +541,7 @@ mod tests {
     #[test]
     fn requested_ips_from_all_three_sources() {
         let json = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","runtimeConfig":{"ips":["172.16.0.2/31"]},"args":{"cni":{"ips":["172.16.0.4"]}}}"#;
-        let c = NetConf::parse(json.as_bytes(), &env_with_args("IP=172.16.0.6")).unwrap();
+        let c = parse_with(json, &env_with_args("IP=172.16.0.6")).unwrap();
         let got: Vec<String> = c.requested_ips.iter().map(|i| i.to_string()).collect();
         assert_eq!(got, ["172.16.0.2", "172.16.0.4", "172.16.0.6"]);
     }

@@ -2,37 +2,29 @@
 //! how the VF's PCI address and RDMA device reach the pod's
 //! network-status annotation.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
+use cni::files::write_atomic;
 use serde_json::json;
 
 use crate::sriov::Vf;
-use crate::state::write_atomic;
 
-/// Multus' directory; the only place railcni writes a device-info file, so a
-/// NAD's runtimeConfig cannot point root's write anywhere else.
-const DEVINFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo";
-
-fn allowed_dir() -> PathBuf {
-    std::env::var_os("RAILCNI_DEVINFO_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| DEVINFO_DIR.into())
-}
-
-pub fn is_allowed(path: &Path) -> bool {
-    path.starts_with(allowed_dir())
+/// Only files under Multus' directory (`allowed_dir`, from the settings) are
+/// written, so a NAD's runtimeConfig cannot point root's write anywhere else.
+pub fn is_allowed(path: &Path, allowed_dir: &Path) -> bool {
+    path.starts_with(allowed_dir)
         && path
             .components()
             .all(|c| !matches!(c, Component::ParentDir))
 }
 
 /// Write it, or log why not: device info is informational and never fails ADD.
-pub fn write(path: &Path, vf: &Vf, rdma_device: Option<&str>) {
-    if !is_allowed(path) {
+pub fn write(path: &Path, allowed_dir: &Path, vf: &Vf, rdma_device: Option<&str>) {
+    if !is_allowed(path, allowed_dir) {
         crate::log_warn!(
             "not writing device-info to {}: only files under {} are written",
             path.display(),
-            allowed_dir().display()
+            allowed_dir.display()
         );
         return;
     }
@@ -57,12 +49,15 @@ mod tests {
 
     #[test]
     fn only_multus_devinfo_paths_are_written() {
-        assert!(is_allowed(Path::new(
-            "/var/run/k8s.cni.cncf.io/devinfo/net1-abc.json"
-        )));
-        assert!(!is_allowed(Path::new("/etc/passwd")));
-        assert!(!is_allowed(Path::new(
-            "/var/run/k8s.cni.cncf.io/devinfo/../../../etc/passwd"
-        )));
+        let dir = Path::new(cni::settings::DEFAULT_DEVINFO_DIR);
+        assert!(is_allowed(
+            Path::new("/var/run/k8s.cni.cncf.io/devinfo/net1-abc.json"),
+            dir
+        ));
+        assert!(!is_allowed(Path::new("/etc/passwd"), dir));
+        assert!(!is_allowed(
+            Path::new("/var/run/k8s.cni.cncf.io/devinfo/../../../etc/passwd"),
+            dir
+        ));
     }
 }

@@ -1,30 +1,17 @@
 //! One error type for the whole plugin; every variant maps to a CNI error code.
 //!
-//! Codes below 100 are the spec's; 100 and above are railcni's own and are
-//! listed in README.md ("Error codes").
+//! Codes below 100 are the spec's (carried by `cni::Error`); 100 and above
+//! are railcni's own and are listed in README.md ("Error codes").
 
 use std::fmt;
 
+use cni::Reply;
+use railcni_ipam::IpamError;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
-    /// 1: the config's cniVersion is not supported, or the command needs a newer one.
-    IncompatibleVersion(String),
-    /// 3: the container's network namespace does not exist.
-    ContainerUnknown(String),
-    /// 4: a CNI_* environment variable is missing or malformed.
-    InvalidEnv(String),
-    /// 5: reading stdin or another I/O failure outside our stores.
-    Io(String),
-    /// 6: stdin is not decodable JSON.
-    Decode(String),
-    /// 7: the network config is invalid; `field` names what to fix.
-    InvalidConfig { field: String, msg: String },
-    /// 11: a lock could not be taken in time; the runtime should retry.
-    TryAgainLater(String),
-    /// 50: STATUS: the plugin cannot currently serve ADDs.
-    Unavailable(String),
-    /// 100: an unexpected internal failure.
-    Internal(String),
+    /// The spec's codes: version, env, I/O, decode, config, try again, STATUS, internal.
+    Spec(cni::Error),
     /// 101: the VF is attached to another live pod.
     DeviceBusy(String),
     /// 102: the PCI device does not exist or is not an SR-IOV VF.
@@ -33,9 +20,11 @@ pub enum Error {
     UnsupportedDevice(String),
     /// 104: a netlink, netns or sysctl operation failed.
     Netlink(String),
-    /// IPAM failed: spec codes (<100) and railcni-ipam's own (110-119) are
-    /// passed on, anything else is 105.
-    Ipam { code: u32, msg: String },
+    /// The embedded IPAM failed: its own code (spec codes, 110-113).
+    Ipam(IpamError),
+    /// An external IPAM plugin failed: its spec code (< 100) is passed on,
+    /// anything else is 105.
+    IpamPlugin { code: u32, msg: String },
     /// 106: the attachment store (state dir, records, locks) failed.
     State(String),
     /// 107: CHECK found the attachment differs from prevResult.
@@ -44,94 +33,114 @@ pub enum Error {
 
 impl Error {
     pub fn config(field: &str, msg: impl Into<String>) -> Self {
-        Error::InvalidConfig {
-            field: field.to_string(),
+        Error::Spec(cni::Error::config(field, msg))
+    }
+
+    pub fn invalid_env(msg: impl Into<String>) -> Self {
+        Error::Spec(cni::Error::InvalidEnv(msg.into()))
+    }
+
+    pub fn container_unknown(msg: impl Into<String>) -> Self {
+        Error::Spec(cni::Error::ContainerUnknown(msg.into()))
+    }
+
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Error::Spec(cni::Error::Internal(msg.into()))
+    }
+
+    pub fn unavailable(msg: impl Into<String>) -> Self {
+        Error::Spec(cni::Error::Unavailable(msg.into()))
+    }
+
+    pub fn try_again_later(msg: impl Into<String>) -> Self {
+        Error::Spec(cni::Error::TryAgainLater(msg.into()))
+    }
+
+    pub fn decode(msg: impl Into<String>) -> Self {
+        Error::Spec(cni::Error::Decode(msg.into()))
+    }
+
+    pub fn ipam_plugin(msg: impl Into<String>) -> Self {
+        Error::IpamPlugin {
+            code: 105,
             msg: msg.into(),
         }
     }
+}
 
-    pub fn code(&self) -> u32 {
+impl Reply for Error {
+    fn code(&self) -> u32 {
         match self {
-            Error::IncompatibleVersion(_) => 1,
-            Error::ContainerUnknown(_) => 3,
-            Error::InvalidEnv(_) => 4,
-            Error::Io(_) => 5,
-            Error::Decode(_) => 6,
-            Error::InvalidConfig { .. } => 7,
-            Error::TryAgainLater(_) => 11,
-            Error::Unavailable(_) => 50,
-            Error::Internal(_) => 100,
+            Error::Spec(e) => e.code(),
             Error::DeviceBusy(_) => 101,
             Error::DeviceNotFound(_) => 102,
             Error::UnsupportedDevice(_) => 103,
             Error::Netlink(_) => 104,
-            Error::Ipam { code, .. } if (1..100).contains(code) || (110..120).contains(code) => {
-                *code
-            }
-            Error::Ipam { .. } => 105,
+            Error::Ipam(e) => e.code(),
+            Error::IpamPlugin { code, .. } if (1..100).contains(code) => *code,
+            Error::IpamPlugin { .. } => 105,
             Error::State(_) => 106,
             Error::CheckFailed(_) => 107,
         }
     }
 
-    /// The short `msg` of the CNI error JSON.
-    pub fn summary(&self) -> &'static str {
+    fn summary(&self) -> &'static str {
         match self {
-            Error::IncompatibleVersion(_) => "incompatible CNI version",
-            Error::ContainerUnknown(_) => "container network namespace not found",
-            Error::InvalidEnv(_) => "invalid CNI environment",
-            Error::Io(_) => "I/O failure",
-            Error::Decode(_) => "cannot decode network config",
-            Error::InvalidConfig { .. } => "invalid network config",
-            Error::TryAgainLater(_) => "try again later",
-            Error::Unavailable(_) => "plugin not available",
-            Error::Internal(_) => "internal error",
+            Error::Spec(e) => e.summary(),
             Error::DeviceBusy(_) => "VF already attached",
             Error::DeviceNotFound(_) => "VF not usable",
             Error::UnsupportedDevice(_) => "VF lacks a required capability",
             Error::Netlink(_) => "network operation failed",
-            Error::Ipam { .. } => "IPAM failed",
+            Error::Ipam(_) | Error::IpamPlugin { .. } => "IPAM failed",
             Error::State(_) => "attachment store failed",
             Error::CheckFailed(_) => "attachment check failed",
         }
     }
 
-    /// The `details` of the CNI error JSON: what happened and what to fix.
-    pub fn details(&self) -> String {
+    fn details(&self) -> String {
         match self {
-            Error::InvalidConfig { field, msg } => format!("field `{field}`: {msg}"),
-            Error::Ipam { msg, .. } => msg.clone(),
-            Error::IncompatibleVersion(m)
-            | Error::ContainerUnknown(m)
-            | Error::InvalidEnv(m)
-            | Error::Io(m)
-            | Error::Decode(m)
-            | Error::TryAgainLater(m)
-            | Error::Unavailable(m)
-            | Error::Internal(m)
-            | Error::DeviceBusy(m)
-            | Error::DeviceNotFound(m)
-            | Error::UnsupportedDevice(m)
-            | Error::Netlink(m)
-            | Error::State(m)
-            | Error::CheckFailed(m) => m.clone(),
+            Error::Spec(e) => e.details(),
+            Error::Ipam(e) => e.details(),
+            Error::IpamPlugin { msg, .. }
+            | Error::DeviceBusy(msg)
+            | Error::DeviceNotFound(msg)
+            | Error::UnsupportedDevice(msg)
+            | Error::Netlink(msg)
+            | Error::State(msg)
+            | Error::CheckFailed(msg) => msg.clone(),
         }
+    }
+}
+
+impl Error {
+    pub fn code(&self) -> u32 {
+        Reply::code(self)
+    }
+
+    pub fn details(&self) -> String {
+        Reply::details(self)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.summary(), self.details())
+        write!(f, "{}: {}", self.summary(), Reply::details(self))
     }
 }
 
 impl std::error::Error for Error {}
 
-impl From<railcni_ipam::IpamError> for Error {
-    fn from(e: railcni_ipam::IpamError) -> Self {
-        Error::Ipam {
-            code: e.code(),
-            msg: e.to_string(),
+impl From<cni::Error> for Error {
+    fn from(e: cni::Error) -> Self {
+        Error::Spec(e)
+    }
+}
+
+impl From<IpamError> for Error {
+    fn from(e: IpamError) -> Self {
+        match e {
+            IpamError::Spec(e) => Error::Spec(e),
+            other => Error::Ipam(other),
         }
     }
 }
@@ -144,32 +153,29 @@ mod tests {
 
     #[test]
     fn codes_follow_the_spec_and_ours() {
-        assert_eq!(Error::IncompatibleVersion(String::new()).code(), 1);
-        assert_eq!(Error::InvalidEnv(String::new()).code(), 4);
-        assert_eq!(Error::Decode(String::new()).code(), 6);
+        assert_eq!(Error::invalid_env("").code(), 4);
         assert_eq!(Error::config("mtu", "x").code(), 7);
-        assert_eq!(Error::TryAgainLater(String::new()).code(), 11);
-        assert_eq!(Error::Unavailable(String::new()).code(), 50);
+        assert_eq!(Error::try_again_later("").code(), 11);
         assert_eq!(Error::DeviceBusy(String::new()).code(), 101);
         assert_eq!(Error::State(String::new()).code(), 106);
+        assert_eq!(Error::from(IpamError::Exhausted(String::new())).code(), 110);
+        assert_eq!(Error::from(IpamError::config("ipam.cidr", "x")).code(), 7);
     }
 
     #[test]
-    fn ipam_spec_codes_pass_through_others_become_105() {
-        let e = |code| Error::Ipam {
+    fn ipam_plugin_spec_codes_pass_through_others_become_105() {
+        let e = |code| Error::IpamPlugin {
             code,
             msg: String::new(),
         };
         assert_eq!(e(11).code(), 11);
         assert_eq!(e(7).code(), 7);
-        assert_eq!(e(110).code(), 110);
+        assert_eq!(
+            e(110).code(),
+            105,
+            "a foreign plugin's own codes are not ours"
+        );
         assert_eq!(e(999).code(), 105);
         assert_eq!(e(0).code(), 105);
-    }
-
-    #[test]
-    fn config_error_names_the_field() {
-        let d = Error::config("mtu", "9600 is above the PF's 9000").details();
-        assert!(d.contains("`mtu`") && d.contains("9600"), "{d}");
     }
 }

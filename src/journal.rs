@@ -1,7 +1,6 @@
 //! ADD as an undo journal: each mutating step records how to undo itself;
 //! on failure the steps are undone in reverse order.
 
-#[must_use]
 pub struct Journal<S> {
     steps: Vec<S>,
 }
@@ -28,9 +27,6 @@ impl<S> Journal<S> {
         }
         failures
     }
-
-    /// The work succeeded: nothing to undo.
-    pub fn commit(self) {}
 }
 
 #[cfg(test)]

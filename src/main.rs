@@ -1,10 +1,9 @@
 //! railcni: a CNI plugin that attaches SR-IOV rail VFs to AI training pods.
 //!
-//! With `CNI_COMMAND` set it speaks CNI on stdin/stdout; otherwise it is a
-//! human command-line tool.
+//! Started by a runtime (any `CNI_*` variable set) it speaks CNI on
+//! stdin/stdout; otherwise it is a human command-line tool.
 
 mod cli;
-mod cni;
 mod commands;
 mod config;
 mod devinfo;
@@ -20,7 +19,7 @@ mod sriov;
 mod state;
 
 fn main() {
-    if std::env::var_os("CNI_COMMAND").is_some() {
+    if cni::is_cni_invocation() {
         std::process::exit(run::cni_main());
     }
     cli::main();

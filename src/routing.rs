@@ -13,8 +13,8 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::cni::result::{CniResult, Route};
 use crate::error::{Error, Result};
+use cni::{CniResult, Route};
 
 /// Tables for non-`net<N>` interfaces start here (sbr and Spiderpool use 100 up).
 pub const FIRST_FREE_TABLE: u32 = 1100;
@@ -310,7 +310,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cni::result::IpConfig;
+    use cni::IpConfig;
     use serde_json::json;
 
     fn ipam(addr: &str, gw: &str, routes: &[&str]) -> CniResult {

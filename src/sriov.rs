@@ -34,11 +34,6 @@ impl Sysfs {
         Sysfs { root: root.into() }
     }
 
-    /// `RAILCNI_SYSFS_ROOT`, else `/sys`.
-    pub fn from_env() -> Self {
-        Sysfs::new(std::env::var_os("RAILCNI_SYSFS_ROOT").unwrap_or_else(|| "/sys".into()))
-    }
-
     fn device(&self, pci: &str) -> PathBuf {
         self.root.join("bus/pci/devices").join(pci)
     }

@@ -1,27 +1,27 @@
 //! The attachment store: one record per VF, written before the first host
 //! change so that a DEL after a crash can finish the job, plus per-VF locks.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::fcntl::{Flock, FlockArg};
+use cni::files::{self, LockError};
+use cni::Settings;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::net::Mac;
 
-pub const DEFAULT_STATE_DIR: &str = "/var/lib/cni/railcni";
-const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 const RECORD_VERSION: u32 = 1;
 
 /// What the VF looked like on the host before railcni touched it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostLink {
     pub name: String,
-    pub mac: String,
+    /// `None` for a VF without an Ethernet MAC (DPDK: no netdev).
+    pub mac: Option<Mac>,
     pub mtu: u32,
     pub ifindex: u32,
 }
@@ -66,6 +66,8 @@ pub struct Record {
     /// The VF's ifindex in the pod (it changes when the pod already uses it).
     #[serde(default)]
     pub pod_ifindex: Option<u32>,
+    /// The network's `ipam.type`: a stale record of another network can
+    /// still have its embedded lease released.
     pub ipam_type: Option<String>,
     /// A DPDK VF: nothing moved, only IPAM and PF-side settings.
     #[serde(default)]
@@ -104,10 +106,10 @@ impl Record {
             netns_id: netns.and_then(NsId::of),
             host,
             pod_ifindex: None,
+            ipam_type: None,
             dpdk: false,
             vf_restore: None,
             rdma_device: None,
-            ipam_type: None,
             routing: None,
             phase: Phase::Adding,
             result: None,
@@ -138,37 +140,23 @@ pub struct Store {
 
 /// Holds a VF's lock until dropped.
 pub struct VfLock {
-    _lock: Flock<File>,
+    _lock: files::FileLock,
 }
 
-impl Store {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Store {
-            root: root.into(),
-            lock_timeout: DEFAULT_LOCK_TIMEOUT,
-        }
-    }
+/// VF locks are held for a whole ADD or DEL: poll them gently.
+const LOCK_POLL: Duration = Duration::from_millis(20);
 
-    /// `RAILCNI_STATE_DIR` and `RAILCNI_LOCK_TIMEOUT_MS` from the environment.
-    pub fn from_env() -> Self {
-        let mut s = Store::new(
-            std::env::var_os("RAILCNI_STATE_DIR").unwrap_or_else(|| DEFAULT_STATE_DIR.into()),
-        );
-        if let Some(ms) = std::env::var("RAILCNI_LOCK_TIMEOUT_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            s.lock_timeout = Duration::from_millis(ms);
+impl Store {
+    pub fn new(settings: &Settings) -> Self {
+        Store {
+            root: settings.state_dir.clone(),
+            lock_timeout: settings.lock_timeout,
         }
-        s
     }
 
     fn dir(&self, name: &str) -> Result<PathBuf> {
         let dir = self.root.join(name);
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
+        files::private_dir(&dir)
             .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))?;
         Ok(dir)
     }
@@ -180,47 +168,39 @@ impl Store {
     /// Take the VF's lock, waiting up to the lock timeout (then code 11).
     pub fn lock_vf(&self, pci: &str) -> Result<VfLock> {
         let path = self.dir("locks")?.join(format!("{pci}.lock"));
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| Error::State(format!("cannot open lock {}: {e}", path.display())))?;
-        let deadline = Instant::now() + self.lock_timeout;
-        loop {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => return Ok(VfLock { _lock: lock }),
-                Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
-                    file = f;
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                    return Err(Error::TryAgainLater(format!(
-                        "VF {pci} is locked by another railcni invocation for more than {:?}",
-                        self.lock_timeout
-                    )))
-                }
-                Err((_, e)) => {
-                    return Err(Error::State(format!("cannot lock {}: {e}", path.display())))
-                }
+        match files::lock(&path, self.lock_timeout, LOCK_POLL) {
+            Ok(lock) => Ok(VfLock { _lock: lock }),
+            Err(LockError::Busy(t)) => Err(Error::try_again_later(format!(
+                "VF {pci} is locked by another railcni invocation for more than {t:?}"
+            ))),
+            Err(LockError::Io(e)) => {
+                Err(Error::State(format!("cannot lock {}: {e}", path.display())))
             }
         }
     }
 
     pub fn load(&self, pci: &str) -> Result<Option<Record>> {
         let path = self.record_path(pci)?;
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let bytes = match files::read(&path) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(None),
             Err(e) => return Err(Error::State(format!("cannot read {}: {e}", path.display()))),
         };
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        let unreadable = |why: String| {
             Error::State(format!(
-                "attachment record {} is unreadable ({e}); inspect it, return the VF by hand and remove the file",
+                "attachment record {} is unreadable ({why}); inspect it, return the VF by hand and remove the file",
                 path.display()
             ))
-        })
+        };
+        let record: Record =
+            serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+        if record.version != RECORD_VERSION {
+            return Err(unreadable(format!(
+                "record version {} is not {RECORD_VERSION}",
+                record.version
+            )));
+        }
+        Ok(Some(record))
     }
 
     /// Every readable record (unreadable ones are skipped with a log line).
@@ -255,55 +235,27 @@ impl Store {
     pub fn save(&self, record: &Record) -> Result<()> {
         let path = self.record_path(&record.pci)?;
         let bytes = serde_json::to_vec_pretty(record)
-            .map_err(|e| Error::Internal(format!("encode record: {e}")))?;
-        write_atomic(&path, &bytes)
+            .map_err(|e| Error::internal(format!("encode record: {e}")))?;
+        files::write_atomic(&path, &bytes)
             .map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
     }
 
     pub fn remove(&self, pci: &str) -> Result<()> {
         let path = self.record_path(pci)?;
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::State(format!(
-                "cannot remove {}: {e}",
-                path.display()
-            ))),
-        }
+        files::remove(&path)
+            .map_err(|e| Error::State(format!("cannot remove {}: {e}", path.display())))
     }
 
     /// STATUS: can this node take an ADD (state dir writable)?
     pub fn probe_writable(&self) -> Result<()> {
         let dir = self.dir("attachments")?;
         let probe = dir.join(".status-probe");
-        write_atomic(&probe, b"ok").map_err(|e| {
-            Error::Unavailable(format!("state dir {} is not writable: {e}", dir.display()))
+        files::write_atomic(&probe, b"ok").map_err(|e| {
+            Error::unavailable(format!("state dir {} is not writable: {e}", dir.display()))
         })?;
         let _ = fs::remove_file(probe);
         Ok(())
     }
-}
-
-/// temp file + fsync + rename + fsync(dir): a crash leaves the old or the new file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("record"),
-        std::process::id()
-    ));
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)?;
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -311,10 +263,17 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    fn store(dir: &Path) -> Store {
+        Store::new(&Settings {
+            state_dir: dir.to_path_buf(),
+            ..Settings::default()
+        })
+    }
+
     fn host() -> HostLink {
         HostLink {
             name: "ens1f0v0".into(),
-            mac: "02:00:00:00:00:01".into(),
+            mac: Some(Mac([2, 0, 0, 0, 0, 1])),
             mtu: 1500,
             ifindex: 7,
         }
@@ -323,7 +282,7 @@ mod tests {
     #[test]
     fn records_round_trip_with_private_permissions() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path().join("state"));
+        let s = store(&t.path().join("state"));
         let r = Record::new("0000:3b:00.2", "rail1", "c1", "net1", None, host());
         s.save(&r).unwrap();
         assert_eq!(s.load("0000:3b:00.2").unwrap(), Some(r.clone()));
@@ -346,7 +305,7 @@ mod tests {
     #[test]
     fn a_corrupt_record_is_a_clear_state_error() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path());
+        let s = store(t.path());
         fs::create_dir_all(t.path().join("attachments")).unwrap();
         fs::write(t.path().join("attachments/0000:3b:00.2.json"), "{torn").unwrap();
         let e = s.load("0000:3b:00.2").unwrap_err();
@@ -357,7 +316,7 @@ mod tests {
     #[test]
     fn a_held_lock_times_out_with_code_11() {
         let t = tempfile::tempdir().unwrap();
-        let mut s = Store::new(t.path());
+        let mut s = store(t.path());
         s.lock_timeout = Duration::from_millis(50);
         let held = s.lock_vf("0000:3b:00.2").unwrap();
         assert_eq!(s.lock_vf("0000:3b:00.2").err().map(|e| e.code()), Some(11));

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-const ORIGINAL: &str = r#"{"vfs": {"pf1/0": {"mac": [0,0,0,0,0,0], "vlan": {"id": 7, "qos": 0, "proto": "802.1q"},
+const ORIGINAL: &str = r#"{"vfs": {"pf1/0": {"mac": "00:00:00:00:00:00", "vlan": {"id": 7, "qos": 0, "proto": "802.1q"},
     "spoofchk": true, "trust": false, "linkState": "auto", "rate": {"minMbps": 0, "maxMbps": 0}}}}"#;
 
 fn vf_config(node: &Node, ipam: Value) -> Value {
@@ -59,7 +59,7 @@ fn vf_settings_are_applied_saved_and_restored() {
     let now = pf1_vf0(&node);
     assert_eq!(
         now["mac"],
-        json!([2, 0, 0, 0, 0, 0x42]),
+        json!("02:00:00:00:00:42"),
         "admin MAC on the PF"
     );
     assert_eq!(

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use railcni_ipam::store::{Lease, Leases, Store};
-use railcni_ipam::{Holder, Ipam, IpamEnv};
+use railcni_ipam::{Holder, Ipam};
 use serde_json::json;
 
 fn main() {
@@ -26,13 +26,14 @@ fn main() {
     match mode {
         "pairs" => {
             let worker = args.get(4).cloned().unwrap_or_default();
-            let env = IpamEnv {
+            let settings = cni::Settings {
                 state_dir: dir.clone(),
                 node_name: Some("gpu-0".into()),
                 node_config: dir.join("none.json"),
+                ..cni::Settings::default()
             };
             let conf = json!({"cidr": "10.0.0.0/8", "perNodePrefix": 24, "nodes": ["gpu-0"]});
-            let ipam = Ipam::load("rail1", &conf, &env).unwrap_or_else(|e| panic!("{e}"));
+            let ipam = Ipam::load("rail1", &conf, &settings).unwrap_or_else(|e| panic!("{e}"));
             let start = Instant::now();
             for i in 0..count {
                 let holder = Holder {
@@ -52,7 +53,7 @@ fn main() {
             );
         }
         "fill" => {
-            let store = Store::new(&dir, "rail1");
+            let store = Store::new(&dir, "rail1", cni::settings::DEFAULT_LOCK_TIMEOUT);
             let leases = (0..count)
                 .map(|i| Lease {
                     container_id: format!("{i:064x}"),

@@ -3,15 +3,13 @@
 
 use std::collections::HashSet;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::IpamError;
-
-pub const DEFAULT_NODE_CONFIG: &str = "/etc/cni/railcni/node.json";
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -81,7 +79,7 @@ pub struct NodeAllocation {
 }
 
 fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
-    IpamError::new(7, format!("ipam.{field}: {msg}"))
+    IpamError::config(&format!("ipam.{field}"), msg)
 }
 
 /// Largest per-node prefix: 8 host bits (256 addresses) per node per rail.
@@ -89,8 +87,8 @@ const MAX_HOST_BITS: u8 = 8;
 
 impl PoolConfig {
     pub fn parse(v: &Value) -> Result<Self, IpamError> {
-        let raw: RawPool = serde_json::from_value(v.clone())
-            .map_err(|e| IpamError::new(7, format!("ipam: {e}")))?;
+        let raw: RawPool =
+            serde_json::from_value(v.clone()).map_err(|e| IpamError::config("ipam", e))?;
         let cidr = raw.cidr.map(|c| c.trunc());
         let max_len = match cidr {
             Some(IpNet::V6(_)) => 128,
@@ -266,23 +264,17 @@ pub fn from_u128(n: u128, v4: bool) -> IpAddr {
 }
 
 impl NodeFile {
-    /// `RAILCNI_NODE_CONFIG`, else the default path; a missing file is empty.
-    pub fn path_from_env() -> PathBuf {
-        std::env::var_os("RAILCNI_NODE_CONFIG")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| DEFAULT_NODE_CONFIG.into())
-    }
-
+    /// A missing file is empty.
     pub fn load(path: &Path) -> Result<Self, IpamError> {
         match std::fs::read(path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                IpamError::new(7, format!("node config {} is invalid: {e}", path.display()))
+                IpamError::config("node file", format!("{} is invalid: {e}", path.display()))
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeFile::default()),
-            Err(e) => Err(IpamError::new(
-                5,
-                format!("cannot read node config {}: {e}", path.display()),
-            )),
+            Err(e) => Err(IpamError::io(format!(
+                "cannot read node config {}: {e}",
+                path.display()
+            ))),
         }
     }
 }
@@ -290,6 +282,7 @@ impl NodeFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni::Reply;
     use serde_json::json;
 
     #[test]

@@ -3,50 +3,20 @@
 //! local file. The plugin calls it in-process; `railcni-ipam` wraps it as a
 //! CNI IPAM plugin.
 
-pub mod cni;
 pub mod config;
+pub mod error;
 pub mod pool;
 pub mod store;
 
-use std::fmt;
 use std::net::IpAddr;
-use std::path::PathBuf;
 
 use ipnet::IpNet;
 
+use cni::{CniResult, IpConfig, Route, Settings};
 use config::{NodeFile, PoolConfig};
+pub use error::IpamError;
 use pool::NodePool;
 use store::{Lease, Leases, Store};
-
-/// An IPAM failure with the CNI error code to report: 5 I/O, 7 invalid
-/// config, 11 try again (lock), 110 pool exhausted, 111 lease file corrupt,
-/// 112 requested address unavailable, 113 no lease (CHECK).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IpamError {
-    code: u32,
-    msg: String,
-}
-
-impl IpamError {
-    pub fn new(code: u32, msg: impl Into<String>) -> Self {
-        IpamError {
-            code,
-            msg: msg.into(),
-        }
-    }
-
-    pub fn code(&self) -> u32 {
-        self.code
-    }
-}
-
-impl fmt::Display for IpamError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-impl std::error::Error for IpamError {}
 
 /// Who holds an address: the CNI attachment key plus the pod, when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,37 +46,35 @@ pub struct Allocation {
     pub routes: Vec<RouteSpec>,
 }
 
+impl Allocation {
+    /// The IPAM result: `ips` and `routes`, no `interfaces`.
+    pub fn to_result(&self) -> CniResult {
+        CniResult {
+            ips: self
+                .ips
+                .iter()
+                .map(|ip| IpConfig {
+                    address: ip.address,
+                    gateway: ip.gateway,
+                    interface: None,
+                })
+                .collect(),
+            routes: self
+                .routes
+                .iter()
+                .map(|r| Route::via(r.dst, r.gw))
+                .collect(),
+            ..CniResult::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Released {
     Released(IpAddr),
     NotHeld,
     /// The lease file cannot be read; DEL still succeeds and logs this.
     StoreUnreadable(String),
-}
-
-/// Where the store lives and which node this is: from the environment only,
-/// never from a NAD.
-#[derive(Debug, Clone)]
-pub struct IpamEnv {
-    pub state_dir: PathBuf,
-    pub node_name: Option<String>,
-    pub node_config: PathBuf,
-}
-
-impl IpamEnv {
-    /// `RAILCNI_STATE_DIR`/ipam, `RAILCNI_NODE_NAME`, `RAILCNI_NODE_CONFIG`.
-    pub fn from_env() -> Self {
-        let state = std::env::var_os("RAILCNI_STATE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| "/var/lib/cni/railcni".into());
-        IpamEnv {
-            state_dir: state.join("ipam"),
-            node_name: std::env::var("RAILCNI_NODE_NAME")
-                .ok()
-                .filter(|n| !n.is_empty()),
-            node_config: NodeFile::path_from_env(),
-        }
-    }
 }
 
 /// One network's pool on this node, with its lease store.
@@ -127,27 +95,23 @@ impl Ipam {
     pub fn load(
         network: &str,
         ipam_conf: &serde_json::Value,
-        env: &IpamEnv,
+        settings: &Settings,
     ) -> Result<Self, IpamError> {
         let config = PoolConfig::parse(ipam_conf)?;
-        let node_file = NodeFile::load(&env.node_config)?;
-        let node = match (&env.node_name, &node_file.node_name) {
+        let node_file = NodeFile::load(&settings.node_config)?;
+        let node = match (&settings.node_name, &node_file.node_name) {
             (Some(n), _) | (None, Some(n)) => n.clone(),
             (None, None) => nix::unistd::gethostname()
                 .ok()
                 .and_then(|h| h.into_string().ok())
-                .ok_or_else(|| IpamError::new(7, "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file"))?,
+                .ok_or_else(|| IpamError::config("node file", "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file"))?,
         };
         let pool = NodePool::resolve(network, &node, &config, &node_file)?;
         Ok(Ipam {
-            store: Store::new(&env.state_dir, network),
+            store: Store::new(&settings.ipam_dir(), network, settings.lock_timeout),
             pool,
             config,
         })
-    }
-
-    pub fn pool(&self) -> &NodePool {
-        &self.pool
     }
 
     pub fn store_path(&self) -> &std::path::Path {
@@ -206,28 +170,22 @@ impl Ipam {
     fn check_requested(&self, ip: IpAddr, data: &Leases) -> Result<IpAddr, IpamError> {
         let p = &self.pool;
         if !p.contains(&ip) {
-            return Err(IpamError::new(
-                112,
-                format!(
-                    "requested {ip} is outside {} of node {} on {}",
-                    p.prefix, p.node, p.network
-                ),
-            ));
+            return Err(IpamError::AddressUnavailable(format!(
+                "requested {ip} is outside {} of node {} on {}",
+                p.prefix, p.node, p.network
+            )));
         }
         if !p.usable.contains(&ip) {
-            return Err(IpamError::new(
-                112,
-                format!(
-                    "requested {ip} is the gateway, excluded or reserved in {}",
-                    p.prefix
-                ),
-            ));
+            return Err(IpamError::AddressUnavailable(format!(
+                "requested {ip} is the gateway, excluded or reserved in {}",
+                p.prefix
+            )));
         }
         if let Some(l) = data.leases.iter().find(|l| l.address == ip) {
-            return Err(IpamError::new(
-                112,
-                format!("requested {ip} is leased to {}", describe(l)),
-            ));
+            return Err(IpamError::AddressUnavailable(format!(
+                "requested {ip} is leased to {}",
+                describe(l)
+            )));
         }
         Ok(ip)
     }
@@ -251,38 +209,20 @@ impl Ipam {
                 .filter(|l| p.contains(&l.address))
                 .map(describe)
                 .collect();
-            IpamError::new(
-                110,
-                format!(
-                    "network {} on node {} ({}) is exhausted: {} of {} addresses leased: {}",
-                    p.network,
-                    p.node,
-                    p.prefix,
-                    holders.len(),
-                    usable.len(),
-                    holders.join(", ")
-                ),
-            )
+            IpamError::Exhausted(format!(
+                "network {} on node {} ({}) is exhausted: {} of {} addresses leased: {}",
+                p.network,
+                p.node,
+                p.prefix,
+                holders.len(),
+                usable.len(),
+                holders.join(", ")
+            ))
         })
     }
 
     pub fn release(&self, container_id: &str, ifname: &str) -> Result<Released, IpamError> {
-        let locked = self.store.lock()?;
-        let mut data = match locked.read() {
-            Ok(d) => d,
-            Err(e) if e.code() == 111 => return Ok(Released::StoreUnreadable(e.to_string())),
-            Err(e) => return Err(e),
-        };
-        let Some(i) = data
-            .leases
-            .iter()
-            .position(|l| l.is_for(container_id, ifname))
-        else {
-            return Ok(Released::NotHeld);
-        };
-        let lease = data.leases.remove(i);
-        locked.write(&data)?;
-        Ok(Released::Released(lease.address))
+        release_from(&self.store, container_id, ifname)
     }
 
     pub fn check(&self, container_id: &str, ifname: &str) -> Result<Allocation, IpamError> {
@@ -292,13 +232,10 @@ impl Ipam {
             .find(|l| l.is_for(container_id, ifname))
             .map(|l| self.allocation(l.address))
             .ok_or_else(|| {
-                IpamError::new(
-                    113,
-                    format!(
-                        "no lease for {container_id}/{ifname} on {}",
-                        self.pool.network
-                    ),
-                )
+                IpamError::NoLease(format!(
+                    "no lease for {container_id}/{ifname} on {}",
+                    self.pool.network
+                ))
             })
     }
 
@@ -332,18 +269,52 @@ fn describe(l: &Lease) -> String {
     format!("{} → {pod}({} {})", l.address, l.container_id, l.ifname)
 }
 
+/// Release one attachment's lease from a store.
+fn release_from(store: &Store, container_id: &str, ifname: &str) -> Result<Released, IpamError> {
+    let locked = store.lock()?;
+    let mut data = match locked.read() {
+        Ok(d) => d,
+        Err(e @ IpamError::Corrupt(_)) => return Ok(Released::StoreUnreadable(e.to_string())),
+        Err(e) => return Err(e),
+    };
+    let Some(i) = data
+        .leases
+        .iter()
+        .position(|l| l.is_for(container_id, ifname))
+    else {
+        return Ok(Released::NotHeld);
+    };
+    let lease = data.leases.remove(i);
+    locked.write(&data)?;
+    Ok(Released::Released(lease.address))
+}
+
+/// Release a lease from `network`'s store on this node without its pool
+/// config: for a stale attachment of another network.
+pub fn release_lease(
+    settings: &Settings,
+    network: &str,
+    container_id: &str,
+    ifname: &str,
+) -> Result<Released, IpamError> {
+    let store = Store::new(&settings.ipam_dir(), network, settings.lock_timeout);
+    release_from(&store, container_id, ifname)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni::Reply;
     use serde_json::json;
 
     fn ipam(dir: &std::path::Path, conf: serde_json::Value) -> Ipam {
-        let env = IpamEnv {
+        let settings = Settings {
             state_dir: dir.to_path_buf(),
             node_name: Some("gpu-0".into()),
             node_config: dir.join("none.json"),
+            ..Settings::default()
         };
-        Ipam::load("rail1", &conf, &env).unwrap()
+        Ipam::load("rail1", &conf, &settings).unwrap()
     }
 
     fn holder(c: &str) -> Holder {

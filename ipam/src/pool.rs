@@ -46,12 +46,17 @@ impl NodePool {
             (a.prefix, a.gateway, Source::StaticAllocation)
         } else if let Some(i) = pool.nodes.iter().position(|n| n == node) {
             let prefix = pool.indexed_prefix(i).ok_or_else(|| {
-                IpamError::new(7, format!("ipam.cidr: network {network} has no cidr to give node {node:?} (index {i}) a prefix"))
+                IpamError::config(
+                    "ipam.cidr",
+                    format!(
+                        "network {network} has no cidr to give node {node:?} (index {i}) a prefix"
+                    ),
+                )
             })?;
             (prefix, None, Source::NodeIndex(i))
         } else {
-            return Err(IpamError::new(
-                7,
+            return Err(IpamError::config(
+                "ipam.nodes",
                 format!(
                     "node {node:?} has no allocation on network {network}: add it to ipam.nodes or ipam.staticAllocations, \
                      or give it networks.{network} in the node file"
@@ -87,9 +92,9 @@ fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>
     }
     let size = 1u128 << host_bits;
     if u128::from(index) >= size {
-        return Err(IpamError::new(
-            7,
-            format!("ipam.gatewayIndex: {index} is outside {prefix} ({size} addresses) on network {network}"),
+        return Err(IpamError::config(
+            "ipam.gatewayIndex",
+            format!("{index} is outside {prefix} ({size} addresses) on network {network}"),
         ));
     }
     Ok(Some(from_u128(
@@ -126,6 +131,7 @@ fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni::Reply;
     use serde_json::json;
 
     fn pool(v: serde_json::Value) -> PoolConfig {

@@ -1,20 +1,18 @@
 //! The lease file of one network on this node: a versioned, checksummed
 //! document, rewritten atomically under a separate lock file.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::net::IpAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::fcntl::{Flock, FlockArg};
+use cni::files::{self, FileLock, LockError};
 use serde::{Deserialize, Serialize};
 
 use crate::IpamError;
 
 pub const STORE_VERSION: u32 = 1;
-const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lease writes are short: poll the lock often.
+const LOCK_POLL: Duration = Duration::from_millis(2);
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -74,17 +72,12 @@ pub struct Store {
 /// The store, locked for one read-modify-write.
 pub struct Locked<'a> {
     store: &'a Store,
-    _lock: Flock<File>,
+    _lock: FileLock,
 }
 
 impl Store {
-    pub fn new(dir: &Path, network: &str) -> Self {
+    pub fn new(dir: &Path, network: &str, lock_timeout: Duration) -> Self {
         let name = file_safe(network);
-        let lock_timeout = std::env::var("RAILCNI_LOCK_TIMEOUT_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_millis)
-            .unwrap_or(DEFAULT_LOCK_TIMEOUT);
         Store {
             path: dir.join(format!("{name}.leases.json")),
             lock_path: dir.join(format!("{name}.lock")),
@@ -94,93 +87,62 @@ impl Store {
 
     pub fn lock(&self) -> Result<Locked<'_>, IpamError> {
         if let Some(dir) = self.path.parent() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| IpamError::new(5, format!("cannot create {}: {e}", dir.display())))?;
+            files::private_dir(dir)
+                .map_err(|e| IpamError::io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&self.lock_path)
-            .map_err(|e| {
-                IpamError::new(5, format!("cannot open {}: {e}", self.lock_path.display()))
+        let lock =
+            files::lock(&self.lock_path, self.lock_timeout, LOCK_POLL).map_err(|e| match e {
+                LockError::Busy(t) => IpamError::Spec(cni::Error::TryAgainLater(format!(
+                    "lease store {} stayed locked for {t:?}",
+                    self.path.display()
+                ))),
+                LockError::Io(e) => {
+                    IpamError::io(format!("cannot lock {}: {e}", self.lock_path.display()))
+                }
             })?;
-        let deadline = Instant::now() + self.lock_timeout;
-        loop {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(lock) => {
-                    return Ok(Locked {
-                        store: self,
-                        _lock: lock,
-                    })
-                }
-                Err((f, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
-                    file = f;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                    return Err(IpamError::new(
-                        11,
-                        format!(
-                            "lease store {} stayed locked for {:?}",
-                            self.path.display(),
-                            self.lock_timeout
-                        ),
-                    ))
-                }
-                Err((_, e)) => {
-                    return Err(IpamError::new(
-                        5,
-                        format!("cannot lock {}: {e}", self.lock_path.display()),
-                    ))
-                }
-            }
-        }
+        Ok(Locked {
+            store: self,
+            _lock: lock,
+        })
     }
 
     /// Read and verify the file (no lock: readers see an old or a new file).
     pub fn read(&self) -> Result<Leases, IpamError> {
-        let bytes = match fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Leases::default()),
+        let bytes = match files::read(&self.path) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Leases::default()),
             Err(e) => {
-                return Err(IpamError::new(
-                    5,
-                    format!("cannot read lease file {}: {e}", self.path.display()),
-                ))
+                return Err(IpamError::io(format!(
+                    "cannot read lease file {}: {e}",
+                    self.path.display()
+                )))
             }
         };
-        let corrupt = |why: String| {
-            IpamError::new(
-                111,
-                format!(
-                    "lease file {} is corrupt ({why}); nothing was changed. Repair it (see README, \"Lease file recovery\") \
-                     before this network can allocate again",
-                    self.path.display()
-                ),
-            )
-        };
-        let doc: Document =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("does not parse: {e}")))?;
-        if doc.version != STORE_VERSION {
-            return Err(corrupt(format!(
-                "version {} is not {STORE_VERSION}",
-                doc.version
-            )));
-        }
-        let sum = checksum(&doc.data);
-        if doc.checksum != sum {
-            return Err(corrupt(format!(
-                "checksum {} does not match its data ({sum})",
-                doc.checksum
-            )));
-        }
-        Ok(doc.data)
+        decode(&bytes).map_err(|why| {
+            IpamError::Corrupt(format!(
+                "lease file {} is corrupt ({why}); nothing was changed. Repair it (see README, \"Lease file recovery\") \
+                 before this network can allocate again",
+                self.path.display()
+            ))
+        })
     }
+}
+
+/// The lease document's data, or why it cannot be trusted.
+pub fn decode(bytes: &[u8]) -> Result<Leases, String> {
+    let doc: Document =
+        serde_json::from_slice(bytes).map_err(|e| format!("does not parse: {e}"))?;
+    if doc.version != STORE_VERSION {
+        return Err(format!("version {} is not {STORE_VERSION}", doc.version));
+    }
+    let sum = checksum(&doc.data);
+    if doc.checksum != sum {
+        return Err(format!(
+            "checksum {} does not match its data ({sum})",
+            doc.checksum
+        ));
+    }
+    Ok(doc.data)
 }
 
 impl Locked<'_> {
@@ -188,7 +150,7 @@ impl Locked<'_> {
         self.store.read()
     }
 
-    /// temp file + fsync + rename + fsync(dir): a crash leaves the old or the new file.
+    /// Durably replace the file (see `files::write_atomic`).
     pub fn write(&self, data: &Leases) -> Result<(), IpamError> {
         let path = &self.store.path;
         let doc = Document {
@@ -197,31 +159,9 @@ impl Locked<'_> {
             data: data.clone(),
         };
         let bytes = serde_json::to_vec_pretty(&doc)
-            .map_err(|e| IpamError::new(5, format!("encode leases: {e}")))?;
-        let io = |e: std::io::Error| {
-            IpamError::new(
-                5,
-                format!("cannot write lease file {}: {e}", path.display()),
-            )
-        };
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let tmp = dir.join(format!(
-            ".{}.tmp",
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("leases")
-        ));
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io)?;
-        f.write_all(&bytes).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        fs::rename(&tmp, path).map_err(io)?;
-        File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+            .map_err(|e| IpamError::io(format!("encode leases: {e}")))?;
+        files::write_atomic(path, &bytes)
+            .map_err(|e| IpamError::io(format!("cannot write lease file {}: {e}", path.display())))
     }
 }
 
@@ -242,6 +182,10 @@ fn file_safe(network: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni::Reply;
+    use std::fs;
+
+    const T: Duration = Duration::from_secs(1);
 
     fn lease(ip: &str) -> Lease {
         Lease {
@@ -259,7 +203,7 @@ mod tests {
     fn round_trips_and_is_private() {
         use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(&t.path().join("ipam"), "rail1");
+        let s = Store::new(&t.path().join("ipam"), "rail1", T);
         let data = Leases {
             last_allocated: Some("172.16.0.0".parse().unwrap()),
             leases: vec![lease("172.16.0.0")],
@@ -274,7 +218,7 @@ mod tests {
     #[test]
     fn a_changed_byte_fails_the_checksum_and_names_the_file() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path(), "rail1");
+        let s = Store::new(t.path(), "rail1", T);
         s.lock()
             .unwrap()
             .write(&Leases {
@@ -297,7 +241,7 @@ mod tests {
     #[test]
     fn torn_and_future_files_are_refused() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path(), "rail1");
+        let s = Store::new(t.path(), "rail1", T);
         fs::write(&s.path, "{\"version\":1,\"chec").unwrap();
         assert!(s.read().unwrap_err().to_string().contains("does not parse"));
         let data = Leases::default();
@@ -316,7 +260,7 @@ mod tests {
     fn a_missing_file_is_an_empty_store() {
         let t = tempfile::tempdir().unwrap();
         assert_eq!(
-            Store::new(t.path(), "rail1").read().unwrap(),
+            Store::new(t.path(), "rail1", T).read().unwrap(),
             Leases::default()
         );
     }

@@ -22,6 +22,7 @@ fn spawn(state: &Path, command: &str, cid: &str, conf: &Value) -> std::process::
         .env("CNI_COMMAND", command)
         .env("CNI_CONTAINERID", cid)
         .env("CNI_IFNAME", "net1")
+        .env("CNI_NETNS", "/var/run/netns/ipam-test")
         .env(
             "CNI_ARGS",
             format!("IgnoreUnknown=true;K8S_POD_NAMESPACE=ml;K8S_POD_NAME={cid}"),
@@ -53,9 +54,13 @@ fn reply(child: std::process::Child) -> (bool, Value) {
 
 /// Load the store as the plugin would and check no address is leased twice.
 fn assert_store_sound(state: &Path) -> usize {
-    let data = Store::new(&state.join("ipam"), "rail1")
-        .read()
-        .expect("lease file loads and verifies");
+    let data = Store::new(
+        &state.join("ipam"),
+        "rail1",
+        cni::settings::DEFAULT_LOCK_TIMEOUT,
+    )
+    .read()
+    .expect("lease file loads and verifies");
     let mut seen = HashSet::new();
     for l in &data.leases {
         assert!(seen.insert(l.address), "{} leased twice", l.address);

@@ -1,30 +1,31 @@
 //! ADD: move the VF into the pod as CNI_IFNAME, configure it, address it.
 //! A DPDK VF (no netdev) only gets its PF-side settings and an address.
 
+use cni::{CniResult, Interface};
+
+use super::detach::{detach, pf_netdev, restore_vf_settings, Attachment};
+use super::home::{find_in_host, Home};
 use super::rail;
-use super::vf::{find_in_host, Home};
 use super::Ctx;
-use crate::cni::result::{CniResult, Interface};
-use crate::config::{format_mac, RdmaPolicy};
+use crate::config::RdmaPolicy;
 use crate::devinfo;
 use crate::error::{Error, Result};
 use crate::hw::{Hardware, RdmaNetnsMode};
-use crate::ipam::Ipam;
 use crate::journal::Journal;
-use crate::net::{Link, NetNs, Netlink};
+use crate::net::mac::format_hw_addr;
+use crate::net::{Link, Mac, NetNs, Netlink};
 use crate::routing;
 use crate::sriov::Vf;
 use crate::state::{HostLink, Phase, Record};
 use crate::{log_info, log_warn};
 
-/// How to undo each host change ADD makes.
+/// How to undo each host change ADD makes. Once the VF has moved, `Detach`
+/// gives everything back the way DEL does and the earlier steps are moot.
 enum Undo {
     RemoveRecord,
     RestoreVfSettings,
     ReleaseIpam,
-    ReturnVf,
-    RemoveRouting,
-    ReturnRdma,
+    Detach,
 }
 
 /// Everything one ADD works with; `undo` reverses a step from it.
@@ -39,20 +40,20 @@ struct Attach<'a> {
 
 pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let vf = ctx.sysfs.resolve(ctx.conf.require_device_id()?)?;
-    let hw = crate::hw::from_env();
+    let hw = ctx.hw.as_ref();
     let _lock = ctx.store.lock_vf(&vf.pci)?;
     let netns_path = ctx
         .env
         .netns
         .as_deref()
-        .ok_or_else(|| Error::InvalidEnv("CNI_NETNS is required for ADD".into()))?;
+        .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for ADD"))?;
     let pod = NetNs::open(netns_path)?;
     let host_nl = Netlink::connect_in(&ctx.host)?;
     let pod_nl = Netlink::connect_in(&pod)?;
     let a = Attach {
         ctx,
         vf: &vf,
-        hw: hw.as_ref(),
+        hw,
         pod: &pod,
         pod_nl: &pod_nl,
         home: Home {
@@ -72,13 +73,13 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     };
 
     let mut journal = Journal::default();
-    let (mut record, outcome) = if vf.is_dpdk() {
+    let (record, outcome) = if vf.is_dpdk() {
         let mut record = new_record(
             ctx,
             &vf,
             HostLink {
                 name: String::new(),
-                mac: String::new(),
+                mac: None,
                 mtu: 0,
                 ifindex: 0,
             },
@@ -100,7 +101,7 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
         let rdma = a.preflight().await?;
         let host = HostLink {
             name: link.name.clone(),
-            mac: format_mac(&link.mac),
+            mac: Mac::from_slice(&link.mac),
             mtu: link.mtu,
             ifindex: link.index,
         };
@@ -113,9 +114,13 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
 
     match outcome {
         Ok(result) => {
-            journal.commit();
             if let Some(path) = &ctx.conf.device_info_file {
-                devinfo::write(path, &vf, record.rdma_device.as_deref());
+                devinfo::write(
+                    path,
+                    &ctx.settings.devinfo_dir,
+                    &vf,
+                    record.rdma_device.as_deref(),
+                );
             }
             log_info!(
                 "attached VF {} as {} in {}",
@@ -127,8 +132,9 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
         }
         Err(err) => {
             log_warn!("ADD failed ({err}); undoing");
+            let mut detached = false;
             let failures = journal
-                .unwind(async |step| a.undo(step, &mut record).await)
+                .unwind(async |step| a.undo(step, &record, &mut detached).await)
                 .await;
             for f in failures {
                 crate::log_error!("undo step failed: {f}");
@@ -169,7 +175,7 @@ async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> 
                 existing.container_id,
                 existing.ifname
             );
-            return CniResult::from_value(v).map(Previous::Replay);
+            return Ok(Previous::Replay(CniResult::from_value(v)?));
         }
     }
     if !same && existing.netns_alive() {
@@ -181,7 +187,7 @@ async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> 
             existing.netns.as_deref().unwrap_or("?")
         )));
     }
-    // Our own interrupted ADD, or a dead pod's record: bring the VF home first.
+    // Our own interrupted ADD, or a dead pod's record: give it all back first.
     log_warn!(
         "clearing {} record of VF {} (container {}, {})",
         if same { "an interrupted" } else { "a stale" },
@@ -189,23 +195,23 @@ async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> 
         existing.container_id,
         existing.ifname
     );
-    let mut link = None;
-    if !existing.dpdk {
-        let pod = if same { Some(a.pod_nl) } else { None };
-        if let (Some(nl), Some(plan)) = (pod, &existing.routing) {
-            rail::remove(nl, plan).await?;
-        }
-        link = a
-            .home
-            .bring_back(pod, &existing.ifname, Some(existing))
-            .await?;
+    let (netns, pod_nl) = if same {
+        (ctx.env.netns.as_deref(), Some(a.pod_nl))
+    } else {
+        // Dead: never look inside whatever the path names now.
+        (None, None)
+    };
+    detach(ctx, &Attachment::of(existing), netns, pod_nl).await?;
+    if existing.dpdk {
+        return Ok(Previous::Cleared(None));
     }
-    if same {
-        if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
-            ipam.del()?;
-        }
-    }
-    ctx.store.remove(&existing.pci)?;
+    let link = find_in_host(
+        a.home.host_nl,
+        &existing.pci,
+        a.home.sysfs_names,
+        Some(existing),
+    )
+    .await?;
     Ok(Previous::Cleared(link))
 }
 
@@ -228,7 +234,7 @@ impl Attach<'_> {
             }
         }
         if self.pod_nl.link_by_name(&ctx.env.ifname).await?.is_some() {
-            return Err(Error::InvalidEnv(format!(
+            return Err(Error::invalid_env(format!(
                 "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
                 ctx.env.ifname
             )));
@@ -291,7 +297,7 @@ impl Attach<'_> {
             self.hw.set_vf(pf, vf.index, &ctx.conf.vf)?;
         }
 
-        match Ipam::new(&ctx.conf, &ctx.env) {
+        match ctx.ipam() {
             Some(ipam) => {
                 let r = ipam.add()?;
                 journal.push(Undo::ReleaseIpam);
@@ -342,11 +348,11 @@ impl Attach<'_> {
             .move_to(link.index, self.pod, ifname)
             .await?
         {
-            return Err(Error::InvalidEnv(format!(
+            return Err(Error::invalid_env(format!(
                 "CNI_IFNAME {ifname} already exists in the pod namespace"
             )));
         }
-        journal.push(Undo::ReturnVf);
+        journal.push(Undo::Detach);
         let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
             Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
         })?;
@@ -357,14 +363,13 @@ impl Attach<'_> {
         if let Some(dev) = rdma {
             record.rdma_device = Some(dev.clone());
             ctx.store.save(record)?;
-            journal.push(Undo::ReturnRdma);
             self.hw.move_rdma_device(&dev, self.pod.fd())?;
         }
         if moved.mtu != ctx.conf.mtu {
             pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
         }
         if let Some(mac) = ctx.conf.mac {
-            pod_nl.set_mac(moved.index, &mac).await?;
+            pod_nl.set_mac(moved.index, &mac.0).await?;
         }
         pod_nl.set_up(moved.index).await?;
         for ip in &mut result.ips {
@@ -381,14 +386,13 @@ impl Attach<'_> {
         // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
         record.routing = Some(plan.clone());
         ctx.store.save(record)?;
-        journal.push(Undo::RemoveRouting);
         rail::install(self.pod, pod_nl, ifname, moved.index, &plan).await?;
         result.routes = plan.result_routes();
 
         let now = pod_nl.link_by_index(moved.index).await?.unwrap_or(moved);
         result.interfaces = vec![Interface {
             name: ifname.clone(),
-            mac: Some(format_mac(&now.mac)),
+            mac: Some(format_hw_addr(&now.mac)),
             mtu: Some(now.mtu),
             sandbox: ctx.env.netns.as_ref().map(|p| p.display().to_string()),
             pci_id: Some(self.vf.pci.clone()),
@@ -402,47 +406,33 @@ impl Attach<'_> {
         record.phase = Phase::Attached;
         record.result = Some(
             serde_json::to_value(result)
-                .map_err(|e| Error::Internal(format!("encode result: {e}")))?,
+                .map_err(|e| Error::internal(format!("encode result: {e}")))?,
         );
         self.ctx.store.save(record)
     }
 
-    async fn undo(&self, step: Undo, record: &mut Record) -> Result<()> {
+    async fn undo(&self, step: Undo, record: &Record, detached: &mut bool) -> Result<()> {
         let ctx = self.ctx;
+        if *detached {
+            return Ok(());
+        }
         match step {
-            Undo::ReturnRdma => match &record.rdma_device {
-                Some(dev) => self.hw.move_rdma_device(dev, ctx.host.fd()),
-                None => Ok(()),
-            },
-            Undo::RemoveRouting => match &record.routing {
-                Some(plan) => rail::remove(self.pod_nl, plan).await,
-                None => Ok(()),
-            },
-            Undo::ReturnVf => self
-                .home
-                .bring_back(Some(self.pod_nl), &ctx.env.ifname, Some(record))
+            Undo::Detach => {
+                *detached = true;
+                let attachment = Attachment::of(record);
+                detach(
+                    ctx,
+                    &attachment,
+                    ctx.env.netns.as_deref(),
+                    Some(self.pod_nl),
+                )
                 .await
-                .map(drop),
-            Undo::ReleaseIpam => Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |i| i.del()),
-            Undo::RestoreVfSettings => restore_vf_settings(self.hw, self.vf, record),
+            }
+            Undo::ReleaseIpam => ctx.ipam().map_or(Ok(()), |i| {
+                i.release(&ctx.env.container_id, &ctx.env.ifname)
+            }),
+            Undo::RestoreVfSettings => restore_vf_settings(ctx, self.vf, record),
             Undo::RemoveRecord => ctx.store.remove(&self.vf.pci),
         }
-    }
-}
-
-fn pf_netdev(vf: &Vf) -> Result<&str> {
-    vf.pf_netdev.as_deref().ok_or_else(|| {
-        Error::DeviceNotFound(format!(
-            "PF {} of VF {} has no netdev; VF settings are set through it",
-            vf.pf_pci, vf.pci
-        ))
-    })
-}
-
-/// Put back the PF-side VF attributes the record saved (DEL and rollback).
-pub fn restore_vf_settings(hw: &dyn Hardware, vf: &Vf, record: &Record) -> Result<()> {
-    match &record.vf_restore {
-        Some(saved) if !saved.is_empty() => hw.set_vf(pf_netdev(vf)?, vf.index, saved),
-        _ => Ok(()),
     }
 }

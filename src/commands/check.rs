@@ -1,17 +1,14 @@
 //! CHECK: the attachment still looks like prevResult says it should.
 
+use super::home::is_vf;
 use super::rail;
-use super::vf::is_vf;
 use super::Ctx;
-use crate::cni::result::CniResult;
-use crate::cni::version::Version;
-use crate::config::format_mac;
 use crate::error::{Error, Result};
-use crate::ipam::Ipam;
+use crate::net::mac::format_hw_addr;
 use crate::net::{NetNs, Netlink};
+use cni::CniResult;
 
 pub async fn check(ctx: &Ctx) -> Result<()> {
-    ctx.conf.version.require(Version::V0_4, "CHECK")?;
     let prev =
         ctx.conf.prev_result.as_ref().ok_or_else(|| {
             Error::config("prevResult", "CHECK needs the ADD result in prevResult")
@@ -25,13 +22,13 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
 
     if record.dpdk {
         // Nothing was moved: only the address reservation can be checked.
-        return Ipam::new(&ctx.conf, &ctx.env).map_or(Ok(()), |ipam| ipam.check());
+        return ctx.ipam().map_or(Ok(()), |ipam| ipam.check());
     }
     let netns = ctx
         .env
         .netns
         .as_deref()
-        .ok_or_else(|| Error::InvalidEnv("CNI_NETNS is required for CHECK".into()))?;
+        .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for CHECK"))?;
     let pod = NetNs::open(netns)?;
     let nl = Netlink::connect_in(&pod)?;
     let link = nl.link_by_name(ifname).await?.ok_or_else(|| {
@@ -47,7 +44,7 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
     let mut diffs = Vec::new();
     let expected = prev.interfaces.iter().position(|i| &i.name == ifname);
     if let Some(mac) = expected.and_then(|i| prev.interfaces[i].mac.as_deref()) {
-        let actual = format_mac(&link.mac);
+        let actual = format_hw_addr(&link.mac);
         if !mac.eq_ignore_ascii_case(&actual) {
             diffs.push(format!("MAC is {actual}, expected {mac}"));
         }
@@ -78,7 +75,7 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
             diffs.join("; ")
         )));
     }
-    if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
+    if let Some(ipam) = ctx.ipam() {
         ipam.check()?;
     }
     Ok(())

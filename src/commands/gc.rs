@@ -1,25 +1,28 @@
-//! GC: drop every attachment of this network the runtime no longer knows,
-//! returning its VF home, then let IPAM release the same.
+//! GC: give back every attachment of this network the runtime no longer
+//! knows (see `detach`), then let IPAM release the same.
 
 use std::path::Path;
 
-use super::del::return_vf;
+use super::detach::{detach, Attachment};
 use super::Ctx;
-use crate::cni::version::Version;
-use crate::error::{Error, Result};
-use crate::ipam::Ipam;
+use crate::error::Result;
 use crate::{log_info, log_warn};
 
 pub async fn gc(ctx: &Ctx) -> Result<()> {
-    ctx.conf.version.require(Version::V1_1, "GC")?;
-    let valid = railcni_ipam::cni::valid_attachments(&ctx.conf.raw)
-        .map_err(|e| Error::config("cni.dev/valid-attachments", e.to_string()))?;
-    for record in ctx.store.list()? {
-        let key = (record.container_id.clone(), record.ifname.clone());
-        if record.network != ctx.conf.name || valid.contains(&key) {
+    let valid = cni::args::valid_attachments(&ctx.conf.raw)?;
+    for listed in ctx.store.list()? {
+        let key = (listed.container_id.clone(), listed.ifname.clone());
+        if listed.network != ctx.conf.name || valid.contains(&key) {
             continue;
         }
-        let _lock = ctx.store.lock_vf(&record.pci)?;
+        let _lock = ctx.store.lock_vf(&listed.pci)?;
+        // Act only on what is read under the lock.
+        let Some(record) = ctx.store.load(&listed.pci)? else {
+            continue;
+        };
+        if !record.is_for(&key.0, &key.1) {
+            continue;
+        }
         log_info!(
             "GC: dropping attachment {}/{} of VF {}",
             key.0,
@@ -31,15 +34,11 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
             .as_deref()
             .filter(|_| record.netns_alive())
             .map(Path::new);
-        match return_vf(ctx, &record.pci, Some(&record), netns, &record.ifname).await {
-            Ok(()) => ctx.store.remove(&record.pci)?,
-            Err(e) => log_warn!(
-                "GC: cannot return VF {}: {e}; keeping its record",
-                record.pci
-            ),
+        if let Err(e) = detach(ctx, &Attachment::of(&record), netns, None).await {
+            log_warn!("GC: {e}");
         }
     }
-    if let Some(ipam) = Ipam::new(&ctx.conf, &ctx.env) {
+    if let Some(ipam) = ctx.ipam() {
         ipam.gc(&valid)?;
     }
     Ok(())

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Hardware, LinkState, Rate, RdmaNetnsMode, VfSettings, Vlan, VlanProto};
 use crate::error::{Error, Result};
+use crate::net::Mac;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -34,7 +35,7 @@ pub struct Recorder {
 /// What a fresh VF reports: no admin MAC, no VLAN, spoof check on.
 pub(crate) fn factory_default() -> VfSettings {
     VfSettings {
-        mac: Some([0; 6]),
+        mac: Some(Mac([0; 6])),
         vlan: Some(Vlan {
             id: 0,
             qos: 0,
@@ -58,16 +59,16 @@ impl Recorder {
     fn load(&self) -> Result<FakeState> {
         match std::fs::read(&self.path) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| {
-                Error::Internal(format!("fake hardware {}: {e}", self.path.display()))
+                Error::internal(format!("fake hardware {}: {e}", self.path.display()))
             }),
             Err(_) => Ok(FakeState::default()),
         }
     }
 
     fn save(&self, s: &FakeState) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(s).map_err(|e| Error::Internal(e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(s).map_err(|e| Error::internal(e.to_string()))?;
         std::fs::write(&self.path, bytes)
-            .map_err(|e| Error::Internal(format!("fake hardware {}: {e}", self.path.display())))
+            .map_err(|e| Error::internal(format!("fake hardware {}: {e}", self.path.display())))
     }
 }
 

@@ -9,7 +9,7 @@ use netlink_packet_core::{NetlinkDeserializable, NetlinkMessage, NetlinkPayload,
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
-use super::{rdma, vf, Hardware, RdmaNetnsMode, VfSettings};
+use super::{rdma, vf_settings, Hardware, RdmaNetnsMode, VfSettings};
 use crate::error::{Error, Result};
 
 pub struct Kernel;
@@ -76,8 +76,8 @@ impl Hardware for Kernel {
     fn vf_state(&self, pf: &str, vf_index: u32) -> Result<VfSettings> {
         let what = format!("read VF {vf_index} of PF {pf}");
         let sock = open(NETLINK_ROUTE, &what)?;
-        let request = vf::encode(
-            RouteNetlinkMessage::GetLink(vf::get_request(pf_index(pf)?)),
+        let request = vf_settings::encode(
+            RouteNetlinkMessage::GetLink(vf_settings::get_request(pf_index(pf)?)),
             false,
             1,
         );
@@ -85,7 +85,7 @@ impl Hardware for Kernel {
         replies
             .iter()
             .find_map(|m| match m {
-                RouteNetlinkMessage::NewLink(l) => vf::vf_settings(l, vf_index),
+                RouteNetlinkMessage::NewLink(l) => vf_settings::vf_settings(l, vf_index),
                 _ => None,
             })
             .ok_or_else(|| Error::DeviceNotFound(format!("PF {pf} reports no VF {vf_index}")))
@@ -95,11 +95,12 @@ impl Hardware for Kernel {
         let what = format!("set VF {vf_index} on PF {pf}");
         let sock = open(NETLINK_ROUTE, &what)?;
         let index = pf_index(pf)?;
-        for (seq, msg) in vf::set_messages(index, vf_index, settings)
+        for (seq, msg) in vf_settings::set_messages(index, vf_index, settings)
             .into_iter()
             .enumerate()
         {
-            let request = vf::encode(RouteNetlinkMessage::NewLink(msg), true, seq as u32 + 1);
+            let request =
+                vf_settings::encode(RouteNetlinkMessage::NewLink(msg), true, seq as u32 + 1);
             transact::<RouteNetlinkMessage>(&sock, &request, &what)?;
         }
         Ok(())

@@ -6,13 +6,14 @@
 pub mod fake;
 pub mod kernel;
 pub mod rdma;
-pub mod vf;
+pub mod vf_settings;
 
 use std::os::fd::RawFd;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::net::Mac;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VlanProto {
@@ -50,7 +51,7 @@ pub struct Rate {
 #[serde(rename_all = "camelCase")]
 pub struct VfSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mac: Option<[u8; 6]>,
+    pub mac: Option<Mac>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vlan: Option<Vlan>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,10 +100,10 @@ pub trait Hardware {
     fn move_rdma_device(&self, name: &str, netns_fd: RawFd) -> Result<()>;
 }
 
-/// The kernel, or the recording fake when `RAILCNI_FAKE_HARDWARE` is set.
-pub fn from_env() -> Box<dyn Hardware> {
-    match std::env::var_os("RAILCNI_FAKE_HARDWARE") {
-        Some(path) => Box::new(fake::Recorder::new(path.into())),
+/// The kernel, or the recording fake when the settings name one (tests).
+pub fn backend(settings: &cni::Settings) -> Box<dyn Hardware> {
+    match &settings.fake_hardware {
+        Some(path) => Box::new(fake::Recorder::new(path.clone())),
         None => Box::new(kernel::Kernel),
     }
 }

@@ -207,7 +207,7 @@ pub fn device(m: &RdmaMessage) -> Option<(u32, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::vf::tests::{assert_same_message, fixture};
+    use crate::hw::vf_settings::tests::{assert_same_message, fixture};
 
     #[test]
     fn sys_get_matches_rdma_system() {

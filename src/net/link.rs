@@ -123,7 +123,7 @@ impl Netlink {
         self.apply(
             format!(
                 "set link #{index} address {}",
-                crate::config::format_mac(mac)
+                super::mac::format_hw_addr(mac)
             ),
             LinkUnspec::new_with_index(index)
                 .address(mac.to_vec())

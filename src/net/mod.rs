@@ -5,6 +5,7 @@
 //! briefly (socket creation, sysctl writes) through `NsGuard`.
 
 pub mod link;
+pub mod mac;
 pub mod netns;
 pub mod route;
 pub mod sysctl;
@@ -12,6 +13,7 @@ pub mod sysctl;
 use rtnetlink::Handle;
 
 pub use link::Link;
+pub use mac::Mac;
 pub use netns::NetNs;
 
 use crate::error::{Error, Result};

@@ -17,7 +17,7 @@ impl NetNs {
     /// The pod namespace at `path`; a missing one is CNI code 3.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::ContainerUnknown(format!(
+            std::io::ErrorKind::NotFound => Error::container_unknown(format!(
                 "network namespace {} does not exist",
                 path.display()
             )),

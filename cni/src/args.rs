@@ -1,23 +1,46 @@
-//! CNI spec pieces shared by the railcni plugin and the railcni-ipam binary.
+//! What a runtime passes beside the network config proper: `CNI_ARGS`, the
+//! addresses it asks for, and GC's list of valid attachments.
 
 use std::net::IpAddr;
 
 use serde_json::Value;
 
-use crate::IpamError;
+use crate::error::{Error, Result};
 
-/// Spec versions both binaries speak.
-pub const SUPPORTED_VERSIONS: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+fn env_err(msg: String) -> Error {
+    Error::InvalidEnv(msg)
+}
 
-type Result<T> = std::result::Result<T, IpamError>;
-
-fn env_err(msg: String) -> IpamError {
-    IpamError::new(4, msg)
+/// Addresses the runtime asked for: `runtimeConfig.ips`, `args.cni.ips`,
+/// then `CNI_ARGS IP=`. A prefix length is allowed and ignored.
+pub fn requested_ips(conf: &Value, cni_args: &CniArgs) -> Result<Vec<IpAddr>> {
+    let mut ips = Vec::new();
+    for (field, pointer) in [
+        ("runtimeConfig.ips", "/runtimeConfig/ips"),
+        ("args.cni.ips", "/args/cni/ips"),
+    ] {
+        let Some(listed) = conf.pointer(pointer) else {
+            continue;
+        };
+        let items = listed
+            .as_array()
+            .ok_or_else(|| Error::config(field, "must be a list of addresses"))?;
+        for item in items {
+            let s = item.as_str().unwrap_or_default();
+            let addr = s.split('/').next().unwrap_or(s);
+            ips.push(
+                addr.parse()
+                    .map_err(|_| Error::config(field, format!("{item} is not an IP address")))?,
+            );
+        }
+    }
+    ips.extend_from_slice(&cni_args.ips);
+    Ok(ips)
 }
 
 /// `cni.dev/valid-attachments` (spec 1.1), or the older `cni.dev/attachments`.
 pub fn valid_attachments(conf: &Value) -> Result<Vec<(String, String)>> {
-    let bad = |msg: String| IpamError::new(7, format!("cni.dev/valid-attachments: {msg}"));
+    let bad = |msg: String| Error::config("cni.dev/valid-attachments", msg);
     let list = conf
         .get("cni.dev/valid-attachments")
         .or_else(|| conf.get("cni.dev/attachments"))
@@ -98,8 +121,30 @@ impl CniArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Reply;
 
     use serde_json::json;
+
+    #[test]
+    fn requested_ips_come_from_runtime_config_args_and_cni_args() {
+        let conf = json!({"runtimeConfig": {"ips": ["10.0.0.4/31"]}, "args": {"cni": {"ips": ["10.0.0.6"]}}});
+        let args = CniArgs::parse("IP=10.0.0.8").unwrap();
+        let got: Vec<String> = requested_ips(&conf, &args)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(got, ["10.0.0.4", "10.0.0.6", "10.0.0.8"]);
+        let bad = json!({"runtimeConfig": {"ips": ["nope"]}});
+        let e = requested_ips(&bad, &CniArgs::default()).unwrap_err();
+        assert_eq!(e.code(), 7);
+        assert!(e.to_string().contains("runtimeConfig.ips"), "{e}");
+        assert_eq!(
+            requested_ips(&json!({"args": {"cni": {"ips": 5}}}), &CniArgs::default())
+                .map_err(|e| e.code()),
+            Err(7)
+        );
+    }
 
     #[test]
     fn reads_both_attachment_keys() {

@@ -1,9 +1,11 @@
 //! CNI spec versions railcni speaks and what each version allows.
 
+use crate::env::Command;
 use crate::error::{Error, Result};
 
-pub use railcni_ipam::cni::SUPPORTED_VERSIONS as SUPPORTED;
-pub const LATEST: &str = "1.1.0";
+/// Spec versions both binaries speak.
+pub const SUPPORTED: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+pub const LATEST: Version = Version::V1_1;
 
 /// A parsed, supported spec version. Ordered, so `v >= Version::V1_0` reads naturally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,6 +31,16 @@ impl Version {
         ))
     }
 
+    /// The minimum version a command needs: CHECK came in 0.4.0, GC and STATUS in 1.1.0.
+    pub fn gate(self, command: Command) -> Result<()> {
+        match command {
+            Command::Check => self.require(Version::V0_4, "CHECK"),
+            Command::Gc => self.require(Version::V1_1, "GC"),
+            Command::Status => self.require(Version::V1_1, "STATUS"),
+            Command::Add | Command::Del | Command::Version => Ok(()),
+        }
+    }
+
     /// Refuse a command that the config's version does not have.
     pub fn require(self, min: Version, what: &str) -> Result<()> {
         if self < min {
@@ -50,6 +62,7 @@ impl std::fmt::Display for Version {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Reply;
 
     #[test]
     fn parses_every_supported_version_and_round_trips() {
@@ -63,6 +76,23 @@ mod tests {
         for v in ["0.2.0", "1.2.0", "", "1.0", "abc"] {
             assert_eq!(Version::parse(v).map_err(|e| e.code()), Err(1), "{v}");
         }
+    }
+
+    #[test]
+    fn gates_check_gc_and_status() {
+        let v031 = Version::parse("0.3.1").unwrap();
+        assert_eq!(v031.gate(Command::Check).map_err(|e| e.code()), Err(1));
+        assert_eq!(
+            Version::V1_0.gate(Command::Gc).map_err(|e| e.code()),
+            Err(1)
+        );
+        assert_eq!(
+            Version::V1_0.gate(Command::Status).map_err(|e| e.code()),
+            Err(1)
+        );
+        assert!(Version::V0_4.gate(Command::Check).is_ok());
+        assert!(Version::V1_1.gate(Command::Gc).is_ok());
+        assert!(v031.gate(Command::Add).is_ok());
     }
 
     #[test]

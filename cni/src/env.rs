@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::args::CniArgs;
 use crate::error::{Error, Result};
-pub use railcni_ipam::cni::CniArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -24,6 +24,11 @@ impl Command {
             "VERSION" => Command::Version,
             "STATUS" => Command::Status,
             "GC" => Command::Gc,
+            "" => {
+                return Err(Error::InvalidEnv(
+                    "CNI_COMMAND is not set; a runtime must set it to ADD, DEL, CHECK, VERSION, STATUS or GC".into(),
+                ))
+            }
             other => {
                 return Err(Error::InvalidEnv(format!(
                     "CNI_COMMAND {other:?} is not one of ADD, DEL, CHECK, VERSION, STATUS, GC"
@@ -132,6 +137,7 @@ pub fn validate_ifname(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Reply;
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> Result<Env> {

@@ -94,8 +94,9 @@ pub struct Home<'a> {
 }
 
 impl Home<'_> {
-    /// Bring the VF back wherever it is, renamed and restored as the record
-    /// says, and return its host link. A VF that is nowhere to be found is
+    /// Bring the VF back wherever it is, renamed and with the MTU the record
+    /// says (the MAC is the caller's, after the PF-side settings), and return
+    /// its host link. A VF that is nowhere to be found is
     /// logged, not an error: DEL must converge.
     pub async fn bring_back(
         &self,
@@ -151,16 +152,18 @@ impl Home<'_> {
         if link.mtu != record.host.mtu {
             nl.set_mtu(link.index, record.host.mtu).await?;
         }
-        let mac = parse_hex_mac(&record.host.mac);
-        if !mac.is_empty() && link.mac != mac {
-            nl.set_mac(link.index, &mac).await?;
+        Ok(())
+    }
+
+    /// Put back the netdev MAC the record saved. Runs after the PF-side
+    /// settings are restored: some drivers refuse a VF MAC change while the
+    /// PF still holds an admin MAC for it.
+    pub async fn restore_mac(&self, link: &Link, record: &Record) -> Result<()> {
+        if let Some(mac) = record.host.mac {
+            if link.mac != mac.0 {
+                self.host_nl.set_mac(link.index, &mac.0).await?;
+            }
         }
         Ok(())
     }
-}
-
-fn parse_hex_mac(s: &str) -> Vec<u8> {
-    s.split(':')
-        .map_while(|p| u8::from_str_radix(p, 16).ok())
-        .collect()
 }

@@ -13,6 +13,7 @@ use netlink_packet_route::link::{
 use netlink_packet_route::RouteNetlinkMessage;
 
 use super::{LinkState, Rate, VfSettings, Vlan, VlanProto};
+use crate::net::Mac;
 
 fn vf_message(pf_index: u32, info: Vec<VfInfo>) -> LinkMessage {
     let mut m = LinkMessage::default();
@@ -26,7 +27,7 @@ fn vf_message(pf_index: u32, info: Vec<VfInfo>) -> LinkMessage {
 pub fn set_messages(pf_index: u32, vf: u32, s: &VfSettings) -> Vec<LinkMessage> {
     let mut out = Vec::new();
     if let Some(mac) = s.mac {
-        out.push(vec![VfInfo::Mac(VfInfoMac::new(vf, &mac))]);
+        out.push(vec![VfInfo::Mac(VfInfoMac::new(vf, &mac.0))]);
     }
     if let Some(v) = s.vlan {
         // iproute2: the legacy IFLA_VF_VLAN for 802.1Q, IFLA_VF_VLAN_LIST otherwise.
@@ -111,9 +112,7 @@ fn settings_of(infos: &[VfInfo]) -> VfSettings {
     for info in infos {
         match info {
             VfInfo::Mac(m) => {
-                let mut mac = [0u8; 6];
-                mac.copy_from_slice(&m.mac[..6]);
-                s.mac = Some(mac);
+                s.mac = m.mac.get(..6).and_then(Mac::from_slice);
             }
             VfInfo::Vlan(v) => {
                 s.vlan = Some(Vlan {
@@ -222,7 +221,7 @@ pub(crate) mod tests {
             (
                 "vf-mac",
                 VfSettings {
-                    mac: Some([2, 0, 0, 0, 0, 1]),
+                    mac: Some(Mac([2, 0, 0, 0, 0, 1])),
                     ..Default::default()
                 },
             ),
@@ -292,7 +291,7 @@ pub(crate) mod tests {
     #[test]
     fn several_settings_become_one_request_each() {
         let s = VfSettings {
-            mac: Some([2, 0, 0, 0, 0, 1]),
+            mac: Some(Mac([2, 0, 0, 0, 0, 1])),
             trust: Some(true),
             rate: Some(Rate {
                 min_mbps: 0,
@@ -376,7 +375,7 @@ pub(crate) mod tests {
             panic!("not a link message")
         };
         let s = vf_settings(&link, 201).unwrap();
-        assert_eq!(s.mac, Some([2, 0, 0, 0, 0, 201]));
+        assert_eq!(s.mac, Some(Mac([2, 0, 0, 0, 0, 201])));
         assert_eq!(
             s.vlan,
             Some(Vlan {
@@ -395,7 +394,7 @@ pub(crate) mod tests {
         );
         assert_eq!(s.link_state, Some(LinkState::Enable));
         let last = vf_settings(&link, 255).unwrap();
-        assert_eq!(last.mac, Some([2, 0, 0, 0, 0, 255]));
+        assert_eq!(last.mac, Some(Mac([2, 0, 0, 0, 0, 255])));
         assert!(vf_settings(&link, 256).is_none());
     }
 }

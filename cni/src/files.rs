@@ -1,0 +1,170 @@
+//! File mechanics the attachment store and the lease store share: private
+//! directories, lock files held with a deadline, and atomic replacement.
+//! Every open here refuses symlinks (`O_NOFOLLOW`) and closes on exec.
+
+use std::collections::hash_map::RandomState;
+use std::fs::{self, File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
+pub const DIR_MODE: u32 = 0o700;
+pub const FILE_MODE: u32 = 0o600;
+const FLAGS: i32 = nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC;
+
+/// Create `dir` (and parents) owner-only if missing.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+}
+
+/// Read a whole file, refusing a symlink. `Ok(None)` when it does not exist.
+pub fn read(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let mut file = match OpenOptions::new().read(true).custom_flags(FLAGS).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
+/// Why a lock could not be taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another holder kept it past the deadline.
+    Busy(Duration),
+    Io(io::Error),
+}
+
+/// An exclusive lock on a lock file, held until dropped (the kernel releases
+/// it when the process dies, so a crash never leaves it held).
+pub struct FileLock {
+    _lock: Flock<File>,
+}
+
+/// Take the exclusive lock on `path`, polling every `poll` until `timeout`.
+pub fn lock(path: &Path, timeout: Duration, poll: Duration) -> Result<FileLock, LockError> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(FILE_MODE)
+        .custom_flags(FLAGS)
+        .open(path)
+        .map_err(LockError::Io)?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(FileLock { _lock: lock }),
+            Err((f, Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                file = f;
+                std::thread::sleep(poll);
+            }
+            Err((_, Errno::EWOULDBLOCK)) => return Err(LockError::Busy(timeout)),
+            Err((_, e)) => return Err(LockError::Io(e.into())),
+        }
+    }
+}
+
+/// A temp file name beside `path` that another process cannot predict.
+fn temp_path(path: &Path) -> PathBuf {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    path.with_file_name(format!(".{name}.{:016x}.tmp", h.finish()))
+}
+
+/// Replace `path` with `bytes` so that a crash leaves the old or the new
+/// file: a fresh temp file (`O_EXCL`, never through a symlink), fsync,
+/// rename, fsync of the directory. The temp file is removed on any failure.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = temp_path(path);
+    let written = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(FILE_MODE)
+        .custom_flags(FLAGS)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|()| fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    File::open(dir)?.sync_all()
+}
+
+/// Remove a file; a missing one is fine.
+pub fn remove(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn atomic_write_is_private_and_leaves_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("leases.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(read(&p).unwrap().as_deref(), Some(&b"two"[..]));
+        let mode = fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, FILE_MODE);
+        let names: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn temp_names_are_not_predictable() {
+        let p = Path::new("/x/leases.json");
+        assert_ne!(temp_path(p), temp_path(p));
+    }
+
+    #[test]
+    fn reads_and_locks_refuse_symlinks() {
+        let t = tempfile::tempdir().unwrap();
+        let target = t.path().join("elsewhere");
+        fs::write(&target, "secret").unwrap();
+        let link = t.path().join("record.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(read(&link).is_err());
+        let lock_link = t.path().join("x.lock");
+        std::os::unix::fs::symlink(&target, &lock_link).unwrap();
+        assert!(matches!(
+            lock(&lock_link, Duration::ZERO, Duration::ZERO),
+            Err(LockError::Io(_))
+        ));
+        assert_eq!(fs::read_to_string(&target).unwrap(), "secret");
+        assert_eq!(read(&t.path().join("missing")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_held_lock_is_busy_until_dropped() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.lock");
+        let held = lock(&p, Duration::ZERO, Duration::ZERO).unwrap();
+        let again = lock(&p, Duration::from_millis(30), Duration::from_millis(5));
+        assert!(matches!(again, Err(LockError::Busy(_))));
+        drop(held);
+        assert!(lock(&p, Duration::ZERO, Duration::ZERO).is_ok());
+    }
+}

@@ -1,0 +1,159 @@
+//! The skeleton of one CNI invocation, shared by both binaries: read the
+//! environment and stdin once, answer VERSION, refuse what the config's
+//! version does not have, run the verb, print the result or the error reply.
+//! Nothing else ever reaches stdout.
+
+use std::io::{Read, Write};
+
+use serde_json::{json, Value};
+
+use crate::env::{Command, Env};
+use crate::error::{reply_json, Error, Reply, Result};
+use crate::settings::Settings;
+use crate::version::{Version, LATEST, SUPPORTED};
+
+/// One validated invocation, handed to the binary's dispatch.
+#[derive(Debug)]
+pub struct Request {
+    pub env: Env,
+    pub settings: Settings,
+    /// The network config: a JSON object.
+    pub config: Value,
+    /// Its `cniVersion`, already checked against the command.
+    pub version: Version,
+}
+
+/// Started by a runtime (any `CNI_*` variable set) rather than by a person.
+/// A runtime that forgets `CNI_COMMAND` still gets a CNI error, not help text.
+pub fn is_cni_invocation() -> bool {
+    std::env::vars_os().any(|(k, _)| k.to_str().is_some_and(|k| k.starts_with("CNI_")))
+}
+
+/// Run one invocation; returns the process exit code. `dispatch` logs its
+/// own failures; failures before it (environment, stdin, version) are
+/// written to stderr here.
+pub fn plugin_main<E>(
+    program: &str,
+    dispatch: impl FnOnce(Request) -> std::result::Result<Option<Value>, E>,
+) -> i32
+where
+    E: Reply + From<Error>,
+{
+    let mut stdin = Vec::new();
+    let read = std::io::stdin()
+        .read_to_end(&mut stdin)
+        .map_err(|e| Error::Io(format!("cannot read stdin: {e}")));
+    let outcome = match read.and_then(|_| prepare(&stdin)) {
+        Ok(Prepared::Version(reply)) => Ok(Some(reply)),
+        Ok(Prepared::Request(request)) => dispatch(request),
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            Err(E::from(e))
+        }
+    };
+    let (out, code) = match outcome {
+        Ok(out) => (out, 0),
+        Err(e) => (Some(reply_json(&e, reply_version(&stdin))), 1),
+    };
+    if let Some(v) = out {
+        let mut stdout = std::io::stdout().lock();
+        if writeln!(stdout, "{v}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return 1;
+        }
+    }
+    code
+}
+
+enum Prepared {
+    Version(Value),
+    Request(Request),
+}
+
+fn prepare(stdin: &[u8]) -> Result<Prepared> {
+    let env = Env::from_process()?;
+    if env.command == Command::Version {
+        let asked = asked_version(stdin).unwrap_or(LATEST);
+        return Ok(Prepared::Version(
+            json!({"cniVersion": asked.to_string(), "supportedVersions": SUPPORTED}),
+        ));
+    }
+    let config = parse_config(stdin)?;
+    let version = config_version(&config)?;
+    version.gate(env.command)?;
+    Ok(Prepared::Request(Request {
+        env,
+        settings: Settings::from_env(),
+        config,
+        version,
+    }))
+}
+
+/// stdin as a JSON object (code 6 otherwise).
+pub fn parse_config(stdin: &[u8]) -> Result<Value> {
+    let config: Value = serde_json::from_slice(stdin)
+        .map_err(|e| Error::Decode(format!("stdin is not valid JSON: {e}")))?;
+    if !config.is_object() {
+        return Err(Error::Decode("stdin must be a JSON object".into()));
+    }
+    Ok(config)
+}
+
+/// The config's `cniVersion`: required (7) and supported (1).
+pub fn config_version(config: &Value) -> Result<Version> {
+    match config.get("cniVersion") {
+        None | Some(Value::Null) => Err(Error::config("cniVersion", "is required")),
+        Some(Value::String(s)) => Version::parse(s),
+        Some(other) => Err(Error::config(
+            "cniVersion",
+            format!("{other} must be a string such as \"1.1.0\""),
+        )),
+    }
+}
+
+fn asked_version(stdin: &[u8]) -> Option<Version> {
+    let config: Value = serde_json::from_slice(stdin).ok()?;
+    Version::parse(config.get("cniVersion")?.as_str()?).ok()
+}
+
+/// Answer in the caller's version when it is one we speak.
+fn reply_version(stdin: &[u8]) -> Version {
+    asked_version(stdin).unwrap_or(LATEST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn config_must_be_an_object_with_a_supported_version() {
+        assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
+        assert_eq!(parse_config(b"{torn").map_err(|e| e.code()), Err(6));
+        assert_eq!(config_version(&json!({})).map_err(|e| e.code()), Err(7));
+        assert_eq!(
+            config_version(&json!({"cniVersion": 1})).map_err(|e| e.code()),
+            Err(7)
+        );
+        assert_eq!(
+            config_version(&json!({"cniVersion": "0.2.0"})).map_err(|e| e.code()),
+            Err(1)
+        );
+        assert_eq!(
+            config_version(&json!({"cniVersion": "0.4.0"})).ok(),
+            Some(Version::V0_4)
+        );
+    }
+
+    #[test]
+    fn replies_in_the_asked_version_when_supported() {
+        assert_eq!(
+            reply_version(br#"{"cniVersion":"0.3.1"}"#).to_string(),
+            "0.3.1"
+        );
+        assert_eq!(reply_version(br#"{"cniVersion":"9.9.9"}"#), LATEST);
+        assert_eq!(reply_version(b"not json"), LATEST);
+    }
+}
