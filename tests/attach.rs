@@ -44,11 +44,11 @@ fn add_check_del_round_trip_restores_the_vf() {
         "VF left the host"
     );
     assert!(node.record_exists(&vf.pci));
-    assert_eq!(
+    assert!(
         sh_ok(&format!(
             "ip netns exec {ns} sh -c 'test $(cat /proc/sys/net/ipv4/conf/net1/arp_notify) = 1'"
         )),
-        true
+        "arp_notify is on in the pod"
     );
 
     node.cni(&add.cmd("CHECK").with_conf(with_prev(&conf, &result)))
@@ -118,7 +118,8 @@ fn mac_from_runtime_config_and_restored_on_del() {
     assert_eq!(node.link(&node.host(), &vf.ifname).unwrap().mac, before.mac);
 }
 
-/// Every failed ADD leaves the host as it was: same link, no record, IPAM released.
+/// Every failed ADD leaves the host as it was: same link, no record. (Each
+/// case checks its own IPAM's leases.)
 fn assert_untouched(node: &Node, vf: &FakeVf, before: &LinkState) {
     assert_eq!(
         node.link(&node.host(), &vf.ifname).as_ref(),
@@ -410,9 +411,9 @@ fn multus_exact_invocation_at_0_3_1_and_1_0_0() {
             "ipam": node.host_local("172.16.0.0/24")
         });
         let mut add = Req::new("ADD", "9f1c0ffee", &pod, "net1", c);
-        add.args = Some(format!(
-            "IgnoreUnknown=true;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer-0;K8S_POD_INFRA_CONTAINER_ID=9f1c0ffee;K8S_POD_UID=1b2c"
-        ));
+        add.args = Some(
+            "IgnoreUnknown=true;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer-0;K8S_POD_INFRA_CONTAINER_ID=9f1c0ffee;K8S_POD_UID=1b2c".to_string()
+        );
         let r = node.cni(&add).ok();
         assert_eq!(r["cniVersion"], version);
         let iface = &r["interfaces"][0];

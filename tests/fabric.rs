@@ -301,9 +301,12 @@ fn two_nodes_two_rails_real_packets_through_the_leaf() {
             "VF of rail {rail} is home"
         );
     }
-    assert!(out(&format!("ip -n {pa} -6 rule show"))
-        .lines()
-        .all(|l| !l.contains("lookup 100")));
+    let left = out(&format!("ip -n {pa} rule show"));
+    assert!(
+        left.lines()
+            .all(|l| !l.contains("lookup 1001") && !l.contains("lookup 1002")),
+        "no rail rule of any source is left in pod A: {left}"
+    );
     // Pod B is unaffected.
     for rail in [1, 2] {
         assert_eq!(rules_from(&pb, &addr("gpu-1", rail)).len(), 1);

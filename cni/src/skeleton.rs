@@ -45,7 +45,7 @@ where
         .map_err(|e| Error::Io(format!("cannot read stdin: {e}")));
     let outcome = match read.and_then(|_| prepare(&stdin)) {
         Ok(Prepared::Version(reply)) => Ok(Some(reply)),
-        Ok(Prepared::Request(request)) => dispatch(request),
+        Ok(Prepared::Request(request)) => dispatch(*request),
         Err(e) => {
             eprintln!("{program}: {e}");
             Err(E::from(e))
@@ -69,7 +69,7 @@ where
 
 enum Prepared {
     Version(Value),
-    Request(Request),
+    Request(Box<Request>),
 }
 
 fn prepare(stdin: &[u8]) -> Result<Prepared> {
@@ -83,12 +83,12 @@ fn prepare(stdin: &[u8]) -> Result<Prepared> {
     let config = parse_config(stdin)?;
     let version = config_version(&config)?;
     version.gate(env.command)?;
-    Ok(Prepared::Request(Request {
+    Ok(Prepared::Request(Box::new(Request {
         env,
         settings: Settings::from_env(),
         config,
         version,
-    }))
+    })))
 }
 
 /// stdin as a JSON object (code 6 otherwise).

@@ -76,7 +76,8 @@ pub async fn detach(
     }
 
     let mut vf_home = true;
-    if !record.is_some_and(|r| r.dpdk) {
+    let moved = !record.is_some_and(|r| r.dpdk);
+    if moved {
         let opened;
         let pod_nl = match pod_nl {
             Some(nl) => Some(nl),
@@ -94,20 +95,31 @@ pub async fn detach(
         if let (Some(nl), Some(plan)) = (pod_nl, record.and_then(|r| r.routing.as_ref())) {
             note("remove rules and rail routes", rail::remove(nl, plan).await);
         }
-        let returned = return_netdev(ctx, a, vf.as_ref(), pod_nl).await;
-        vf_home &= note("return VF", returned.map(drop));
-    }
-
-    if let (Some(record), Some(vf)) = (record, &vf) {
-        note("restore VF settings", restore_vf_settings(ctx, vf, record));
-    }
-    if vf_home && !record.is_some_and(|r| r.dpdk) {
-        if let Some(record) = record {
-            note(
-                "restore MAC",
-                restore_mac(ctx, a, vf.as_ref(), record).await,
-            );
+        match Netlink::connect_in(&ctx.host) {
+            Ok(host_nl) => {
+                let sysfs_names = vf.as_ref().map(|v| v.netdevs.clone()).unwrap_or_default();
+                let home = Home {
+                    host: &ctx.host,
+                    host_nl: &host_nl,
+                    pci: a.pci,
+                    sysfs_names: &sysfs_names,
+                };
+                let returned = home.bring_back(pod_nl, a.ifname, record).await;
+                vf_home &= note(
+                    "return VF",
+                    returned.as_ref().map(drop).map_err(Clone::clone),
+                );
+                if let Some(vf) = &vf {
+                    note_settings(&mut note, ctx, vf, record);
+                }
+                if let (Ok(Some(link)), Some(record)) = (&returned, record) {
+                    note("restore MAC", home.restore_mac(link, record).await);
+                }
+            }
+            Err(e) => vf_home = note("open host netlink", Err(e)),
         }
+    } else if let Some(vf) = &vf {
+        note_settings(&mut note, ctx, vf, record);
     }
 
     if vf_home {
@@ -151,40 +163,15 @@ fn open_pod(netns: Option<&Path>) -> Result<Option<Netlink>> {
     }
 }
 
-async fn return_netdev(
+/// PF-side settings go back after the VF is home and before its MAC.
+fn note_settings(
+    note: &mut impl FnMut(&str, Result<()>) -> bool,
     ctx: &Ctx,
-    a: &Attachment<'_>,
-    vf: Option<&Vf>,
-    pod_nl: Option<&Netlink>,
-) -> Result<()> {
-    let host_nl = Netlink::connect_in(&ctx.host)?;
-    let sysfs_names = vf.map(|v| v.netdevs.clone()).unwrap_or_default();
-    let home = Home {
-        host: &ctx.host,
-        host_nl: &host_nl,
-        pci: a.pci,
-        sysfs_names: &sysfs_names,
-    };
-    home.bring_back(pod_nl, a.ifname, a.record).await.map(drop)
-}
-
-async fn restore_mac(
-    ctx: &Ctx,
-    a: &Attachment<'_>,
-    vf: Option<&Vf>,
-    record: &Record,
-) -> Result<()> {
-    let host_nl = Netlink::connect_in(&ctx.host)?;
-    let sysfs_names = vf.map(|v| v.netdevs.clone()).unwrap_or_default();
-    let home = Home {
-        host: &ctx.host,
-        host_nl: &host_nl,
-        pci: a.pci,
-        sysfs_names: &sysfs_names,
-    };
-    match super::home::find_in_host(&host_nl, a.pci, &sysfs_names, Some(record)).await? {
-        Some(link) => home.restore_mac(&link, record).await,
-        None => Ok(()),
+    vf: &Vf,
+    record: Option<&Record>,
+) {
+    if let Some(record) = record {
+        note("restore VF settings", restore_vf_settings(ctx, vf, record));
     }
 }
 

@@ -131,7 +131,7 @@ impl Home<'_> {
             return Ok(Some(link));
         };
         self.restore(&link, record).await?;
-        Ok(self.host_nl.link_by_index(link.index).await?)
+        self.host_nl.link_by_index(link.index).await
     }
 
     async fn restore(&self, link: &Link, record: &Record) -> Result<()> {

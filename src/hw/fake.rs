@@ -3,7 +3,7 @@
 //! change is appended to its `calls` list.
 
 use std::collections::BTreeMap;
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -109,9 +109,9 @@ impl Hardware for Recorder {
         }
     }
 
-    fn move_rdma_device(&self, name: &str, netns_fd: RawFd) -> Result<()> {
+    fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()> {
         let mut state = self.load()?;
-        let ns = nix::sys::stat::fstat(unsafe { std::os::fd::BorrowedFd::borrow_raw(netns_fd) })
+        let ns = nix::sys::stat::fstat(netns)
             .map(|st| format!("ns:{}", st.st_ino))
             .map_err(|e| Error::Netlink(format!("move RDMA device {name}: bad netns fd: {e}")))?;
         state.rdma_devices.insert(name.to_string(), ns.clone());

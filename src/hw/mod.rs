@@ -7,8 +7,9 @@ pub mod fake;
 pub mod kernel;
 pub mod rdma;
 pub mod vf_settings;
+pub mod wire;
 
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +98,7 @@ pub trait Hardware {
     fn set_vf(&self, pf_ifname: &str, vf: u32, settings: &VfSettings) -> Result<()>;
     fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode>;
     /// Move the RDMA device `name` into the namespace behind `netns_fd`.
-    fn move_rdma_device(&self, name: &str, netns_fd: RawFd) -> Result<()>;
+    fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()>;
 }
 
 /// The kernel, or the recording fake when the settings name one (tests).

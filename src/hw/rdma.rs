@@ -3,9 +3,8 @@
 //! Shapes follow iproute2's `rdma` (tests/fixtures/netlink/rdma-*.hex).
 
 use netlink_packet_core::{
-    DecodeError, DefaultNla, Emitable, NetlinkDeserializable, NetlinkHeader, NetlinkMessage,
-    NetlinkPayload, NetlinkSerializable, Nla, NlaBuffer, NlasIterator, Parseable, NLM_F_ACK,
-    NLM_F_DUMP, NLM_F_REQUEST,
+    DecodeError, DefaultNla, Emitable, NetlinkDeserializable, NetlinkHeader, NetlinkPayload,
+    NetlinkSerializable, Nla, NlaBuffer, NlasIterator, Parseable, NLM_F_ACK, NLM_F_DUMP,
 };
 
 use super::RdmaNetnsMode;
@@ -144,27 +143,17 @@ impl From<RdmaMessage> for NetlinkPayload<RdmaMessage> {
 }
 
 fn encode(op: u16, attributes: Vec<RdmaAttr>, flags: u16, seq: u32) -> Vec<u8> {
-    let mut header = NetlinkHeader::default();
-    header.flags = flags;
-    header.sequence_number = seq;
-    let mut nl = NetlinkMessage::new(
-        header,
-        NetlinkPayload::InnerMessage(RdmaMessage { op, attributes }),
-    );
-    nl.finalize();
-    let mut buf = vec![0; nl.buffer_len()];
-    nl.serialize(&mut buf);
-    buf
+    super::wire::encode(RdmaMessage { op, attributes }, flags, seq)
 }
 
 /// `rdma system`: ask for the netns mode.
 pub fn sys_get(seq: u32) -> Vec<u8> {
-    encode(CMD_SYS_GET, vec![], NLM_F_REQUEST | NLM_F_ACK, seq)
+    encode(CMD_SYS_GET, vec![], NLM_F_ACK, seq)
 }
 
 /// The device list, to turn a device name into its index.
 pub fn dump_devices(seq: u32) -> Vec<u8> {
-    encode(CMD_GET, vec![], NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, seq)
+    encode(CMD_GET, vec![], NLM_F_ACK | NLM_F_DUMP, seq)
 }
 
 /// `rdma dev set <dev> netns <ns>`.
@@ -172,7 +161,7 @@ pub fn set_netns(dev_index: u32, netns_fd: u32, seq: u32) -> Vec<u8> {
     encode(
         CMD_SET,
         vec![RdmaAttr::DevIndex(dev_index), RdmaAttr::NetNsFd(netns_fd)],
-        NLM_F_REQUEST | NLM_F_ACK,
+        NLM_F_ACK,
         seq,
     )
 }

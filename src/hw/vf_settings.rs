@@ -2,15 +2,11 @@
 //! Each setting is its own request, shaped as iproute2's
 //! `ip link set <pf> vf N …` sends it (tests/fixtures/netlink/vf-*.hex).
 
-use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_REQUEST,
-};
 use netlink_packet_route::link::{
     LinkAttribute, LinkExtentMask, LinkMessage, LinkVfInfo, VfInfo, VfInfoLinkState, VfInfoMac,
     VfInfoRate, VfInfoSpoofCheck, VfInfoTrust, VfInfoVlan, VfLinkState, VfVlan, VfVlanInfo,
     VlanProtocol,
 };
-use netlink_packet_route::RouteNetlinkMessage;
 
 use super::{LinkState, Rate, VfSettings, Vlan, VlanProto};
 use crate::net::Mac;
@@ -81,17 +77,6 @@ pub fn get_request(pf_index: u32) -> LinkMessage {
 }
 
 /// The bytes of a request (`NLM_F_REQUEST|NLM_F_ACK` for changes).
-pub fn encode(msg: RouteNetlinkMessage, ack: bool, seq: u32) -> Vec<u8> {
-    let mut header = NetlinkHeader::default();
-    header.flags = NLM_F_REQUEST | if ack { NLM_F_ACK } else { 0 };
-    header.sequence_number = seq;
-    let mut nl = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(msg));
-    nl.finalize();
-    let mut buf = vec![0; nl.buffer_len()];
-    nl.serialize(&mut buf);
-    buf
-}
-
 /// VF `vf`'s attributes from the PF's RTM_NEWLINK reply.
 pub fn vf_settings(link: &LinkMessage, vf: u32) -> Option<VfSettings> {
     let list = link.attributes.iter().find_map(|a| match a {
@@ -158,7 +143,9 @@ fn settings_of(infos: &[VfInfo]) -> VfSettings {
 pub(crate) mod tests {
     use super::*;
     use netlink_packet_core::NLM_F_MULTIPART;
+    use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK};
     use netlink_packet_route::link::{VfInfoGuid, VfInfoRssQueryEn, VfInfoTxRate};
+    use netlink_packet_route::RouteNetlinkMessage;
 
     /// A fixture: the command, its header values, and the message bytes.
     pub struct Fixture {
@@ -205,7 +192,7 @@ pub(crate) mod tests {
     fn ours(s: VfSettings) -> Vec<u8> {
         let msgs = set_messages(3, 3, &s);
         assert_eq!(msgs.len(), 1);
-        encode(RouteNetlinkMessage::NewLink(msgs[0].clone()), true, 1)
+        crate::hw::wire::encode(RouteNetlinkMessage::NewLink(msgs[0].clone()), NLM_F_ACK, 1)
     }
 
     fn vlan(id: u16, qos: u8, proto: VlanProto) -> VfSettings {
@@ -307,7 +294,7 @@ pub(crate) mod tests {
     /// (each VF's attributes, broadcast address and IB GUIDs), with the
     /// per-VF port profiles some drivers add: over 64 KiB in one message,
     /// while every attribute stays within its 16-bit length.
-    fn big_pf_reply() -> Vec<u8> {
+    pub fn big_pf_reply() -> Vec<u8> {
         use netlink_packet_core::DefaultNla;
         use netlink_packet_route::link::{LinkVfPort, VfInfoBroadcast, VfPort};
         let vfs: Vec<LinkVfInfo> = (0..256u32)

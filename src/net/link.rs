@@ -4,6 +4,8 @@ use futures_util::TryStreamExt;
 use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, Prop};
 use rtnetlink::LinkUnspec;
 
+use nix::errno::Errno;
+
 use super::{errno, nl_err, NetNs, Netlink};
 use crate::error::Result;
 
@@ -51,9 +53,6 @@ impl Link {
     }
 }
 
-const ENODEV: i32 = 19;
-pub const EEXIST: i32 = 17;
-
 impl Netlink {
     pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
         let mut req = self
@@ -64,7 +63,7 @@ impl Netlink {
             .execute();
         match req.try_next().await {
             Ok(m) => Ok(m.map(Link::from_message)),
-            Err(e) if errno(&e) == Some(ENODEV) => Ok(None),
+            Err(e) if errno(&e) == Some(Errno::ENODEV) => Ok(None),
             Err(e) => Err(nl_err(format!("get link {name}"), e)),
         }
     }
@@ -73,7 +72,7 @@ impl Netlink {
         let mut req = self.handle.link().get().match_index(index).execute();
         match req.try_next().await {
             Ok(m) => Ok(m.map(Link::from_message)),
-            Err(e) if errno(&e) == Some(ENODEV) => Ok(None),
+            Err(e) if errno(&e) == Some(Errno::ENODEV) => Ok(None),
             Err(e) => Err(nl_err(format!("get link #{index}"), e)),
         }
     }
@@ -147,7 +146,7 @@ impl Netlink {
     /// Ok(false) when the name is taken in the target (EEXIST).
     pub async fn move_to(&self, index: u32, target: &NetNs, name: &str) -> Result<bool> {
         let msg = LinkUnspec::new_with_index(index)
-            .setns_by_fd(target.fd())
+            .setns_by_fd(std::os::fd::AsRawFd::as_raw_fd(&target.fd()))
             .name(name.to_string())
             .build();
         match self
@@ -158,7 +157,7 @@ impl Netlink {
             .await
         {
             Ok(()) => Ok(true),
-            Err((_, e)) if errno(&e) == Some(EEXIST) => Ok(false),
+            Err((_, e)) if errno(&e) == Some(Errno::EEXIST) => Ok(false),
             Err((w, e)) => Err(nl_err(w, e)),
         }
     }

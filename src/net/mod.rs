@@ -10,6 +10,7 @@ pub mod netns;
 pub mod route;
 pub mod sysctl;
 
+use nix::errno::Errno;
 use rtnetlink::Handle;
 
 pub use link::Link;
@@ -37,19 +38,17 @@ impl Netlink {
     }
 }
 
-/// The positive errno of a netlink failure, if the kernel sent one.
-pub fn errno(e: &rtnetlink::Error) -> Option<i32> {
+/// The errno of a netlink failure, if the kernel sent one.
+pub fn errno(e: &rtnetlink::Error) -> Option<Errno> {
     match e {
-        rtnetlink::Error::NetlinkError(m) => Some(m.raw_code().abs()),
+        rtnetlink::Error::NetlinkError(m) => Some(Errno::from_raw(m.raw_code().abs())),
         _ => None,
     }
 }
 
 fn nl_err(what: impl std::fmt::Display, e: rtnetlink::Error) -> Error {
     let detail = match &e {
-        rtnetlink::Error::NetlinkError(m) => {
-            std::io::Error::from_raw_os_error(m.raw_code().abs()).to_string()
-        }
+        rtnetlink::Error::NetlinkError(m) => Errno::from_raw(m.raw_code().abs()).desc().to_string(),
         other => other.to_string(),
     };
     Error::Netlink(format!("{what}: {detail}"))

@@ -1,7 +1,7 @@
 //! Network namespace handles and a guard that always switches back.
 
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 use nix::sched::{setns, CloneFlags};
@@ -43,8 +43,8 @@ impl NetNs {
         })
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.file.as_raw_fd()
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
     }
 
     pub fn label(&self) -> &str {

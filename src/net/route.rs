@@ -9,13 +9,11 @@ use rtnetlink::packet_route::route::{RouteAttribute, RouteMessage, RouteScope};
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use rtnetlink::{IpVersion, RouteMessageBuilder};
 
+use nix::errno::Errno;
+
 use super::{errno, nl_err, Netlink};
 use crate::error::{Error, Result};
 use crate::routing::{RouteSpec, RuleSpec};
-
-const EEXIST: i32 = 17;
-const ENOENT: i32 = 2;
-const ESRCH: i32 = 3;
 
 /// A rule as the kernel reports it.
 #[derive(Debug, Clone)]
@@ -94,7 +92,7 @@ impl Netlink {
             b = b.table_id(t);
         }
         match self.handle.route().add(b.build()).execute().await {
-            Err(e) if errno(&e) == Some(EEXIST) => Ok(()),
+            Err(e) if errno(&e) == Some(Errno::EEXIST) => Ok(()),
             other => other.map_err(|e| nl_err(what, e)),
         }
     }
@@ -121,7 +119,7 @@ impl Netlink {
 
     pub async fn del_route(&self, r: &InstalledRoute) -> Result<()> {
         match self.handle.route().del(r.message.clone()).execute().await {
-            Err(e) if matches!(errno(&e), Some(ESRCH | ENOENT)) => Ok(()),
+            Err(e) if matches!(errno(&e), Some(Errno::ESRCH | Errno::ENOENT)) => Ok(()),
             other => {
                 other.map_err(|e| nl_err(format!("delete route {:?} table {}", r.dst, r.table), e))
             }
@@ -153,7 +151,7 @@ impl Netlink {
             }
         };
         match result {
-            Err(e) if errno(&e) == Some(EEXIST) => Ok(()),
+            Err(e) if errno(&e) == Some(Errno::EEXIST) => Ok(()),
             other => other.map_err(|e| {
                 nl_err(
                     format!(
@@ -184,7 +182,7 @@ impl Netlink {
 
     pub async fn del_rule(&self, r: &Rule) -> Result<()> {
         match self.handle.rule().del(r.message.clone()).execute().await {
-            Err(e) if matches!(errno(&e), Some(ENOENT | ESRCH)) => Ok(()),
+            Err(e) if matches!(errno(&e), Some(Errno::ENOENT | Errno::ESRCH)) => Ok(()),
             other => other.map_err(|e| {
                 nl_err(
                     format!("delete rule from {:?} priority {}", r.src, r.priority),

@@ -1,0 +1,187 @@
+//! The netlink wire under the hardware layer: one encoder for any message
+//! (VF settings and RDMA share it), and one request/reply exchange that
+//! reads each datagram whole (a PF with ~220+ VFs answers RTM_GETLINK with
+//! more than 64 KiB) and ends only in an ACK, DONE or the kernel's error.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use netlink_packet_core::{
+    NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
+    NLM_F_MULTIPART, NLM_F_REQUEST,
+};
+use nix::errno::Errno;
+use nix::sys::socket::{recv, send, MsgFlags};
+
+use crate::error::{Error, Result};
+
+/// A request: `NLM_F_REQUEST` plus `flags`, with sequence number `seq`.
+pub fn encode<T>(msg: T, flags: u16, seq: u32) -> Vec<u8>
+where
+    T: NetlinkSerializable,
+    NetlinkPayload<T>: From<T>,
+{
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST | flags;
+    header.sequence_number = seq;
+    let mut nl = NetlinkMessage::new(header, NetlinkPayload::from(msg));
+    nl.finalize();
+    let mut buf = vec![0; nl.buffer_len()];
+    nl.serialize(&mut buf);
+    buf
+}
+
+/// One datagram, whole: its size is peeked first (`MSG_PEEK | MSG_TRUNC`).
+pub fn recv_datagram(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let raw = fd.as_raw_fd();
+    let size = loop {
+        match recv(raw, &mut [], MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC) {
+            Err(Errno::EINTR) => {}
+            other => break other?,
+        }
+    };
+    let mut buf = vec![0; size];
+    let got = loop {
+        match recv(raw, &mut buf, MsgFlags::empty()) {
+            Err(Errno::EINTR) => {}
+            other => break other?,
+        }
+    };
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Send `request` (sequence `seq`) and collect its replies until the ACK
+/// (`ack`), DONE, or, when no ACK was asked for, a single non-multipart
+/// answer. Replies to other sequence numbers are skipped.
+pub fn transact<T>(
+    fd: BorrowedFd<'_>,
+    request: &[u8],
+    seq: u32,
+    ack: bool,
+    what: &str,
+) -> Result<Vec<T>>
+where
+    T: NetlinkDeserializable,
+{
+    let io = |e: io::Error| Error::Netlink(format!("{what}: {e}"));
+    send(fd.as_raw_fd(), request, MsgFlags::empty()).map_err(|e| io(e.into()))?;
+    let mut out = Vec::new();
+    loop {
+        let buf = recv_datagram(fd).map_err(io)?;
+        if buf.is_empty() {
+            return Err(Error::Netlink(format!(
+                "{what}: the socket closed before the kernel answered"
+            )));
+        }
+        let mut offset = 0;
+        while offset < buf.len() {
+            let msg = NetlinkMessage::<T>::deserialize(&buf[offset..])
+                .map_err(|e| Error::Netlink(format!("{what}: undecodable reply: {e}")))?;
+            let len = msg.header.length as usize;
+            if msg.header.sequence_number == seq {
+                let multipart = msg.header.flags & NLM_F_MULTIPART != 0;
+                match msg.payload {
+                    NetlinkPayload::Done(_) => return Ok(out),
+                    NetlinkPayload::Error(e) if e.code.is_none() => return Ok(out),
+                    NetlinkPayload::Error(e) => {
+                        let errno = Errno::from_raw(e.raw_code().abs());
+                        return Err(Error::Netlink(format!("{what}: {}", errno.desc())));
+                    }
+                    NetlinkPayload::InnerMessage(m) => {
+                        out.push(m);
+                        if !multipart && !ack {
+                            return Ok(out);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if len == 0 {
+                break;
+            }
+            offset += (len + 3) & !3;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_core::DoneMessage;
+    use netlink_packet_route::RouteNetlinkMessage;
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    use std::os::fd::AsFd;
+
+    fn message(payload: NetlinkPayload<RouteNetlinkMessage>, seq: u32, flags: u16) -> Vec<u8> {
+        let mut header = NetlinkHeader::default();
+        header.sequence_number = seq;
+        header.flags = flags;
+        let mut nl = NetlinkMessage::new(header, payload);
+        nl.finalize();
+        let mut buf = vec![0; nl.buffer_len()];
+        nl.serialize(&mut buf);
+        buf
+    }
+
+    /// The same read path as the kernel backend, fed through a datagram
+    /// socket pair: a stray reply to another request, a 256-VF PF reply
+    /// above 64 KiB in one datagram, then DONE.
+    #[test]
+    fn reads_a_reply_above_64_kib_whole_and_skips_other_sequences() {
+        let (ours, peer) = socketpair(
+            AddressFamily::Unix,
+            SockType::Datagram,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let big = crate::hw::vf_settings::tests::big_pf_reply();
+        assert!(big.len() > 65536, "reply is {} bytes", big.len());
+        let stray = message(
+            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(Default::default())),
+            7,
+            0,
+        );
+        let done = message(
+            NetlinkPayload::Done(DoneMessage::default()),
+            0,
+            NLM_F_MULTIPART,
+        );
+        for datagram in [&stray, &big, &done] {
+            send(peer.as_fd().as_raw_fd(), datagram, MsgFlags::empty()).unwrap();
+        }
+        let replies: Vec<RouteNetlinkMessage> =
+            transact(ours.as_fd(), b"request", 0, false, "read PF").unwrap();
+        assert_eq!(replies.len(), 1, "the stray reply was skipped");
+        let RouteNetlinkMessage::NewLink(link) = &replies[0] else {
+            panic!("not a link message")
+        };
+        let vf = crate::hw::vf_settings::vf_settings(link, 255).unwrap();
+        assert_eq!(vf.mac, Some(crate::net::Mac([2, 0, 0, 0, 0, 255])));
+        let mut request = [0u8; 16];
+        let n = recv(peer.as_fd().as_raw_fd(), &mut request, MsgFlags::empty()).unwrap();
+        assert_eq!(&request[..n], b"request");
+    }
+
+    #[test]
+    fn a_closed_peer_is_an_error_not_an_empty_answer() {
+        let (ours, peer) = socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 16];
+            let _ = recv(peer.as_fd().as_raw_fd(), &mut buf, MsgFlags::empty());
+            drop(peer);
+        });
+        let got = transact::<RouteNetlinkMessage>(ours.as_fd(), b"request", 1, true, "set VF");
+        reader.join().unwrap();
+        let e = got.unwrap_err();
+        assert_eq!(e.code(), 104);
+        assert!(e.to_string().contains("closed"), "{e}");
+    }
+}
