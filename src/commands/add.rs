@@ -377,11 +377,14 @@ impl Attach<'_> {
             ip.interface = Some(0);
         }
 
-        let used = match (&ctx.conf.routing.table, ifname.strip_prefix("net")) {
-            (None, None) => rail::used_tables(pod_nl).await?,
-            _ => Vec::new(),
+        let used = match ctx.conf.routing.table {
+            None => {
+                let ours: Vec<_> = result.ips.iter().map(|ip| ip.address.addr()).collect();
+                rail::used_tables_and_priorities(pod_nl, &ours).await?
+            }
+            Some(_) => Vec::new(),
         };
-        let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used)?;
+        let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used);
         let plan = routing::plan(&result, &ctx.conf.routing, table, priority);
         // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
         record.routing = Some(plan.clone());

@@ -1,21 +1,30 @@
 //! Installing, removing and verifying a rail's routing plan inside the pod.
 
+use std::net::IpAddr;
+
 use crate::error::Result;
 use crate::net::{sysctl, NetNs, Netlink};
 use crate::routing::Plan;
 
 const MAIN_TABLE: u32 = 254;
 
-/// Tables already used in the pod (rules or routes), for choosing a free one.
-pub async fn used_tables(nl: &Netlink) -> Result<Vec<u32>> {
-    let mut tables: Vec<u32> = nl.rules().await?.iter().map(|r| r.table).collect();
-    tables.extend(nl.routes().await?.iter().map(|r| r.table));
-    Ok(tables)
+/// Tables and rule priorities already used in the pod, for choosing free
+/// ones. Rules from one of `ours` (the addresses being attached) are stale
+/// leftovers that `install` replaces, so they do not count.
+pub async fn used_tables_and_priorities(nl: &Netlink, ours: &[IpAddr]) -> Result<Vec<u32>> {
+    let mut used = Vec::new();
+    for rule in nl.rules().await? {
+        if rule.src.is_none_or(|src| !ours.contains(&src.addr())) {
+            used.extend([rule.table, rule.priority]);
+        }
+    }
+    used.extend(nl.routes().await?.iter().map(|r| r.table));
+    Ok(used)
 }
 
 /// Sysctls, table routes (connected first), main routes, then the source
-/// rules. Stale rules for the same source or priority go first, so a retried
-/// ADD or a reused address never meets an old rule.
+/// rules. Stale rules for the same source go first, so a retried ADD or a
+/// reused address never meets an old rule.
 pub async fn install(
     pod: &NetNs,
     nl: &Netlink,
@@ -24,7 +33,7 @@ pub async fn install(
     plan: &Plan,
 ) -> Result<()> {
     for s in &plan.sysctls {
-        sysctl::write_in(pod, &sysctl::conf_path(&s.family, ifname, &s.key), &s.value)?;
+        sysctl::write_in(pod, &s.key.path(ifname), &s.value)?;
     }
     for route in &plan.routes {
         nl.add_route(index, route).await?;
@@ -36,11 +45,11 @@ pub async fn install(
     Ok(())
 }
 
+/// Rules from the plan's source addresses: ours, or stale ones for the same
+/// address. A rule of another attachment (another source) is never touched.
 async fn remove_rules(nl: &Netlink, plan: &Plan) -> Result<()> {
     for rule in nl.rules().await? {
-        let ours = plan.rules.iter().any(|spec| {
-            rule.src.is_some() && (rule.src == Some(spec.src) || rule.priority == spec.priority)
-        });
+        let ours = plan.rules.iter().any(|spec| rule.src == Some(spec.src));
         if ours {
             nl.del_rule(&rule).await?;
         }
@@ -89,7 +98,7 @@ pub async fn differences(
         }
     }
     for s in &plan.sysctls {
-        let path = sysctl::conf_path(&s.family, ifname, &s.key);
+        let path = s.key.path(ifname);
         let actual = sysctl::read_in(pod, &path)?;
         if actual != s.value {
             diffs.push(format!(

@@ -1,14 +1,9 @@
 //! Per-interface sysctls, written inside the namespace that owns the interface.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::NetNs;
 use crate::error::{Error, Result};
-
-/// `/proc/sys/net/<family>/conf/<ifname>/<key>`.
-pub fn conf_path(family: &str, ifname: &str, key: &str) -> PathBuf {
-    PathBuf::from(format!("/proc/sys/net/{family}/conf/{ifname}/{key}"))
-}
 
 pub fn write_in(ns: &NetNs, path: &Path, value: &str) -> Result<()> {
     let _guard = ns.enter()?;

@@ -1,5 +1,6 @@
 //! The rail routing plan (pure): which table and rule priority a rail gets,
 //! which routes go in its table and in main, and which sysctls it needs.
+//! `commands/rail.rs` applies it.
 //!
 //! RoCE resolves next hops by a route lookup from the GID's source address,
 //! so each rail gets `from <addr> lookup <table>` with an explicit priority
@@ -11,9 +12,9 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::error::{Error, Result};
+use super::conf::{RoutingConf, SysctlKey};
+
 use cni::{CniResult, Route};
 
 /// Tables for non-`net<N>` interfaces start here (sbr and Spiderpool use 100 up).
@@ -32,124 +33,11 @@ pub const DEFAULT_SYSCTLS: &[(&str, &str)] = &[
     ("arp_notify", "1"),
 ];
 
-/// The `routing` object of the network config.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RoutingConf {
-    pub table: Option<u32>,
-    pub rule_priority: Option<u32>,
-    pub main_routes: bool,
-    pub default_route: bool,
-    /// The rail's own CIDR for the main table; defaults to the embedded IPAM's `cidr`.
-    pub rail_cidr: Option<IpNet>,
-    /// `net.ipv{4,6}.conf.IFNAME.<key>` → value.
-    pub sysctl: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawRouting {
-    table: Option<u32>,
-    rule_priority: Option<u32>,
-    main_routes: Option<bool>,
-    default_route: Option<bool>,
-    rail_cidr: Option<IpNet>,
-    #[serde(default)]
-    sysctl: BTreeMap<String, Value>,
-}
-
-impl RoutingConf {
-    /// `routing` (may be absent) plus the embedded IPAM's `cidr` as the rail CIDR default.
-    pub fn parse(routing: Option<&Value>, ipam_cidr: Option<IpNet>) -> Result<Self> {
-        let raw: RawRouting = match routing {
-            None => {
-                return Ok(RoutingConf {
-                    main_routes: true,
-                    rail_cidr: ipam_cidr,
-                    ..RoutingConf::default()
-                })
-            }
-            Some(v) => serde_json::from_value(v.clone())
-                .map_err(|e| Error::config("routing", e.to_string()))?,
-        };
-        if let Some(t) = raw.table {
-            check_table(t)?;
-        }
-        if raw.rule_priority == Some(0) {
-            return Err(Error::config(
-                "routing.rulePriority",
-                "0 would sit before the local table's rule; use 1..32765",
-            ));
-        }
-        let mut sysctl = BTreeMap::new();
-        for (key, value) in raw.sysctl {
-            let value = match value {
-                Value::String(s) => s,
-                Value::Number(n) => n.to_string(),
-                other => {
-                    return Err(Error::config(
-                        &format!("routing.sysctl.{key}"),
-                        format!("{other} must be a string or number"),
-                    ))
-                }
-            };
-            check_sysctl(&key, &value)?;
-            sysctl.insert(key, value);
-        }
-        Ok(RoutingConf {
-            table: raw.table,
-            rule_priority: raw.rule_priority,
-            main_routes: raw.main_routes.unwrap_or(true),
-            default_route: raw.default_route.unwrap_or(false),
-            rail_cidr: raw.rail_cidr.or(ipam_cidr).map(|c| c.trunc()),
-            sysctl,
-        })
-    }
-}
-
-fn check_table(t: u32) -> Result<()> {
-    if t == 0 || (252..=255).contains(&t) {
-        return Err(Error::config(
-            "routing.table",
-            format!("{t} is reserved (0, 252-255); pick another table"),
-        ));
-    }
-    Ok(())
-}
-
-/// Only `net.ipv4.conf.IFNAME.<key>` / `net.ipv6.conf.IFNAME.<key>`: a NAD
-/// may tune its own interface, nothing else on the node or in the pod.
-fn check_sysctl(key: &str, value: &str) -> Result<()> {
-    let field = format!("routing.sysctl.{key}");
-    let parts: Vec<&str> = key.split('.').collect();
-    let ok = parts.len() == 5
-        && parts[0] == "net"
-        && (parts[1] == "ipv4" || parts[1] == "ipv6")
-        && parts[2] == "conf"
-        && parts[3] == "IFNAME"
-        && !parts[4].is_empty()
-        && parts[4]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ok {
-        return Err(Error::config(
-            &field,
-            "only net.ipv4.conf.IFNAME.<key> and net.ipv6.conf.IFNAME.<key> may be set",
-        ));
-    }
-    if value.is_empty() || value.chars().any(|c| c == '\n' || c == '/') {
-        return Err(Error::config(
-            &field,
-            format!("{value:?} is not a sysctl value"),
-        ));
-    }
-    Ok(())
-}
-
-/// One sysctl to write: `/proc/sys/net/<family>/conf/<ifname>/<key>`.
+/// One sysctl to write on the rail interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sysctl {
-    pub family: String,
-    pub key: String,
+    #[serde(flatten)]
+    pub key: SysctlKey,
     pub value: String,
 }
 
@@ -182,21 +70,22 @@ pub struct Plan {
     pub sysctls: Vec<Sysctl>,
 }
 
-/// The table and priority for `ifname`: `net<N>` → 1000+N; others: the
-/// lowest table ≥ 1100 that `used_tables` does not hold (same number as priority).
-pub fn choose_table(ifname: &str, conf: &RoutingConf, used_tables: &[u32]) -> Result<(u32, u32)> {
+/// The table and priority for `ifname`: `net<N>` (N < 100) → 1000+N, other
+/// names the lowest table ≥ 1100; either way never one that `used` (tables
+/// and rule priorities already in the pod) holds, so two rails can never
+/// share a table or a rule priority. Priority is the table's number.
+pub fn choose_table(ifname: &str, conf: &RoutingConf, used: &[u32]) -> (u32, u32) {
+    let free = |t: &u32| !used.contains(t);
     let derived = ifname
         .strip_prefix("net")
         .and_then(|n| n.parse::<u32>().ok())
         .filter(|n| *n < 100)
         .map(|n| NET_N_BASE + n)
-        .unwrap_or_else(|| {
-            (FIRST_FREE_TABLE..)
-                .find(|t| !used_tables.contains(t))
-                .unwrap_or(FIRST_FREE_TABLE)
-        });
+        .filter(free)
+        .or_else(|| (FIRST_FREE_TABLE..).find(free))
+        .unwrap_or(FIRST_FREE_TABLE);
     let table = conf.table.unwrap_or(derived);
-    Ok((table, conf.rule_priority.unwrap_or(table)))
+    (table, conf.rule_priority.unwrap_or(table))
 }
 
 pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> Plan {
@@ -268,15 +157,11 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
             });
         }
     }
-    let mut sysctls: BTreeMap<(&'static str, String), String> = DEFAULT_SYSCTLS
+    let mut sysctls: BTreeMap<SysctlKey, String> = DEFAULT_SYSCTLS
         .iter()
-        .map(|(k, v)| (("ipv4", k.to_string()), v.to_string()))
+        .map(|(k, v)| (SysctlKey::ipv4(k), (*v).to_string()))
         .collect();
-    for (key, value) in &conf.sysctl {
-        let parts: Vec<&str> = key.split('.').collect();
-        let family = if parts[1] == "ipv6" { "ipv6" } else { "ipv4" };
-        sysctls.insert((family, parts[4].to_string()), value.clone());
-    }
+    sysctls.extend(conf.sysctl.clone());
     Plan {
         table,
         priority,
@@ -284,11 +169,7 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
         routes,
         sysctls: sysctls
             .into_iter()
-            .map(|((family, key), value)| Sysctl {
-                family: family.to_string(),
-                key,
-                value,
-            })
+            .map(|(key, value)| Sysctl { key, value })
             .collect(),
     }
 }
@@ -334,17 +215,26 @@ mod tests {
 
     #[test]
     fn net_n_gets_table_and_priority_1000_plus_n() {
-        assert_eq!(
-            choose_table("net3", &RoutingConf::default(), &[]).unwrap(),
-            (1003, 1003)
-        );
-        assert_eq!(
-            choose_table("rdma0", &RoutingConf::default(), &[1100, 1101]).unwrap(),
-            (1102, 1102)
-        );
+        let none = RoutingConf::default();
+        assert_eq!(choose_table("net3", &none, &[]), (1003, 1003));
+        assert_eq!(choose_table("rdma0", &none, &[1100, 1101]), (1102, 1102));
         let conf =
             RoutingConf::parse(Some(&json!({"table": 300, "rulePriority": 50})), None).unwrap();
-        assert_eq!(choose_table("net1", &conf, &[]).unwrap(), (300, 50));
+        assert_eq!(choose_table("net1", &conf, &[]), (300, 50));
+    }
+
+    #[test]
+    fn names_that_are_not_net_n_never_share_a_table() {
+        let none = RoutingConf::default();
+        let a = choose_table("net-a", &none, &[]);
+        let b = choose_table("net-b", &none, &[a.0, a.1]);
+        let c = choose_table("net100", &none, &[a.0, b.0]);
+        assert_eq!((a.0, b.0, c.0), (1100, 1101, 1102));
+        assert_eq!(
+            choose_table("net1", &none, &[1001]),
+            (1100, 1100),
+            "a taken 1000+N falls back to a free table"
+        );
     }
 
     #[test]
@@ -439,7 +329,7 @@ mod tests {
         let find = |f: &str, k: &str| {
             p.sysctls
                 .iter()
-                .find(|s| s.family == f && s.key == k)
+                .find(|s| s.key.to_string() == format!("net.{f}.conf.IFNAME.{k}"))
                 .map(|s| s.value.as_str())
         };
         assert_eq!(find("ipv4", "rp_filter"), Some("1"));
