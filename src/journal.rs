@@ -16,6 +16,12 @@ impl<S> Journal<S> {
         self.steps.push(step);
     }
 
+    /// A step whose undo covers every earlier one (and them only).
+    pub fn replace_all(&mut self, step: S) {
+        self.steps.clear();
+        self.steps.push(step);
+    }
+
     /// Undo every recorded step, newest first. Every step runs even if an
     /// earlier undo failed; the failures are returned for logging.
     pub async fn unwind<E>(self, mut undo: impl AsyncFnMut(S) -> Result<(), E>) -> Vec<E> {
@@ -57,5 +63,21 @@ mod tests {
         }));
         assert_eq!(order, ["mtu", "move", "ipam", "record"]);
         assert_eq!(failures, ["move back failed"]);
+    }
+
+    #[test]
+    fn a_covering_step_replaces_the_earlier_ones() {
+        let mut j = Journal::default();
+        j.push("record");
+        j.push("ipam");
+        j.replace_all("detach");
+        j.push("later");
+        let mut order = Vec::new();
+        let failures = block_on(j.unwind(async |s: &str| {
+            order.push(s);
+            Ok::<(), ()>(())
+        }));
+        assert!(failures.is_empty());
+        assert_eq!(order, ["later", "detach"]);
     }
 }

@@ -124,6 +124,18 @@ impl Record {
         self.container_id == container_id && self.ifname == ifname
     }
 
+    /// A record of VF 0000:3b:02.0 attached as c1/net1 on rail1, for tests.
+    #[cfg(test)]
+    pub fn sample() -> Self {
+        let host = HostLink {
+            name: "pf1v0".into(),
+            mac: None,
+            mtu: 1500,
+            ifindex: 7,
+        };
+        Record::new("0000:3b:02.0", "rail1", "c1", "net1", None, host)
+    }
+
     /// Is the pod namespace this record points at still the same live namespace?
     pub fn netns_alive(&self) -> bool {
         match (&self.netns, self.netns_id) {

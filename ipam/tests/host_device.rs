@@ -1,21 +1,12 @@
 //! railcni-ipam as the IPAM of another plugin: Debian's reference host-device
 //! moves a device into a pod and asks railcni-ipam for its address. Needs root.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{json, Value};
+use support::{require_root, run_with_stdin, sh};
 
 const BIN: &str = env!("CARGO_BIN_EXE_railcni-ipam");
-
-fn sh(cmd: &str) {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "`{cmd}`: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 struct Namespaces(Vec<String>);
 
@@ -35,8 +26,8 @@ fn host_device(
     state: &std::path::Path,
     conf: &Value,
 ) -> (bool, Value) {
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", host, "/usr/lib/cni/host-device"])
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", host, "/usr/lib/cni/host-device"])
         .env("CNI_COMMAND", command)
         .env("CNI_CONTAINERID", "hd1")
         .env("CNI_NETNS", format!("/var/run/netns/{pod}"))
@@ -44,36 +35,15 @@ fn host_device(
         .env("CNI_PATH", plugins)
         .env("RAILCNI_STATE_DIR", state)
         .env("RAILCNI_NODE_NAME", "gpu-1")
-        .env("RAILCNI_NODE_CONFIG", state.join("none.json"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("host-device from containernetworking-plugins (scripts/install-test-deps.sh installs it)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(conf.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success() || command != "DEL",
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    (
-        out.status.success(),
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-    )
+        .env("RAILCNI_NODE_CONFIG", state.join("none.json"));
+    let r = run_with_stdin(cmd, conf);
+    assert!(r.success || command != "DEL", "{}\n{}", r.stdout, r.stderr);
+    (r.success, r.json)
 }
 
 #[test]
 fn debian_host_device_uses_railcni_ipam() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test needs root for network namespaces (CI runs as root)"
-    );
+    require_root();
     let tag = format!("hd{}", std::process::id());
     let (host, pod, leaf) = (
         format!("{tag}-host"),

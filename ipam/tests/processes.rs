@@ -2,9 +2,8 @@
 //! stays valid and never holds an address twice.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use railcni_ipam::store::Store;
 use serde_json::{json, Value};
@@ -17,8 +16,8 @@ fn conf(prefix_len: u8) -> Value {
 }
 
 fn spawn(state: &Path, command: &str, cid: &str, conf: &Value) -> std::process::Child {
-    let mut child = Command::new(BIN)
-        .env_clear()
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
         .env("CNI_COMMAND", command)
         .env("CNI_CONTAINERID", cid)
         .env("CNI_IFNAME", "net1")
@@ -29,27 +28,13 @@ fn spawn(state: &Path, command: &str, cid: &str, conf: &Value) -> std::process::
         )
         .env("RAILCNI_STATE_DIR", state)
         .env("RAILCNI_NODE_NAME", "gpu-0")
-        .env("RAILCNI_NODE_CONFIG", state.join("no-node-file.json"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // The child may already be dead (crash test); a broken pipe is fine then.
-    let _ = child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(conf.to_string().as_bytes());
-    child
+        .env("RAILCNI_NODE_CONFIG", state.join("no-node-file.json"));
+    support::spawn_with_stdin(cmd, conf)
 }
 
 fn reply(child: std::process::Child) -> (bool, Value) {
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-    )
+    let r = support::reply(child);
+    (r.success, r.json)
 }
 
 /// Load the store as the plugin would and check no address is leased twice.

@@ -20,7 +20,7 @@ use crate::state::{HostLink, Phase, Record};
 use crate::{log_info, log_warn};
 
 /// How to undo each host change ADD makes. Once the VF has moved, `Detach`
-/// gives everything back the way DEL does and the earlier steps are moot.
+/// gives everything back the way DEL does, so it replaces the earlier steps.
 enum Undo {
     RemoveRecord,
     RestoreVfSettings,
@@ -132,9 +132,8 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
         }
         Err(err) => {
             log_warn!("ADD failed ({err}); undoing");
-            let mut detached = false;
             let failures = journal
-                .unwind(async |step| a.undo(step, &record, &mut detached).await)
+                .unwind(async |step| a.undo(step, &record).await)
                 .await;
             for f in failures {
                 crate::log_error!("undo step failed: {f}");
@@ -163,30 +162,57 @@ enum Previous {
     Cleared(Option<Link>),
 }
 
+/// What to do about a record that already exists for the VF.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The same attachment finished: return its result again.
+    Replay,
+    /// Another attachment in a live namespace holds the VF.
+    Busy,
+    /// Our own interrupted ADD (`same`) or a dead pod's: give it back first.
+    Clear { same: bool },
+}
+
+fn judge(existing: &Record, container_id: &str, ifname: &str, netns_alive: bool) -> Verdict {
+    let same = existing.is_for(container_id, ifname);
+    if same && existing.phase == Phase::Attached && existing.result.is_some() {
+        Verdict::Replay
+    } else if !same && netns_alive {
+        Verdict::Busy
+    } else {
+        Verdict::Clear { same }
+    }
+}
+
 /// A record already exists for this VF: replay a finished ADD of the same
 /// attachment, refuse a VF held by another live pod, else clear what is left.
 async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> {
     let ctx = a.ctx;
-    let same = existing.is_for(&ctx.env.container_id, &ctx.env.ifname);
-    if same && existing.phase == Phase::Attached {
-        if let Some(v) = &existing.result {
+    let verdict = judge(
+        existing,
+        &ctx.env.container_id,
+        &ctx.env.ifname,
+        existing.netns_alive(),
+    );
+    let same = match verdict {
+        Verdict::Replay => {
             log_info!(
                 "repeated ADD for {}/{}: returning the recorded result",
                 existing.container_id,
                 existing.ifname
             );
-            return Ok(Previous::Replay(CniResult::from_value(v)?));
+            let recorded = existing.result.as_ref().unwrap_or(&serde_json::Value::Null);
+            return Ok(Previous::Replay(CniResult::from_value(recorded)?));
         }
-    }
-    if !same && existing.netns_alive() {
-        return Err(Error::DeviceBusy(format!(
+        Verdict::Clear { same } => same,
+        Verdict::Busy => return Err(Error::DeviceBusy(format!(
             "VF {} is attached to container {} as {} in live namespace {}; DEL that attachment first",
             existing.pci,
             existing.container_id,
             existing.ifname,
             existing.netns.as_deref().unwrap_or("?")
-        )));
-    }
+        ))),
+    };
     // Our own interrupted ADD, or a dead pod's record: give it all back first.
     log_warn!(
         "clearing {} record of VF {} (container {}, {})",
@@ -352,7 +378,7 @@ impl Attach<'_> {
                 "CNI_IFNAME {ifname} already exists in the pod namespace"
             )));
         }
-        journal.push(Undo::Detach);
+        journal.replace_all(Undo::Detach);
         let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
             Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
         })?;
@@ -414,14 +440,10 @@ impl Attach<'_> {
         self.ctx.store.save(record)
     }
 
-    async fn undo(&self, step: Undo, record: &Record, detached: &mut bool) -> Result<()> {
+    async fn undo(&self, step: Undo, record: &Record) -> Result<()> {
         let ctx = self.ctx;
-        if *detached {
-            return Ok(());
-        }
         match step {
             Undo::Detach => {
-                *detached = true;
                 let attachment = Attachment::of(record);
                 detach(
                     ctx,
@@ -437,5 +459,36 @@ impl Attach<'_> {
             Undo::RestoreVfSettings => restore_vf_settings(ctx, self.vf, record),
             Undo::RemoveRecord => ctx.store.remove(&self.vf.pci),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(phase: Phase, result: bool) -> Record {
+        let mut r = Record::sample();
+        r.phase = phase;
+        r.result = result.then(|| serde_json::json!({}));
+        r
+    }
+
+    #[test]
+    fn an_existing_record_is_replayed_refused_or_cleared() {
+        let done = record(Phase::Attached, true);
+        assert_eq!(judge(&done, "c1", "net1", true), Verdict::Replay);
+        assert_eq!(judge(&done, "c2", "net1", true), Verdict::Busy);
+        assert_eq!(
+            judge(&done, "c2", "net1", false),
+            Verdict::Clear { same: false },
+            "a dead pod's record never blocks"
+        );
+        let interrupted = record(Phase::Adding, false);
+        assert_eq!(
+            judge(&interrupted, "c1", "net1", true),
+            Verdict::Clear { same: true },
+            "our own interrupted ADD is redone, not replayed"
+        );
+        assert_eq!(judge(&interrupted, "c1", "net2", true), Verdict::Busy);
     }
 }

@@ -5,6 +5,8 @@
 //! Every step runs even when an earlier one failed, and every failure is
 //! reported. The lease and the record are given up only when the VF is
 //! really home: a VF left in a pod keeps both, so a later DEL can finish.
+//! The order lives in `give_back`, over the small `Steps` trait, so it is
+//! unit-tested without root; `System` is the real implementation.
 
 use std::path::Path;
 
@@ -12,7 +14,7 @@ use super::home::Home;
 use super::rail;
 use super::Ctx;
 use crate::error::{Error, Result};
-use crate::net::{NetNs, Netlink};
+use crate::net::{Link, NetNs, Netlink};
 use crate::sriov::Vf;
 use crate::state::Record;
 use crate::{log_info, log_warn};
@@ -37,141 +39,192 @@ impl<'a> Attachment<'a> {
     }
 }
 
-/// Give the attachment back: RDMA device home, rules and rail-table routes
-/// removed, the VF home under its name and MTU, PF-side settings restored,
-/// then the netdev MAC (some drivers refuse it while the PF holds an admin
-/// MAC), the lease released and the record removed.
-///
-/// `netns` is where to look for the pod (a gone namespace is not an error);
-/// `pod_nl` an already-open socket there, if the caller has one.
+/// The operations a detach is made of.
+#[allow(async_fn_in_trait)] // used generically, never as `dyn`
+pub trait Steps {
+    fn return_rdma(&mut self, device: &str) -> Result<()>;
+    /// A socket in the pod: `Ok(false)` when its namespace is gone.
+    fn open_pod(&mut self) -> Result<bool>;
+    async fn remove_routing(&mut self, record: &Record) -> Result<()>;
+    /// Bring the netdev home (name, MTU); its host link when found.
+    async fn return_vf(&mut self) -> Result<Option<Link>>;
+    fn restore_vf_settings(&mut self, record: &Record) -> Result<()>;
+    async fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()>;
+    fn release_lease(&mut self) -> Result<()>;
+    fn remove_record(&mut self) -> Result<()>;
+}
+
+/// Run every step in order; the failures, in words. A VF that is not home
+/// keeps its lease and record.
+pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<String> {
+    let mut failures = Vec::new();
+    let mut ok = |step: &str, r: Result<()>| match r {
+        Ok(()) => true,
+        Err(e) => {
+            failures.push(format!("{step}: {}", e.details()));
+            false
+        }
+    };
+    if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
+        ok("return RDMA device", steps.return_rdma(device));
+    }
+    let mut vf_home = true;
+    let mut returned = None;
+    if !record.is_some_and(|r| r.dpdk) {
+        let pod = steps.open_pod();
+        let reachable = matches!(pod, Ok(true));
+        vf_home &= ok("open pod namespace", pod.map(drop));
+        if let (true, Some(r)) = (reachable, record.filter(|r| r.routing.is_some())) {
+            ok(
+                "remove rules and rail routes",
+                steps.remove_routing(r).await,
+            );
+        }
+        match steps.return_vf().await {
+            Ok(link) => returned = link,
+            Err(e) => vf_home &= ok("return VF", Err(e)),
+        }
+    }
+    if let Some(r) = record {
+        ok("restore VF settings", steps.restore_vf_settings(r));
+        if let Some(link) = &returned {
+            ok("restore MAC", steps.restore_mac(link, r).await);
+        }
+    }
+    if vf_home {
+        ok("release address", steps.release_lease());
+        if record.is_some() {
+            ok("remove record", steps.remove_record());
+        }
+    }
+    failures
+}
+
+/// Give the attachment back (see `give_back` for the order). `netns` is
+/// where to look for the pod (a gone namespace is not an error); `pod_nl` an
+/// already-open socket there, if the caller has one.
 pub async fn detach(
     ctx: &Ctx,
     a: &Attachment<'_>,
     netns: Option<&Path>,
     pod_nl: Option<&Netlink>,
 ) -> Result<()> {
-    let mut failures = Vec::new();
-    let mut note = |step: &str, r: Result<()>| {
-        if let Err(e) = r {
-            log_warn!(
-                "detach {} ({}/{}): {step}: {e}",
-                a.pci,
-                a.container_id,
-                a.ifname
-            );
-            failures.push(format!("{step}: {}", e.details()));
-            false
-        } else {
-            true
-        }
+    let mut system = System {
+        ctx,
+        a,
+        netns,
+        vf: ctx.sysfs.resolve(a.pci).ok(),
+        given_pod: pod_nl,
+        opened_pod: None,
+        host_nl: None,
     };
-    let record = a.record;
-    let vf = ctx.sysfs.resolve(a.pci).ok();
-
-    if let Some(dev) = record.and_then(|r| r.rdma_device.as_deref()) {
-        note(
-            "return RDMA device",
-            ctx.hw.move_rdma_device(dev, ctx.host.fd()),
-        );
-    }
-
-    let mut vf_home = true;
-    let moved = !record.is_some_and(|r| r.dpdk);
-    if moved {
-        let opened;
-        let pod_nl = match pod_nl {
-            Some(nl) => Some(nl),
-            None => {
-                opened = open_pod(netns);
-                match &opened {
-                    Ok(nl) => nl.as_ref(),
-                    Err(e) => {
-                        vf_home = note("open pod namespace", Err(e.clone()));
-                        None
-                    }
-                }
-            }
-        };
-        if let (Some(nl), Some(plan)) = (pod_nl, record.and_then(|r| r.routing.as_ref())) {
-            note("remove rules and rail routes", rail::remove(nl, plan).await);
-        }
-        match Netlink::connect_in(&ctx.host) {
-            Ok(host_nl) => {
-                let sysfs_names = vf.as_ref().map(|v| v.netdevs.clone()).unwrap_or_default();
-                let home = Home {
-                    host: &ctx.host,
-                    host_nl: &host_nl,
-                    pci: a.pci,
-                    sysfs_names: &sysfs_names,
-                };
-                let returned = home.bring_back(pod_nl, a.ifname, record).await;
-                vf_home &= note(
-                    "return VF",
-                    returned.as_ref().map(drop).map_err(Clone::clone),
-                );
-                if let Some(vf) = &vf {
-                    note_settings(&mut note, ctx, vf, record);
-                }
-                if let (Ok(Some(link)), Some(record)) = (&returned, record) {
-                    note("restore MAC", home.restore_mac(link, record).await);
-                }
-            }
-            Err(e) => vf_home = note("open host netlink", Err(e)),
-        }
-    } else if let Some(vf) = &vf {
-        note_settings(&mut note, ctx, vf, record);
-    }
-
-    if vf_home {
-        note("release address", release_lease(ctx, a));
-        if record.is_some() {
-            note("remove record", ctx.store.remove(a.pci));
-        }
-    } else {
-        log_warn!(
-            "VF {} is not home: keeping its record and lease so a later DEL can finish",
-            a.pci
-        );
-    }
-
+    let failures = give_back(&mut system, a.record).await;
     if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Netlink(format!(
-            "giving back VF {} ({}/{}) left work undone: {}",
-            a.pci,
-            a.container_id,
-            a.ifname,
-            failures.join("; ")
-        )))
+        return Ok(());
     }
+    let what = format!("VF {} ({}/{})", a.pci, a.container_id, a.ifname);
+    for f in &failures {
+        log_warn!("giving back {what}: {f}");
+    }
+    Err(Error::Netlink(format!(
+        "giving back {what} left work undone: {}",
+        failures.join("; ")
+    )))
 }
 
-/// A socket in the pod's namespace; `None` when it is gone (or not given).
-fn open_pod(netns: Option<&Path>) -> Result<Option<Netlink>> {
-    let Some(path) = netns else { return Ok(None) };
-    match NetNs::open(path) {
-        Ok(ns) => Netlink::connect_in(&ns).map(Some),
-        Err(e) if e.code() == 3 => {
-            log_info!(
-                "pod namespace {} is gone; looking for the VF on the host",
-                path.display()
-            );
-            Ok(None)
+/// The steps on the real system.
+struct System<'a> {
+    ctx: &'a Ctx,
+    a: &'a Attachment<'a>,
+    netns: Option<&'a Path>,
+    vf: Option<Vf>,
+    given_pod: Option<&'a Netlink>,
+    opened_pod: Option<Netlink>,
+    host_nl: Option<Netlink>,
+}
+
+impl System<'_> {
+    fn pod(&self) -> Option<&Netlink> {
+        self.given_pod.or(self.opened_pod.as_ref())
+    }
+
+    /// A host socket, opened on first use and kept.
+    fn home(&mut self) -> Result<(Home<'_>, Option<&Netlink>)> {
+        if self.host_nl.is_none() {
+            self.host_nl = Some(Netlink::connect_in(&self.ctx.host)?);
         }
-        Err(e) => Err(e),
+        let host_nl = self
+            .host_nl
+            .as_ref()
+            .ok_or_else(|| Error::internal("host netlink socket missing"))?;
+        let home = Home {
+            host: &self.ctx.host,
+            host_nl,
+            pci: self.a.pci,
+            sysfs_names: self.vf.as_ref().map_or(&[], |v| v.netdevs.as_slice()),
+        };
+        Ok((home, self.given_pod.or(self.opened_pod.as_ref())))
     }
 }
 
-/// PF-side settings go back after the VF is home and before its MAC.
-fn note_settings(
-    note: &mut impl FnMut(&str, Result<()>) -> bool,
-    ctx: &Ctx,
-    vf: &Vf,
-    record: Option<&Record>,
-) {
-    if let Some(record) = record {
-        note("restore VF settings", restore_vf_settings(ctx, vf, record));
+impl Steps for System<'_> {
+    fn return_rdma(&mut self, device: &str) -> Result<()> {
+        self.ctx.hw.move_rdma_device(device, self.ctx.host.fd())
+    }
+
+    fn open_pod(&mut self) -> Result<bool> {
+        if self.given_pod.is_some() {
+            return Ok(true);
+        }
+        let Some(path) = self.netns else {
+            return Ok(false);
+        };
+        match NetNs::open(path) {
+            Ok(ns) => {
+                self.opened_pod = Some(Netlink::connect_in(&ns)?);
+                Ok(true)
+            }
+            Err(e) if e.code() == 3 => {
+                log_info!(
+                    "pod namespace {} is gone; looking for the VF on the host",
+                    path.display()
+                );
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn remove_routing(&mut self, record: &Record) -> Result<()> {
+        match (self.pod(), &record.routing) {
+            (Some(nl), Some(plan)) => rail::remove(nl, plan).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn return_vf(&mut self) -> Result<Option<Link>> {
+        let a = self.a;
+        let (home, pod) = self.home()?;
+        home.bring_back(pod, a.ifname, a.record).await
+    }
+
+    fn restore_vf_settings(&mut self, record: &Record) -> Result<()> {
+        match &self.vf {
+            Some(vf) => restore_vf_settings(self.ctx, vf, record),
+            None => Ok(()),
+        }
+    }
+
+    async fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()> {
+        self.home()?.0.restore_mac(link, record).await
+    }
+
+    fn release_lease(&mut self) -> Result<()> {
+        release_lease(self.ctx, self.a)
+    }
+
+    fn remove_record(&mut self) -> Result<()> {
+        self.ctx.store.remove(self.a.pci)
     }
 }
 
@@ -219,5 +272,160 @@ fn release_lease(ctx: &Ctx, a: &Attachment<'_>) -> Result<()> {
             Ok(())
         }
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records each step and fails the ones named in `fail`.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Vec<&'static str>,
+        fail: Vec<&'static str>,
+        pod_gone: bool,
+    }
+
+    impl Recorder {
+        fn step(&mut self, name: &'static str) -> Result<()> {
+            self.calls.push(name);
+            if self.fail.contains(&name) {
+                Err(Error::Netlink(format!("{name} refused")))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl Steps for Recorder {
+        fn return_rdma(&mut self, _: &str) -> Result<()> {
+            self.step("rdma")
+        }
+        fn open_pod(&mut self) -> Result<bool> {
+            self.step("open pod").map(|()| !self.pod_gone)
+        }
+        async fn remove_routing(&mut self, _: &Record) -> Result<()> {
+            self.step("routing")
+        }
+        async fn return_vf(&mut self) -> Result<Option<Link>> {
+            self.step("vf").map(|()| Some(Link::default()))
+        }
+        fn restore_vf_settings(&mut self, _: &Record) -> Result<()> {
+            self.step("settings")
+        }
+        async fn restore_mac(&mut self, _: &Link, _: &Record) -> Result<()> {
+            self.step("mac")
+        }
+        fn release_lease(&mut self) -> Result<()> {
+            self.step("lease")
+        }
+        fn remove_record(&mut self) -> Result<()> {
+            self.step("record")
+        }
+    }
+
+    fn record() -> Record {
+        let mut r = Record::sample();
+        r.rdma_device = Some("mlx5_3".into());
+        r.routing = Some(crate::routing::Plan {
+            table: 1001,
+            priority: 1001,
+            rules: vec![],
+            routes: vec![],
+            sysctls: vec![],
+        });
+        r
+    }
+
+    fn run(rec: &mut Recorder, r: Option<&Record>) -> Vec<String> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(give_back(rec, r))
+    }
+
+    #[test]
+    fn every_step_in_order_settings_before_the_mac() {
+        let mut rec = Recorder::default();
+        assert!(run(&mut rec, Some(&record())).is_empty());
+        assert_eq!(
+            rec.calls,
+            ["rdma", "open pod", "routing", "vf", "settings", "mac", "lease", "record"]
+        );
+    }
+
+    #[test]
+    fn a_failing_step_does_not_stop_the_others_and_all_are_reported() {
+        let mut rec = Recorder {
+            fail: vec!["rdma", "routing", "settings"],
+            ..Recorder::default()
+        };
+        let failures = run(&mut rec, Some(&record()));
+        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert!(
+            failures[0].starts_with("return RDMA device"),
+            "{failures:?}"
+        );
+        assert_eq!(
+            rec.calls,
+            ["rdma", "open pod", "routing", "vf", "settings", "mac", "lease", "record"],
+            "the VF is home, so the lease and record go"
+        );
+    }
+
+    #[test]
+    fn a_vf_that_is_not_home_keeps_its_lease_and_record() {
+        let mut rec = Recorder {
+            fail: vec!["vf"],
+            ..Recorder::default()
+        };
+        let failures = run(&mut rec, Some(&record()));
+        assert_eq!(failures, ["return VF: vf refused"]);
+        assert!(!rec.calls.contains(&"lease") && !rec.calls.contains(&"record"));
+        assert!(rec.calls.contains(&"settings"), "settings still restored");
+    }
+
+    #[test]
+    fn an_unopenable_pod_keeps_lease_and_record_a_gone_one_does_not() {
+        let mut rec = Recorder {
+            fail: vec!["open pod"],
+            ..Recorder::default()
+        };
+        run(&mut rec, Some(&record()));
+        assert!(!rec.calls.contains(&"routing") && !rec.calls.contains(&"lease"));
+
+        let mut rec = Recorder {
+            pod_gone: true,
+            ..Recorder::default()
+        };
+        assert!(run(&mut rec, Some(&record())).is_empty());
+        assert!(
+            !rec.calls.contains(&"routing"),
+            "no pod, no rules to remove there"
+        );
+        assert!(rec.calls.contains(&"lease") && rec.calls.contains(&"record"));
+    }
+
+    #[test]
+    fn dpdk_and_record_less_attachments() {
+        let mut dpdk = record();
+        dpdk.dpdk = true;
+        dpdk.rdma_device = None;
+        let mut rec = Recorder::default();
+        run(&mut rec, Some(&dpdk));
+        assert_eq!(
+            rec.calls,
+            ["settings", "lease", "record"],
+            "nothing moved, nothing to return"
+        );
+
+        let mut rec = Recorder::default();
+        run(&mut rec, None);
+        assert_eq!(
+            rec.calls,
+            ["open pod", "vf", "lease"],
+            "no record: no settings, no record file"
+        );
     }
 }

@@ -10,7 +10,7 @@ use super::{errno, nl_err, NetNs, Netlink};
 use crate::error::Result;
 
 /// What railcni needs to know about a link.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Link {
     pub index: u32,
     pub name: String,

@@ -2,47 +2,16 @@
 //! namespaces, and a way to run railcni against it like a runtime does.
 #![allow(dead_code)]
 
-use std::io::Write;
+pub use support::*;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_railcni");
 pub const REFERENCE_PLUGINS: &str = "/usr/lib/cni";
-
-/// These tests need root (namespaces, veth). CI runs as root; elsewhere fail
-/// loudly rather than skip.
-pub fn require_root() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "integration tests need root for network namespaces; run them as root (CI does)"
-    );
-}
-
-pub fn sh(cmd: &str) -> Output {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .expect("run sh");
-    assert!(
-        out.status.success(),
-        "`{cmd}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-pub fn sh_ok(cmd: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
 
 #[derive(Debug, Clone)]
 pub struct FakeVf {
@@ -296,71 +265,6 @@ impl Req {
             conf,
             ..self.clone()
         }
-    }
-}
-
-#[derive(Debug)]
-pub struct Reply {
-    pub success: bool,
-    pub stdout: String,
-    pub stderr: String,
-    pub json: Value,
-}
-
-impl Reply {
-    pub fn code(&self) -> Option<u64> {
-        self.json.get("code").and_then(Value::as_u64)
-    }
-
-    #[track_caller]
-    pub fn ok(self) -> Value {
-        assert!(
-            self.success,
-            "railcni failed: {}\nstderr: {}",
-            self.stdout, self.stderr
-        );
-        self.json
-    }
-
-    #[track_caller]
-    pub fn err(self, code: u64) -> Value {
-        assert!(
-            !self.success,
-            "expected failure {code}, got success: {}",
-            self.stdout
-        );
-        assert_eq!(
-            self.code(),
-            Some(code),
-            "stdout: {}\nstderr: {}",
-            self.stdout,
-            self.stderr
-        );
-        assert!(self.json["msg"].is_string());
-        self.json
-    }
-}
-
-pub fn run_with_stdin(mut cmd: Command, stdin: &Value) -> Reply {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn railcni");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Reply {
-        success: out.status.success(),
-        json: serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

@@ -1,0 +1,114 @@
+//! Helpers the integration tests of railcni and railcni-ipam share: shell
+//! steps that must succeed, and running a CNI binary the way a runtime does
+//! (environment set, config on stdin) to read its reply.
+
+use std::io::Write;
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// These tests need root (namespaces, veth). CI runs as root; elsewhere fail
+/// loudly rather than skip.
+pub fn require_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "integration tests need root for network namespaces; run them as root (CI does)"
+    );
+}
+
+pub fn sh(cmd: &str) -> Output {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .expect("run sh");
+    assert!(
+        out.status.success(),
+        "`{cmd}` failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn sh_ok(cmd: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub json: Value,
+}
+
+impl Reply {
+    pub fn code(&self) -> Option<u64> {
+        self.json.get("code").and_then(Value::as_u64)
+    }
+
+    #[track_caller]
+    pub fn ok(self) -> Value {
+        assert!(
+            self.success,
+            "railcni failed: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self.json
+    }
+
+    #[track_caller]
+    pub fn err(self, code: u64) -> Value {
+        assert!(
+            !self.success,
+            "expected failure {code}, got success: {}",
+            self.stdout
+        );
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "stdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+        assert!(self.json["msg"].is_string());
+        self.json
+    }
+}
+
+/// Start `cmd` with `stdin` written to it, as a runtime runs a plugin. A
+/// child that dies before reading (a crash test) is not an error here.
+pub fn spawn_with_stdin(mut cmd: Command, stdin: &Value) -> Child {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()));
+    if let Some(mut pipe) = child.stdin.take() {
+        let _ = pipe.write_all(stdin.to_string().as_bytes());
+    }
+    child
+}
+
+/// Wait for a plugin and read its reply.
+pub fn reply(child: Child) -> Reply {
+    let out = child.wait_with_output().expect("wait for the plugin");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    Reply {
+        success: out.status.success(),
+        json: serde_json::from_str(stdout.trim()).unwrap_or(Value::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run a plugin to completion with `stdin` as its config.
+pub fn run_with_stdin(cmd: Command, stdin: &Value) -> Reply {
+    reply(spawn_with_stdin(cmd, stdin))
+}
