@@ -229,10 +229,14 @@ impl NetConf {
     }
 }
 
-fn whole(v: Option<&Value>, field: &str, max: u64) -> Result<Option<u64>> {
+/// A whole number 0..=`max` of the field's own type.
+fn whole<T>(v: Option<&Value>, field: &str, max: T) -> Result<Option<T>>
+where
+    T: TryFrom<u64> + Into<u64> + Copy + std::fmt::Display,
+{
     let Some(v) = v else { return Ok(None) };
-    match v.as_u64() {
-        Some(n) if n <= max => Ok(Some(n)),
+    match v.as_u64().filter(|n| *n <= max.into()).map(T::try_from) {
+        Some(Ok(n)) => Ok(Some(n)),
         _ => Err(Error::config(
             field,
             format!("{v} must be a whole number 0..{max}"),
@@ -254,8 +258,8 @@ fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
 
 /// sriov-cni's VF fields, with the combinations it rejects rejected here too.
 fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
-    let vlan = whole(conf.vlan.as_ref(), "vlan", 4094)?;
-    let qos = whole(conf.vlan_qos.as_ref(), "vlanQoS", 7)?;
+    let vlan = whole(conf.vlan.as_ref(), "vlan", 4094u16)?;
+    let qos = whole(conf.vlan_qos.as_ref(), "vlanQoS", 7u8)?;
     let proto = match conf
         .vlan_proto
         .as_deref()
@@ -290,16 +294,8 @@ fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
             ))
         }
     };
-    let min = whole(
-        conf.min_tx_rate.as_ref(),
-        "min_tx_rate",
-        u64::from(u32::MAX),
-    )?;
-    let max = whole(
-        conf.max_tx_rate.as_ref(),
-        "max_tx_rate",
-        u64::from(u32::MAX),
-    )?;
+    let min = whole(conf.min_tx_rate.as_ref(), "min_tx_rate", u32::MAX)?;
+    let max = whole(conf.max_tx_rate.as_ref(), "max_tx_rate", u32::MAX)?;
     if let (Some(min), Some(max)) = (min, max) {
         if max != 0 && max < min {
             return Err(Error::config(
@@ -311,16 +307,16 @@ fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
     Ok(VfSettings {
         mac,
         vlan: vlan.map(|id| Vlan {
-            id: id as u16,
-            qos: qos.unwrap_or(0) as u8,
+            id,
+            qos: qos.unwrap_or(0),
             proto: proto.unwrap_or(VlanProto::Dot1Q),
         }),
         spoofchk: on_off(conf.spoofchk.as_deref(), "spoofchk")?,
         trust: on_off(conf.trust.as_deref(), "trust")?,
         link_state,
         rate: (min.is_some() || max.is_some()).then(|| Rate {
-            min_mbps: min.unwrap_or(0) as u32,
-            max_mbps: max.unwrap_or(0) as u32,
+            min_mbps: min.unwrap_or(0),
+            max_mbps: max.unwrap_or(0),
         }),
     })
 }
@@ -330,13 +326,13 @@ fn parse_mtu(v: Option<&Value>) -> Result<u32> {
     let mtu = v
         .as_u64()
         .ok_or_else(|| Error::config("mtu", format!("{v} is not a whole number")))?;
-    if mtu < u64::from(MIN_MTU) || mtu > 65535 {
-        return Err(Error::config(
+    match u32::try_from(mtu) {
+        Ok(mtu) if (MIN_MTU..=65535).contains(&mtu) => Ok(mtu),
+        _ => Err(Error::config(
             "mtu",
             format!("{mtu} is outside {MIN_MTU}..65535"),
-        ));
+        )),
     }
-    Ok(mtu as u32)
 }
 
 pub fn parse_mac(s: &str, field: &str) -> Result<Mac> {

@@ -178,7 +178,11 @@ impl<'a> Ipam<'a> {
             return Ok(out.stdout);
         }
         let err: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        let code = err.get("code").and_then(Value::as_u64).unwrap_or(105) as u32;
+        let code = err
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(|c| u32::try_from(c).ok())
+            .unwrap_or(105);
         let msg = err
             .get("msg")
             .and_then(Value::as_str)

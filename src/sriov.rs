@@ -1,4 +1,5 @@
-//! Resolving a VF from its PCI address through sysfs (pure: reads files under a root).
+//! Resolving a VF from its PCI address through sysfs, read under a root
+//! that tests point at a fake tree (it reads files; it changes nothing).
 //!
 //! Only paths of the real kernel layout are read:
 //! `bus/pci/devices/<vf>/{physfn,driver,net/<ifname>}` and

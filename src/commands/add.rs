@@ -300,7 +300,10 @@ impl Attach<'_> {
                 log_info!("RDMA netns mode is shared: {dev} stays visible everywhere, nothing to move");
                 Ok(None)
             }
-            Err(e) if required => Err(e),
+            Err(e) if required => Err(Error::UnsupportedDevice(format!(
+                "rdma is required but the RDMA netns mode cannot be read ({}); load ib_core or set rdma to auto",
+                e.details()
+            ))),
             Err(e) => {
                 log_warn!("cannot query the RDMA netns mode ({e}); not moving {dev}");
                 Ok(None)
@@ -309,7 +312,7 @@ impl Attach<'_> {
     }
 
     /// Steps every VF shares: the record, PF-side settings, IPAM.
-    async fn common(&self, record: &mut Record, journal: &mut Journal<Undo>) -> Result<CniResult> {
+    fn common(&self, record: &mut Record, journal: &mut Journal<Undo>) -> Result<CniResult> {
         let (ctx, vf) = (self.ctx, self.vf);
         ctx.store.save(record)?;
         journal.push(Undo::RemoveRecord);
@@ -338,7 +341,7 @@ impl Attach<'_> {
         record: &mut Record,
         journal: &mut Journal<Undo>,
     ) -> Result<CniResult> {
-        let mut result = self.common(record, journal).await?;
+        let mut result = self.common(record, journal)?;
         for ip in &mut result.ips {
             ip.interface = Some(0);
         }
@@ -366,7 +369,7 @@ impl Attach<'_> {
     ) -> Result<CniResult> {
         let (ctx, pod_nl) = (self.ctx, self.pod_nl);
         let ifname = &ctx.env.ifname;
-        let mut result = self.common(record, journal).await?;
+        let mut result = self.common(record, journal)?;
 
         if !self
             .home

@@ -24,7 +24,8 @@ const NET_N_BASE: u32 = 1000;
 pub const SCOPE_UNIVERSE: u8 = 0;
 pub const SCOPE_LINK: u8 = 253;
 
-/// Per-rail sysctls and their defaults (design.md §3).
+/// Per-rail sysctls and their defaults: loose reverse-path filtering and
+/// ARP answered only on the rail that owns the address (multi-rail hosts).
 pub const DEFAULT_SYSCTLS: &[(&str, &str)] = &[
     ("rp_filter", "2"),
     ("arp_ignore", "2"),
