@@ -19,7 +19,7 @@ fn add_check_del_round_trip_restores_the_vf() {
     let before = node.link(&node.host(), &vf.ifname).unwrap();
     let pod = node.pod("pod");
     // Debian's host-local speaks up to 1.0.0, so this network is 1.0.0.
-    let conf = conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24"));
+    let conf = node.rail1_conf(vf);
     let add = Req::new("ADD", "c1", &pod, "net1", conf.clone());
 
     let result = node.cni(&add).ok();
@@ -82,13 +82,7 @@ fn repeated_add_returns_the_same_result_without_moving_twice() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
-        "c1",
-        &pod,
-        "net1",
-        conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
-    );
+    let add = Req::new("ADD", "c1", &pod, "net1", node.rail1_conf(vf));
     let first = node.cni(&add).ok();
     let second = node.cni(&add).ok();
     assert_eq!(first, second);
@@ -141,7 +135,7 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
     let plugins_s = plugins.display().to_string();
 
     // 1. MTU above the PF's (9000): a config error naming both values.
-    let mut c = conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24"));
+    let mut c = node.rail1_conf(vf);
     c["mtu"] = json!(9600);
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
     let details = e["details"].as_str().unwrap();
@@ -193,14 +187,14 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
     sh(&format!(
         "ip -n {ns} link add net1 type veth peer name other"
     ));
-    let c = conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24"));
+    let c = node.rail1_conf(vf);
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(4);
     assert!(e["details"].as_str().unwrap().contains("net1"));
     assert_untouched(&node, vf, &before);
     assert!(node.host_local_leases("rail1").is_empty());
 
     // 5. The namespace does not exist: code 3.
-    let c = conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24"));
+    let c = node.rail1_conf(vf);
     node.cni(&Req::new(
         "ADD",
         "c1",
@@ -263,13 +257,7 @@ fn del_converges_after_the_netns_is_gone() {
         let before = node.link(&node.host(), &vf.ifname).unwrap();
         let pod = node.pod("pod");
         let ns = Node::ns_of(&pod);
-        let add = Req::new(
-            "ADD",
-            "c1",
-            &pod,
-            "net1",
-            conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
-        );
+        let add = Req::new("ADD", "c1", &pod, "net1", node.rail1_conf(vf));
         node.cni(&add).ok();
 
         // Play the kernel: a dying netns hands physical devices back, under
@@ -306,13 +294,7 @@ fn del_without_any_record_or_ipam_state_succeeds() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
-    let del = Req::new(
-        "DEL",
-        "never-added",
-        &pod,
-        "net1",
-        conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
-    );
+    let del = Req::new("DEL", "never-added", &pod, "net1", node.rail1_conf(vf));
     node.cni(&del).ok();
     node.cni(&del).ok();
     assert!(
@@ -332,13 +314,7 @@ fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
         .enumerate()
         .map(|(i, pod)| {
             let node = node.clone();
-            let req = Req::new(
-                "ADD",
-                &format!("c{i}"),
-                pod,
-                "net1",
-                conf("1.0.0", "rail1", &vf.pci, node.host_local("172.16.0.0/24")),
-            );
+            let req = Req::new("ADD", &format!("c{i}"), pod, "net1", node.rail1_conf(&vf));
             std::thread::spawn(move || node.cni(&req))
         })
         .collect();

@@ -113,6 +113,11 @@ impl Node {
         })
     }
 
+    /// The usual rail1 config for `vf` at 1.0.0 with host-local on 172.16.0.0/24.
+    pub fn rail1_conf(&self, vf: &FakeVf) -> Value {
+        conf("1.0.0", "rail1", &vf.pci, self.host_local("172.16.0.0/24"))
+    }
+
     pub fn host_local_leases(&self, network: &str) -> Vec<String> {
         let dir = self.dir.path().join("host-local").join(network);
         let mut v: Vec<String> = std::fs::read_dir(dir)
