@@ -3,15 +3,12 @@
 //! Every open here refuses symlinks (`O_NOFOLLOW`) and closes on exec.
 
 use std::collections::hash_map::RandomState;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 
 pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
@@ -45,15 +42,16 @@ pub enum LockError {
     Io(io::Error),
 }
 
-/// An exclusive lock on a lock file, held until dropped (the kernel releases
-/// it when the process dies, so a crash never leaves it held).
+/// An exclusive lock on a lock file, held until dropped: closing the file
+/// releases it (so does the kernel when the process dies), and nothing on
+/// that path can fail or panic.
 pub struct FileLock {
-    _lock: Flock<File>,
+    _file: File,
 }
 
 /// Take the exclusive lock on `path`, polling every `poll` until `timeout`.
 pub fn lock(path: &Path, timeout: Duration, poll: Duration) -> Result<FileLock, LockError> {
-    let mut file = OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
@@ -63,14 +61,11 @@ pub fn lock(path: &Path, timeout: Duration, poll: Duration) -> Result<FileLock, 
         .map_err(LockError::Io)?;
     let deadline = Instant::now() + timeout;
     loop {
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => return Ok(FileLock { _lock: lock }),
-            Err((f, Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
-                file = f;
-                std::thread::sleep(poll);
-            }
-            Err((_, Errno::EWOULDBLOCK)) => return Err(LockError::Busy(timeout)),
-            Err((_, e)) => return Err(LockError::Io(e.into())),
+        match file.try_lock() {
+            Ok(()) => return Ok(FileLock { _file: file }),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(poll),
+            Err(TryLockError::WouldBlock) => return Err(LockError::Busy(timeout)),
+            Err(TryLockError::Error(e)) => return Err(LockError::Io(e)),
         }
     }
 }

@@ -418,10 +418,17 @@ impl Attach<'_> {
         // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
         record.routing = Some(plan.clone());
         ctx.store.save(record)?;
-        rail::install(self.pod, pod_nl, ifname, moved.index, &plan).await?;
+        let left_out = rail::install(self.pod, pod_nl, ifname, moved.index, &plan).await?;
+        let mut plan = plan;
+        plan.routes.retain(|r| !left_out.contains(r));
         result.routes = plan.result_routes();
+        record.routing = Some(plan);
 
-        let now = pod_nl.link_by_index(moved.index).await?.unwrap_or(moved);
+        // Report what the kernel confirms, not what was asked for.
+        let now = pod_nl
+            .link_by_index(moved.index)
+            .await?
+            .ok_or_else(|| Error::Netlink(format!("{ifname} vanished from the pod during ADD")))?;
         result.interfaces = vec![Interface {
             name: ifname.clone(),
             mac: Some(format_hw_addr(&now.mac)),
@@ -448,13 +455,8 @@ impl Attach<'_> {
         match step {
             Undo::Detach => {
                 let attachment = Attachment::of(record);
-                detach(
-                    ctx,
-                    &attachment,
-                    ctx.env.netns.as_deref(),
-                    Some(self.pod_nl),
-                )
-                .await
+                // Fresh sockets: the failure may have been the socket's.
+                detach(ctx, &attachment, ctx.env.netns.as_deref(), None).await
             }
             Undo::ReleaseIpam => ctx.ipam().map_or(Ok(()), |i| {
                 i.release(&ctx.env.container_id, &ctx.env.ifname)

@@ -2,11 +2,12 @@
 
 use std::net::IpAddr;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::log_info;
+use crate::net::route::{RouteAdded, MAIN_TABLE};
 use crate::net::{sysctl, NetNs, Netlink};
 use crate::routing::Plan;
-
-const MAIN_TABLE: u32 = 254;
+use crate::routing::RouteSpec;
 
 /// Tables and rule priorities already used in the pod, for choosing free
 /// ones. Rules from one of `ours` (the addresses being attached) are stale
@@ -24,25 +25,46 @@ pub async fn used_tables_and_priorities(nl: &Netlink, ours: &[IpAddr]) -> Result
 
 /// Sysctls, table routes (connected first), main routes, then the source
 /// rules. Stale rules for the same source go first, so a retried ADD or a
-/// reused address never meets an old rule.
+/// reused address never meets an old rule. A route another attachment
+/// already holds fails the ADD, naming it, except a main-table route: a
+/// second rail sharing the same prefix leaves it to the first. Returns the
+/// routes left out that way, which the result must not claim.
 pub async fn install(
     pod: &NetNs,
     nl: &Netlink,
     ifname: &str,
     index: u32,
     plan: &Plan,
-) -> Result<()> {
+) -> Result<Vec<RouteSpec>> {
     for s in &plan.sysctls {
         sysctl::write_in(pod, &s.key.path(ifname), &s.value)?;
     }
+    let mut left_out = Vec::new();
     for route in &plan.routes {
-        nl.add_route(index, route).await?;
+        match nl.add_route(index, route).await? {
+            RouteAdded::Added | RouteAdded::AlreadyThere => {}
+            RouteAdded::Conflict(holder) if route.table.is_none() => {
+                log_info!(
+                    "main-table route {} is already {holder}; {ifname} leaves it to that rail",
+                    route.dst
+                );
+                left_out.push(route.clone());
+            }
+            RouteAdded::Conflict(holder) => {
+                return Err(Error::Netlink(format!(
+                    "cannot add route {} to table {} for {ifname}: the pod already has {holder}; \
+                     give this rail another table (routing.table) or remove that route",
+                    route.dst,
+                    route.table.unwrap_or(MAIN_TABLE)
+                )))
+            }
+        }
     }
     remove_rules(nl, plan).await?;
     for rule in &plan.rules {
         nl.add_rule(rule).await?;
     }
-    Ok(())
+    Ok(left_out)
 }
 
 /// Rules from the plan's source addresses: ours, or stale ones for the same

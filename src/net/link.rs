@@ -1,12 +1,14 @@
 //! Link queries and changes over one namespace's rtnetlink socket.
 
-use futures_util::TryStreamExt;
+use std::os::fd::AsRawFd;
+
+use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST};
+use netlink_packet_route::RouteNetlinkMessage;
+use nix::errno::Errno;
 use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, Prop};
 use rtnetlink::LinkUnspec;
 
-use nix::errno::Errno;
-
-use super::{errno, nl_err, NetNs, Netlink};
+use super::{nl_err, Failure, NetNs, Netlink};
 use crate::error::Result;
 
 /// What railcni needs to know about a link.
@@ -55,43 +57,49 @@ impl Link {
 
 impl Netlink {
     pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
-        let mut req = self
-            .handle
-            .link()
-            .get()
-            .match_name(name.to_string())
-            .execute();
-        match req.try_next().await {
-            Ok(m) => Ok(m.map(Link::from_message)),
-            Err(e) if errno(&e) == Some(Errno::ENODEV) => Ok(None),
-            Err(e) => Err(nl_err(format!("get link {name}"), e)),
-        }
+        let mut req = self.handle.link().get().match_name(name.to_string());
+        self.one_link(
+            std::mem::take(req.message_mut()),
+            &format!("get link {name}"),
+        )
+        .await
     }
 
     pub async fn link_by_index(&self, index: u32) -> Result<Option<Link>> {
-        let mut req = self.handle.link().get().match_index(index).execute();
-        match req.try_next().await {
-            Ok(m) => Ok(m.map(Link::from_message)),
-            Err(e) if errno(&e) == Some(Errno::ENODEV) => Ok(None),
-            Err(e) => Err(nl_err(format!("get link #{index}"), e)),
+        let mut req = self.handle.link().get().match_index(index);
+        self.one_link(
+            std::mem::take(req.message_mut()),
+            &format!("get link #{index}"),
+        )
+        .await
+    }
+
+    /// A single-link query: ENODEV means absent; no answer is an error.
+    async fn one_link(&self, query: LinkMessage, what: &str) -> Result<Option<Link>> {
+        match self
+            .exchange(RouteNetlinkMessage::GetLink(query), NLM_F_REQUEST)
+            .await
+        {
+            Ok(replies) => Ok(replies.into_iter().find_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(Link::from_message(l)),
+                _ => None,
+            })),
+            Err(Failure::Kernel(Errno::ENODEV)) => Ok(None),
+            Err(f) => Err(nl_err(what, f)),
         }
     }
 
-    async fn change(
-        &self,
-        what: String,
-        msg: LinkMessage,
-    ) -> std::result::Result<(), (String, rtnetlink::Error)> {
-        self.handle
-            .link()
-            .change(msg)
-            .execute()
-            .await
-            .map_err(|e| (what, e))
+    async fn change(&self, msg: LinkMessage) -> std::result::Result<(), Failure> {
+        self.exchange(
+            RouteNetlinkMessage::SetLink(msg),
+            NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
+        )
+        .await
+        .map(drop)
     }
 
     async fn apply(&self, what: String, msg: LinkMessage) -> Result<()> {
-        self.change(what, msg).await.map_err(|(w, e)| nl_err(w, e))
+        self.change(msg).await.map_err(|f| nl_err(what, f))
     }
 
     pub async fn set_up(&self, index: u32) -> Result<()> {
@@ -146,19 +154,16 @@ impl Netlink {
     /// Ok(false) when the name is taken in the target (EEXIST).
     pub async fn move_to(&self, index: u32, target: &NetNs, name: &str) -> Result<bool> {
         let msg = LinkUnspec::new_with_index(index)
-            .setns_by_fd(std::os::fd::AsRawFd::as_raw_fd(&target.fd()))
+            .setns_by_fd(target.fd().as_raw_fd())
             .name(name.to_string())
             .build();
-        match self
-            .change(
-                format!("move link #{index} to {} as {name}", target.label()),
-                msg,
-            )
-            .await
-        {
+        match self.change(msg).await {
             Ok(()) => Ok(true),
-            Err((_, e)) if errno(&e) == Some(Errno::EEXIST) => Ok(false),
-            Err((w, e)) => Err(nl_err(w, e)),
+            Err(Failure::Kernel(Errno::EEXIST)) => Ok(false),
+            Err(f) => Err(nl_err(
+                format!("move link #{index} to {} as {name}", target.label()),
+                f,
+            )),
         }
     }
 
@@ -167,12 +172,13 @@ impl Netlink {
             return Ok(());
         }
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        self.handle
-            .link()
-            .property_del(index)
-            .alt_ifname(&refs)
-            .execute()
-            .await
-            .map_err(|e| nl_err(format!("drop altnames {names:?} of link #{index}"), e))
+        let mut req = self.handle.link().property_del(index).alt_ifname(&refs);
+        self.exchange(
+            RouteNetlinkMessage::DelLinkProp(std::mem::take(req.message_mut())),
+            NLM_F_REQUEST | NLM_F_ACK,
+        )
+        .await
+        .map(drop)
+        .map_err(|f| nl_err(format!("drop altnames {names:?} of link #{index}"), f))
     }
 }

@@ -1,4 +1,4 @@
-//! Network namespace handles and a guard that always switches back.
+//! Network namespace handles, and running work inside one on a thread of its own.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -51,30 +51,26 @@ impl NetNs {
         &self.label
     }
 
-    /// Switch this thread into the namespace until the guard drops.
-    pub fn enter(&self) -> Result<NsGuard> {
-        let back = NetNs::current()?;
-        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| {
-            Error::Netlink(format!(
-                "cannot enter network namespace {}: {e}",
-                self.label
-            ))
-        })?;
-        Ok(NsGuard { back })
-    }
-}
-
-#[must_use]
-pub struct NsGuard {
-    back: NetNs,
-}
-
-impl Drop for NsGuard {
-    fn drop(&mut self) {
-        if let Err(e) = setns(self.back.file.as_fd(), CloneFlags::CLONE_NEWNET) {
-            // Carrying on in the wrong namespace would act on the wrong host.
-            crate::log_error!("cannot return to the original network namespace: {e}; aborting");
-            std::process::abort();
-        }
+    /// Run `f` on a short-lived thread inside this namespace. The thread
+    /// ends there, so nothing ever has to switch back (a failed switch back
+    /// could only abort), and the caller's thread never leaves its own.
+    pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        let fd = self.file.as_fd();
+        let label = &self.label;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    setns(fd, CloneFlags::CLONE_NEWNET).map_err(|e| {
+                        Error::Netlink(format!("cannot enter network namespace {label}: {e}"))
+                    })?;
+                    f()
+                })
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(Error::internal(format!(
+                        "work inside network namespace {label} panicked"
+                    )))
+                })
+        })
     }
 }

@@ -2,16 +2,17 @@
 
 use std::net::IpAddr;
 
-use futures_util::TryStreamExt;
 use ipnet::IpNet;
-use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
+use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST};
+use netlink_packet_route::RouteNetlinkMessage;
+use rtnetlink::packet_route::address::AddressAttribute;
 use rtnetlink::packet_route::route::{RouteAttribute, RouteMessage, RouteScope};
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use rtnetlink::{IpVersion, RouteMessageBuilder};
 
 use nix::errno::Errno;
 
-use super::{errno, nl_err, Netlink};
+use super::{nl_err, Failure, Netlink};
 use crate::error::{Error, Result};
 use crate::routing::{RouteSpec, RuleSpec};
 
@@ -25,41 +26,63 @@ pub struct Rule {
     message: RuleMessage,
 }
 
+/// The main routing table's id.
+pub const MAIN_TABLE: u32 = 254;
+
 /// A route as the kernel reports it.
 #[derive(Debug, Clone)]
 pub struct InstalledRoute {
     pub dst: Option<IpNet>,
     pub gw: Option<IpAddr>,
     pub table: u32,
+    /// The output interface's index.
+    pub oif: Option<u32>,
     message: RouteMessage,
 }
 
-fn families() -> [IpVersion; 2] {
-    [IpVersion::V4, IpVersion::V6]
+const ADD: u16 = NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE;
+const DEL: u16 = NLM_F_REQUEST | NLM_F_ACK;
+const DUMP: u16 = NLM_F_REQUEST | NLM_F_DUMP;
+
+/// What adding a route found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteAdded {
+    Added,
+    /// The very same route (destination, gateway, device, table) was there.
+    AlreadyThere,
+    /// Another route holds that destination in that table.
+    Conflict(String),
 }
 
 impl Netlink {
     pub async fn add_address(&self, index: u32, addr: IpNet) -> Result<()> {
-        self.handle
+        let mut req = self
+            .handle
             .address()
-            .add(index, addr.addr(), addr.prefix_len())
-            .execute()
+            .add(index, addr.addr(), addr.prefix_len());
+        let msg = std::mem::take(req.message_mut());
+        match self
+            .exchange(RouteNetlinkMessage::NewAddress(msg), ADD)
             .await
-            .map_err(|e| nl_err(format!("add address {addr} on link #{index}"), e))
+        {
+            Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
+            Err(f) => Err(nl_err(format!("add address {addr} on link #{index}"), f)),
+        }
     }
 
     pub async fn addresses(&self, index: u32) -> Result<Vec<IpNet>> {
-        let msgs: Vec<AddressMessage> = self
-            .handle
-            .address()
-            .get()
-            .set_link_index_filter(index)
-            .execute()
-            .try_collect()
+        let mut req = self.handle.address().get().set_link_index_filter(index);
+        let query = std::mem::take(req.message_mut());
+        let replies = self
+            .exchange(RouteNetlinkMessage::GetAddress(query), DUMP)
             .await
-            .map_err(|e| nl_err(format!("list addresses of link #{index}"), e))?;
-        Ok(msgs
+            .map_err(|f| nl_err(format!("list addresses of link #{index}"), f))?;
+        Ok(replies
             .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewAddress(m) if m.header.index == index => Some(m),
+                _ => None,
+            })
             .filter_map(|m| {
                 let prefix = m.header.prefix_len;
                 m.attributes.into_iter().find_map(|a| match a {
@@ -71,8 +94,8 @@ impl Netlink {
     }
 
     /// `ip route add <dst> [via <gw>] dev <index> [table T] [scope S] [src A]`.
-    /// An identical route already there (a retried ADD) is fine.
-    pub async fn add_route(&self, index: u32, r: &RouteSpec) -> Result<()> {
+    /// A route already there counts only when it is the same one.
+    pub async fn add_route(&self, index: u32, r: &RouteSpec) -> Result<RouteAdded> {
         let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
         let table = r.table.map(|t| format!(" table {t}")).unwrap_or_default();
         let what = format!("add route {}{via}{table} on link #{index}", r.dst);
@@ -91,38 +114,53 @@ impl Netlink {
         if let Some(t) = r.table {
             b = b.table_id(t);
         }
-        match self.handle.route().add(b.build()).execute().await {
-            Err(e) if errno(&e) == Some(Errno::EEXIST) => Ok(()),
-            other => other.map_err(|e| nl_err(what, e)),
+        match self
+            .exchange(RouteNetlinkMessage::NewRoute(b.build()), ADD)
+            .await
+        {
+            Ok(_) => Ok(RouteAdded::Added),
+            Err(Failure::Kernel(Errno::EEXIST)) => {
+                let table = r.table.unwrap_or(MAIN_TABLE);
+                let holder = self
+                    .routes()
+                    .await?
+                    .into_iter()
+                    .find(|x| x.dst == Some(r.dst) && x.table == table);
+                Ok(match holder {
+                    Some(x) if x.gw == r.gw && x.oif == Some(index) => RouteAdded::AlreadyThere,
+                    Some(x) => RouteAdded::Conflict(x.describe()),
+                    None => RouteAdded::Conflict(format!("{} in table {table}", r.dst)),
+                })
+            }
+            Err(f) => Err(nl_err(what, f)),
         }
     }
 
     pub async fn routes(&self) -> Result<Vec<InstalledRoute>> {
         let mut out = Vec::new();
-        for family in families() {
-            let query = match family {
-                IpVersion::V4 => RouteMessageBuilder::<std::net::Ipv4Addr>::new().build(),
-                IpVersion::V6 => RouteMessageBuilder::<std::net::Ipv6Addr>::new().build(),
-            };
-            let msgs: Vec<RouteMessage> = self
-                .handle
-                .route()
-                .get(query)
-                .execute()
-                .try_collect()
+        for query in [
+            RouteMessageBuilder::<std::net::Ipv4Addr>::new().build(),
+            RouteMessageBuilder::<std::net::Ipv6Addr>::new().build(),
+        ] {
+            let replies = self
+                .exchange(RouteNetlinkMessage::GetRoute(query), DUMP)
                 .await
-                .map_err(|e| nl_err("dump routes", e))?;
-            out.extend(msgs.into_iter().map(InstalledRoute::from_message));
+                .map_err(|f| nl_err("dump routes", f))?;
+            out.extend(replies.into_iter().filter_map(|m| match m {
+                RouteNetlinkMessage::NewRoute(m) => Some(InstalledRoute::from_message(m)),
+                _ => None,
+            }));
         }
         Ok(out)
     }
 
     pub async fn del_route(&self, r: &InstalledRoute) -> Result<()> {
-        match self.handle.route().del(r.message.clone()).execute().await {
-            Err(e) if matches!(errno(&e), Some(Errno::ESRCH | Errno::ENOENT)) => Ok(()),
-            other => {
-                other.map_err(|e| nl_err(format!("delete route {:?} table {}", r.dst, r.table), e))
-            }
+        match self
+            .exchange(RouteNetlinkMessage::DelRoute(r.message.clone()), DEL)
+            .await
+        {
+            Ok(_) | Err(Failure::Kernel(Errno::ESRCH | Errno::ENOENT)) => Ok(()),
+            Err(f) => Err(nl_err(format!("delete route {}", r.describe()), f)),
         }
     }
 
@@ -136,59 +174,53 @@ impl Netlink {
             .table_id(r.table)
             .priority(r.priority)
             .action(RuleAction::ToTable);
-        let result = match r.src.addr() {
+        let msg = match r.src.addr() {
             IpAddr::V4(a) => {
-                req.v4()
-                    .source_prefix(a, r.src.prefix_len())
-                    .execute()
-                    .await
+                std::mem::take(req.v4().source_prefix(a, r.src.prefix_len()).message_mut())
             }
             IpAddr::V6(a) => {
-                req.v6()
-                    .source_prefix(a, r.src.prefix_len())
-                    .execute()
-                    .await
+                std::mem::take(req.v6().source_prefix(a, r.src.prefix_len()).message_mut())
             }
         };
-        match result {
-            Err(e) if errno(&e) == Some(Errno::EEXIST) => Ok(()),
-            other => other.map_err(|e| {
-                nl_err(
-                    format!(
-                        "add rule from {} lookup {} priority {}",
-                        r.src, r.table, r.priority
-                    ),
-                    e,
-                )
-            }),
+        match self.exchange(RouteNetlinkMessage::NewRule(msg), ADD).await {
+            Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
+            Err(f) => Err(nl_err(
+                format!(
+                    "add rule from {} lookup {} priority {}",
+                    r.src, r.table, r.priority
+                ),
+                f,
+            )),
         }
     }
 
     pub async fn rules(&self) -> Result<Vec<Rule>> {
         let mut out = Vec::new();
-        for family in families() {
-            let msgs: Vec<RuleMessage> = self
-                .handle
-                .rule()
-                .get(family)
-                .execute()
-                .try_collect()
+        for family in [IpVersion::V4, IpVersion::V6] {
+            let mut req = self.handle.rule().get(family);
+            let query = std::mem::take(req.message_mut());
+            let replies = self
+                .exchange(RouteNetlinkMessage::GetRule(query), DUMP)
                 .await
-                .map_err(|e| nl_err("dump rules", e))?;
-            out.extend(msgs.into_iter().map(Rule::from_message));
+                .map_err(|f| nl_err("dump rules", f))?;
+            out.extend(replies.into_iter().filter_map(|m| match m {
+                RouteNetlinkMessage::NewRule(m) => Some(Rule::from_message(m)),
+                _ => None,
+            }));
         }
         Ok(out)
     }
 
     pub async fn del_rule(&self, r: &Rule) -> Result<()> {
-        match self.handle.rule().del(r.message.clone()).execute().await {
-            Err(e) if matches!(errno(&e), Some(Errno::ENOENT | Errno::ESRCH)) => Ok(()),
-            other => other.map_err(|e| {
-                nl_err(
-                    format!("delete rule from {:?} priority {}", r.src, r.priority),
-                    e,
-                )
-            }),
+        match self
+            .exchange(RouteNetlinkMessage::DelRule(r.message.clone()), DEL)
+            .await
+        {
+            Ok(_) | Err(Failure::Kernel(Errno::ENOENT | Errno::ESRCH)) => Ok(()),
+            Err(f) => Err(nl_err(
+                format!("delete rule from {:?} priority {}", r.src, r.priority),
+                f,
+            )),
         }
     }
 }
@@ -228,10 +260,11 @@ impl InstalledRoute {
     fn from_message(m: RouteMessage) -> Self {
         // Tables above 255 travel only in RTA_TABLE; the header says 252.
         let mut table = u32::from(m.header.table);
-        let (mut dst, mut gw) = (None, None);
+        let (mut dst, mut gw, mut oif) = (None, None, None);
         for a in &m.attributes {
             match a {
                 RouteAttribute::Table(t) => table = *t,
+                RouteAttribute::Oif(i) => oif = Some(*i),
                 RouteAttribute::Destination(d) => {
                     dst = route_addr(d)
                         .and_then(|ip| IpNet::new(ip, m.header.destination_prefix_length).ok())
@@ -252,8 +285,19 @@ impl InstalledRoute {
             dst,
             gw,
             table,
+            oif,
             message: m,
         }
+    }
+
+    /// In iproute2's words: `172.16.0.0/15 via 172.16.0.1 dev #7 table 1001`.
+    pub fn describe(&self) -> String {
+        let dst = self
+            .dst
+            .map_or_else(|| "default".to_string(), |d| d.to_string());
+        let via = self.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+        let dev = self.oif.map(|i| format!(" dev #{i}")).unwrap_or_default();
+        format!("{dst}{via}{dev} table {}", self.table)
     }
 
     pub fn matches(&self, spec: &RouteSpec, main_table: u32) -> bool {

@@ -6,25 +6,27 @@ use super::NetNs;
 use crate::error::{Error, Result};
 
 pub fn write_in(ns: &NetNs, path: &Path, value: &str) -> Result<()> {
-    let _guard = ns.enter()?;
-    std::fs::write(path, value).map_err(|e| {
-        Error::Netlink(format!(
-            "cannot set {} = {value} in {}: {e}",
-            path.display(),
-            ns.label()
-        ))
-    })
-}
-
-pub fn read_in(ns: &NetNs, path: &Path) -> Result<String> {
-    let _guard = ns.enter()?;
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .map_err(|e| {
+    ns.run(|| {
+        std::fs::write(path, value).map_err(|e| {
             Error::Netlink(format!(
-                "cannot read {} in {}: {e}",
+                "cannot set {} = {value} in {}: {e}",
                 path.display(),
                 ns.label()
             ))
         })
+    })
+}
+
+pub fn read_in(ns: &NetNs, path: &Path) -> Result<String> {
+    ns.run(|| {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| {
+                Error::Netlink(format!(
+                    "cannot read {} in {}: {e}",
+                    path.display(),
+                    ns.label()
+                ))
+            })
+    })
 }
