@@ -59,6 +59,7 @@ impl<'a> Ipam<'a> {
             pod_namespace: a.pod_namespace.clone(),
             pod_name: a.pod_name.clone(),
             pod_uid: a.pod_uid.clone(),
+            netns: self.env.netns.clone(),
         }
     }
 
@@ -76,10 +77,13 @@ impl<'a> Ipam<'a> {
             r.interfaces.clear();
             return Ok(r);
         }
-        Ok(self
+        let allocation = self
             .embedded()?
-            .allocate(&self.holder(), &self.conf.requested_ips)?
-            .to_result())
+            .allocate(&self.holder(), &self.conf.requested_ips)?;
+        for lease in &allocation.reclaimed {
+            crate::log_info!("reclaimed the address of a gone holder: {lease}");
+        }
+        Ok(allocation.to_result())
     }
 
     /// Release the lease of attachment (`container_id`, `ifname`), which
@@ -91,6 +95,18 @@ impl<'a> Ipam<'a> {
                 .map(drop);
         }
         log_released(self.embedded()?.release(container_id, ifname)?);
+        Ok(())
+    }
+
+    /// Release the embedded pool's leases whose holders are provably gone
+    /// (an external IPAM keeps its own books).
+    pub fn reclaim_dead(&self) -> Result<()> {
+        if !self.kind().is_embedded() {
+            return Ok(());
+        }
+        for lease in self.embedded()?.reclaim_dead()? {
+            crate::log_info!("reclaimed the address of a gone holder: {lease}");
+        }
         Ok(())
     }
 

@@ -2,11 +2,11 @@
 //! change so that a DEL after a crash can finish the job, plus per-VF locks.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use cni::files::{self, LockError};
+use cni::liveness::Proof;
 use cni::Settings;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,23 +26,6 @@ pub struct HostLink {
     pub ifindex: u32,
 }
 
-/// Identity of a network namespace file, so a reused path is not mistaken for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NsId {
-    pub dev: u64,
-    pub ino: u64,
-}
-
-impl NsId {
-    pub fn of(path: &Path) -> Option<NsId> {
-        let m = fs::metadata(path).ok()?;
-        Some(NsId {
-            dev: m.dev(),
-            ino: m.ino(),
-        })
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -60,8 +43,9 @@ pub struct Record {
     pub network: String,
     pub container_id: String,
     pub ifname: String,
-    pub netns: Option<String>,
-    pub netns_id: Option<NsId>,
+    /// The pod's namespace and boot, which prove the attachment alive.
+    #[serde(flatten)]
+    pub proof: Proof,
     pub host: HostLink,
     /// The VF's ifindex in the pod (it changes when the pod already uses it).
     #[serde(default)]
@@ -93,7 +77,7 @@ impl Record {
         network: &str,
         container_id: &str,
         ifname: &str,
-        netns: Option<&Path>,
+        proof: Proof,
         host: HostLink,
     ) -> Self {
         Record {
@@ -102,8 +86,7 @@ impl Record {
             network: network.to_string(),
             container_id: container_id.to_string(),
             ifname: ifname.to_string(),
-            netns: netns.map(|p| p.display().to_string()),
-            netns_id: netns.and_then(NsId::of),
+            proof,
             host,
             pod_ifindex: None,
             ipam_type: None,
@@ -133,15 +116,25 @@ impl Record {
             mtu: 1500,
             ifindex: 7,
         };
-        Record::new("0000:3b:02.0", "rail1", "c1", "net1", None, host)
+        Record::new(
+            "0000:3b:02.0",
+            "rail1",
+            "c1",
+            "net1",
+            Proof::default(),
+            host,
+        )
     }
 
-    /// Is the pod namespace this record points at still the same live namespace?
-    pub fn netns_alive(&self) -> bool {
-        match (&self.netns, self.netns_id) {
-            (Some(path), Some(id)) => NsId::of(Path::new(path)) == Some(id),
-            _ => false,
-        }
+    /// Is the pod namespace this record points at still the same live
+    /// namespace, in this boot?
+    pub fn netns_alive(&self, boot_id: Option<&str>) -> bool {
+        self.proof.netns_id.is_some() && self.proof.gone(boot_id).is_none()
+    }
+
+    /// The pod namespace path, for messages.
+    pub fn netns(&self) -> Option<&str> {
+        self.proof.netns.as_deref()
     }
 }
 
@@ -274,6 +267,7 @@ impl Store {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
 
     fn store(dir: &Path) -> Store {
         Store::new(&Settings {
@@ -295,7 +289,14 @@ mod tests {
     fn records_round_trip_with_private_permissions() {
         let t = tempfile::tempdir().unwrap();
         let s = store(&t.path().join("state"));
-        let r = Record::new("0000:3b:00.2", "rail1", "c1", "net1", None, host());
+        let r = Record::new(
+            "0000:3b:00.2",
+            "rail1",
+            "c1",
+            "net1",
+            Proof::default(),
+            host(),
+        );
         s.save(&r).unwrap();
         assert_eq!(s.load("0000:3b:00.2").unwrap(), Some(r.clone()));
         assert_eq!(s.find("c1", "net1").unwrap(), Some(r));
@@ -342,9 +343,14 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let ns = t.path().join("ns");
         fs::write(&ns, "").unwrap();
-        let r = Record::new("0000:3b:00.2", "rail1", "c1", "net1", Some(&ns), host());
-        assert!(r.netns_alive());
+        let proof = Proof::now(Some(&ns), Some("boot-a".into()));
+        let r = Record::new("0000:3b:00.2", "rail1", "c1", "net1", proof, host());
+        assert!(r.netns_alive(Some("boot-a")));
+        assert!(
+            !r.netns_alive(Some("boot-b")),
+            "a record of an earlier boot is dead"
+        );
         fs::remove_file(&ns).unwrap();
-        assert!(!r.netns_alive());
+        assert!(!r.netns_alive(Some("boot-a")));
     }
 }

@@ -6,12 +6,6 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-fn with_prev(conf: &Value, prev: &Value) -> Value {
-    let mut c = conf.clone();
-    c["prevResult"] = prev.clone();
-    c
-}
-
 #[test]
 fn add_check_del_round_trip_restores_the_vf() {
     let node = Node::new(1, 1);

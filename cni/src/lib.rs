@@ -7,6 +7,7 @@ pub mod args;
 pub mod env;
 pub mod error;
 pub mod files;
+pub mod liveness;
 pub mod result;
 pub mod settings;
 pub mod skeleton;

@@ -10,6 +10,8 @@ pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
 pub const DEFAULT_NODE_CONFIG: &str = "/etc/cni/railcni/node.json";
 pub const DEFAULT_DEVINFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo";
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+pub const DEFAULT_LOG_DIR: &str = "/var/log/railcni";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -28,6 +30,10 @@ pub struct Settings {
     pub fake_hardware: Option<PathBuf>,
     /// `RAILCNI_DEVINFO_DIR` (tests only): where device-info files may go.
     pub devinfo_dir: PathBuf,
+    /// `RAILCNI_BOOT_ID` (tests only): where this boot's id is read.
+    pub boot_id_path: PathBuf,
+    /// `RAILCNI_LOG_DIR`: the only directory a NAD's `logFile` may name.
+    pub log_dir: PathBuf,
 }
 
 impl Default for Settings {
@@ -55,7 +61,14 @@ impl Settings {
                 .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis),
             fake_hardware: get("RAILCNI_FAKE_HARDWARE").map(PathBuf::from),
             devinfo_dir: path("RAILCNI_DEVINFO_DIR", DEFAULT_DEVINFO_DIR),
+            boot_id_path: path("RAILCNI_BOOT_ID", DEFAULT_BOOT_ID),
+            log_dir: path("RAILCNI_LOG_DIR", DEFAULT_LOG_DIR),
         }
+    }
+
+    /// This boot's id, if it can be read.
+    pub fn boot_id(&self) -> Option<String> {
+        crate::liveness::boot_id(&self.boot_id_path)
     }
 
     /// The embedded IPAM's lease files.

@@ -65,6 +65,14 @@ fn main() {
                     pod_name: Some(format!("llm-pretrain-worker-{i}")),
                     pod_uid: Some(format!("{i:08x}-1b2c-4d5e-8f90-123456789abc")),
                     allocated_unix: 1_795_000_000,
+                    proof: cni::liveness::Proof {
+                        netns: Some(format!("/var/run/netns/cni-{i:08x}-1b2c-4d5e-8f90")),
+                        netns_id: Some(cni::liveness::NsId {
+                            dev: 4,
+                            ino: 4_026_532_000 + i as u64,
+                        }),
+                        boot_id: Some("6f2b1a3e-8c1d-4b7e-9a0f-2d3c4b5a6e7f".into()),
+                    },
                 })
                 .collect();
             let data = Leases {

@@ -12,6 +12,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
+use cni::liveness::Proof;
 use cni::{CniResult, IpConfig, Route, Settings};
 use config::{NodeFile, PoolConfig};
 pub use error::IpamError;
@@ -26,6 +27,8 @@ pub struct Holder {
     pub pod_namespace: Option<String>,
     pub pod_name: Option<String>,
     pub pod_uid: Option<String>,
+    /// The pod's network namespace, which proves the holder alive.
+    pub netns: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +47,8 @@ pub struct RouteSpec {
 pub struct Allocation {
     pub ips: Vec<AllocatedIp>,
     pub routes: Vec<RouteSpec>,
+    /// Leases of provably gone holders released to make room, in words.
+    pub reclaimed: Vec<String>,
 }
 
 impl Allocation {
@@ -82,6 +87,8 @@ pub struct Ipam {
     pool: NodePool,
     config: PoolConfig,
     store: Store,
+    /// This boot's id: leases from another boot are dead.
+    boot_id: Option<String>,
 }
 
 fn now_unix() -> u64 {
@@ -111,6 +118,7 @@ impl Ipam {
             store: Store::new(&settings.ipam_dir(), network, settings.lock_timeout),
             pool,
             config,
+            boot_id: settings.boot_id(),
         })
     }
 
@@ -135,10 +143,13 @@ impl Ipam {
                     gw: gateway,
                 })
                 .collect(),
+            reclaimed: Vec::new(),
         }
     }
 
-    /// Lease an address to `holder` (the same one again if it already has one).
+    /// Lease an address to `holder` (the same one again if it already has
+    /// one). When the pool is full or the requested address is taken, the
+    /// leases of provably gone holders are released first (see `Proof`).
     pub fn allocate(&self, holder: &Holder, requested: &[IpAddr]) -> Result<Allocation, IpamError> {
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
@@ -149,9 +160,20 @@ impl Ipam {
         {
             return Ok(self.allocation(l.address));
         }
-        let address = match requested.first() {
-            Some(ip) => self.check_requested(*ip, &data)?,
-            None => self.next_free(&data)?,
+        let pick = |data: &Leases| match requested.first() {
+            Some(ip) => self.check_requested(*ip, data),
+            None => self.next_free(data),
+        };
+        let mut reclaimed = Vec::new();
+        let address = match pick(&data) {
+            Err(e @ (IpamError::Exhausted(_) | IpamError::AddressUnavailable(_))) => {
+                reclaimed = self.drop_dead(&mut data);
+                if reclaimed.is_empty() {
+                    return Err(e);
+                }
+                pick(&data)?
+            }
+            other => other?,
         };
         data.leases.push(Lease {
             container_id: holder.container_id.clone(),
@@ -161,10 +183,37 @@ impl Ipam {
             pod_name: holder.pod_name.clone(),
             pod_uid: holder.pod_uid.clone(),
             allocated_unix: now_unix(),
+            proof: Proof::now(holder.netns.as_deref(), self.boot_id.clone()),
         });
         data.last_allocated = Some(address);
         locked.write(&data)?;
-        Ok(self.allocation(address))
+        let mut allocation = self.allocation(address);
+        allocation.reclaimed = reclaimed;
+        Ok(allocation)
+    }
+
+    /// Release every lease whose holder is provably gone; what was released, in words.
+    pub fn reclaim_dead(&self) -> Result<Vec<String>, IpamError> {
+        let locked = self.store.lock()?;
+        let mut data = locked.read()?;
+        let reclaimed = self.drop_dead(&mut data);
+        if !reclaimed.is_empty() {
+            locked.write(&data)?;
+        }
+        Ok(reclaimed)
+    }
+
+    fn drop_dead(&self, data: &mut Leases) -> Vec<String> {
+        let boot = self.boot_id.as_deref();
+        let mut reclaimed = Vec::new();
+        data.leases.retain(|l| match l.proof.gone(boot) {
+            Some(why) => {
+                reclaimed.push(format!("{}: {why}", describe(l)));
+                false
+            }
+            None => true,
+        });
+        reclaimed
     }
 
     fn check_requested(&self, ip: IpAddr, data: &Leases) -> Result<IpAddr, IpamError> {
@@ -324,6 +373,7 @@ mod tests {
             pod_namespace: Some("ml".into()),
             pod_name: Some(format!("pod-{c}")),
             pod_uid: None,
+            netns: None,
         }
     }
 
@@ -368,6 +418,85 @@ mod tests {
         );
         assert_eq!(i.release("c1", "net1").unwrap(), Released::NotHeld);
         assert!(i.status().is_ok());
+    }
+
+    #[test]
+    fn a_full_pool_reclaims_only_provably_gone_holders() {
+        let t = tempfile::tempdir().unwrap();
+        let boot = t.path().join("boot_id");
+        std::fs::write(&boot, "boot-a\n").unwrap();
+        let settings = Settings {
+            state_dir: t.path().to_path_buf(),
+            node_name: Some("gpu-0".into()),
+            node_config: t.path().join("none.json"),
+            boot_id_path: boot.clone(),
+            ..Settings::default()
+        };
+        let conf = json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
+        let load = || Ipam::load("rail1", &conf, &settings).unwrap();
+        let in_ns = |c: &str| {
+            let ns = t.path().join(format!("ns-{c}"));
+            std::fs::write(&ns, "").unwrap();
+            Holder {
+                netns: Some(ns),
+                ..holder(c)
+            }
+        };
+        let ipam = load();
+        let a = ipam.allocate(&in_ns("a"), &[]).unwrap();
+        assert_eq!(a.ips[0].address.to_string(), "172.16.0.0/31");
+        let e = ipam.allocate(&in_ns("b"), &[]).unwrap_err();
+        assert_eq!(e.code(), 110, "a live holder is never touched");
+
+        std::fs::remove_file(t.path().join("ns-a")).unwrap();
+        let b = ipam.allocate(&in_ns("b"), &[]).unwrap();
+        assert_eq!(b.ips[0].address, a.ips[0].address);
+        assert_eq!(b.reclaimed.len(), 1);
+        assert!(
+            b.reclaimed[0].contains("ml/pod-a") && b.reclaimed[0].contains("is gone"),
+            "{:?}",
+            b.reclaimed
+        );
+        assert_eq!(
+            ipam.release("a", "net1").unwrap(),
+            Released::NotHeld,
+            "the dead pod's late DEL takes nothing from the new holder"
+        );
+        assert!(ipam.check("b", "net1").is_ok());
+
+        std::fs::write(&boot, "boot-b\n").unwrap();
+        let rebooted = load();
+        assert_eq!(
+            rebooted.reclaim_dead().unwrap().len(),
+            1,
+            "a lease of an earlier boot is dead"
+        );
+        assert!(rebooted.check("b", "net1").is_err());
+    }
+
+    #[test]
+    fn a_taken_requested_address_is_reclaimed_from_a_gone_holder_only() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "10.0.0.0/16", "perNodePrefix": 29, "nodes": ["gpu-0"]}),
+        );
+        let ns = t.path().join("ns-a");
+        std::fs::write(&ns, "").unwrap();
+        let ip = "10.0.0.5".parse::<IpAddr>().unwrap();
+        let gone = Holder {
+            netns: Some(ns.clone()),
+            ..holder("a")
+        };
+        i.allocate(&gone, &[ip]).unwrap();
+        assert_eq!(i.allocate(&holder("b"), &[ip]).unwrap_err().code(), 112);
+        std::fs::remove_file(&ns).unwrap();
+        assert_eq!(
+            i.allocate(&holder("b"), &[ip]).unwrap().ips[0]
+                .address
+                .addr(),
+            ip
+        );
     }
 
     #[test]

@@ -45,10 +45,14 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
                 pod_namespace: env.args.pod_namespace.clone(),
                 pod_name: env.args.pod_name.clone(),
                 pod_uid: env.args.pod_uid.clone(),
+                netns: env.netns.clone(),
             };
             let requested = requested_ips(conf, &env.args)?;
-            let result = ipam.allocate(&holder, &requested)?.to_result();
-            Ok(Some(result.to_json(request.version)))
+            let allocation = ipam.allocate(&holder, &requested)?;
+            for lease in &allocation.reclaimed {
+                eprintln!("railcni-ipam: reclaimed {lease}");
+            }
+            Ok(Some(allocation.to_result().to_json(request.version)))
         }
         Command::Del => {
             if let Released::StoreUnreadable(why) = ipam.release(&env.container_id, &env.ifname)? {

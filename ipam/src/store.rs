@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cni::files::{self, FileLock, LockError};
+use cni::liveness::Proof;
 use serde::{Deserialize, Serialize};
 
 use crate::IpamError;
@@ -28,6 +29,9 @@ pub struct Lease {
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "podUID")]
     pub pod_uid: Option<String>,
     pub allocated_unix: u64,
+    /// What proves the holder alive: its netns and boot.
+    #[serde(flatten)]
+    pub proof: Proof,
 }
 
 impl Lease {
@@ -196,6 +200,7 @@ mod tests {
             pod_name: None,
             pod_uid: None,
             allocated_unix: 1,
+            proof: Proof::default(),
         }
     }
 

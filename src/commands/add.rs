@@ -1,6 +1,7 @@
 //! ADD: move the VF into the pod as CNI_IFNAME, configure it, address it.
 //! A DPDK VF (no netdev) only gets its PF-side settings and an address.
 
+use cni::liveness::Proof;
 use cni::{CniResult, Interface};
 
 use super::detach::{detach, pf_netdev, restore_vf_settings, Attachment};
@@ -149,7 +150,7 @@ fn new_record(ctx: &Ctx, vf: &Vf, host: HostLink) -> Record {
         &ctx.conf.name,
         &ctx.env.container_id,
         &ctx.env.ifname,
-        ctx.env.netns.as_deref(),
+        Proof::now(ctx.env.netns.as_deref(), ctx.settings.boot_id()),
         host,
     );
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
@@ -192,7 +193,7 @@ async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> 
         existing,
         &ctx.env.container_id,
         &ctx.env.ifname,
-        existing.netns_alive(),
+        existing.netns_alive(ctx.settings.boot_id().as_deref()),
     );
     let same = match verdict {
         Verdict::Replay => {
@@ -210,7 +211,7 @@ async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> 
             existing.pci,
             existing.container_id,
             existing.ifname,
-            existing.netns.as_deref().unwrap_or("?")
+            existing.netns().unwrap_or("?")
         ))),
     };
     // Our own interrupted ADD, or a dead pod's record: give it all back first.
@@ -228,6 +229,10 @@ async fn replay_or_clear(a: &Attach<'_>, existing: &Record) -> Result<Previous> 
         (None, None)
     };
     detach(ctx, &Attachment::of(existing), netns, pod_nl).await?;
+    if let Some(ipam) = ctx.ipam() {
+        // A missed DEL rarely comes alone (a reboot, a kubelet restart).
+        ipam.reclaim_dead()?;
+    }
     if existing.dpdk {
         return Ok(Previous::Cleared(None));
     }

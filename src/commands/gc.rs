@@ -10,6 +10,7 @@ use crate::{log_info, log_warn};
 
 pub async fn gc(ctx: &Ctx) -> Result<()> {
     let valid = cni::args::valid_attachments(&ctx.conf.raw)?;
+    let boot = ctx.settings.boot_id();
     for listed in ctx.store.list()? {
         let key = (listed.container_id.clone(), listed.ifname.clone());
         if listed.network != ctx.conf.name || valid.contains(&key) {
@@ -30,9 +31,8 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
             record.pci
         );
         let netns = record
-            .netns
-            .as_deref()
-            .filter(|_| record.netns_alive())
+            .netns()
+            .filter(|_| record.netns_alive(boot.as_deref()))
             .map(Path::new);
         if let Err(e) = detach(ctx, &Attachment::of(&record), netns, None).await {
             log_warn!("GC: {e}");

@@ -69,7 +69,35 @@ impl Node {
                 }
             })
             .collect();
-        Node { prefix, dir, vfs }
+        let node = Node { prefix, dir, vfs };
+        node.reboot("boot-1");
+        node
+    }
+
+    /// The node's boot id (`RAILCNI_BOOT_ID`): a new one simulates a reboot.
+    pub fn reboot(&self, boot_id: &str) {
+        std::fs::write(self.dir.path().join("boot_id"), format!("{boot_id}\n")).unwrap();
+    }
+
+    /// The embedded IPAM on rail `rail`'s /15, one /31 per node (this node is
+    /// gpu-0, so it has exactly one address).
+    pub fn embedded_ipam(rail: u32) -> Value {
+        json!({"type": "railcni-ipam", "cidr": format!("172.{}.0.0/15", 14 + 2 * rail), "nodes": ["gpu-0"]})
+    }
+
+    /// A pod dies without DEL. Plays the kernel, which hands each of its
+    /// VFs back to the host under its pod name (sysfs follows the name).
+    pub fn kill_pod(&self, pod: &str, vfs: &[(&FakeVf, &str)]) {
+        let ns = Node::ns_of(pod);
+        for (vf, ifname) in vfs {
+            sh(&format!(
+                "ip -n {ns} link set {ifname} netns {} name {ifname}",
+                self.host()
+            ));
+            let net = self.sysfs().join(format!("bus/pci/devices/{}/net", vf.pci));
+            std::fs::rename(net.join(&vf.ifname), net.join(ifname)).unwrap();
+        }
+        sh(&format!("ip netns del {ns}"));
     }
 
     pub fn host(&self) -> String {
@@ -175,7 +203,14 @@ impl Node {
             .env("CNI_PATH", cni_path.join(":"))
             .env("RAILCNI_SYSFS_ROOT", self.sysfs())
             .env("RAILCNI_STATE_DIR", self.state_dir())
-            .env("RAILCNI_FAKE_HARDWARE", self.hardware_file());
+            .env("RAILCNI_FAKE_HARDWARE", self.hardware_file())
+            .env("RAILCNI_BOOT_ID", self.dir.path().join("boot_id"))
+            .env("RAILCNI_NODE_NAME", "gpu-0")
+            .env(
+                "RAILCNI_NODE_CONFIG",
+                self.dir.path().join("no-node-file.json"),
+            )
+            .env("RAILCNI_LOG_DIR", self.dir.path().join("logs"));
         if let Some(args) = &req.args {
             cmd.env("CNI_ARGS", args);
         }
@@ -271,6 +306,13 @@ impl Req {
             ..self.clone()
         }
     }
+}
+
+/// `conf` with the ADD result as `prevResult`, for CHECK.
+pub fn with_prev(conf: &Value, prev: &Value) -> Value {
+    let mut c = conf.clone();
+    c["prevResult"] = prev.clone();
+    c
 }
 
 /// A railcni network config for one VF.

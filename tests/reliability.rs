@@ -1,0 +1,265 @@
+//! What a node lives through without DELs: pods that die (a kubelet restart,
+//! a reboot) leave records and leases behind, and the next ADDs must clean
+//! up by themselves, safely. Also: rails whose names or routes could collide.
+//! On the fake node; needs root.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn leases(node: &Node, network: &str) -> String {
+    std::fs::read_to_string(
+        node.state_dir()
+            .join("ipam")
+            .join(format!("{network}.leases.json")),
+    )
+    .unwrap_or_default()
+}
+
+fn address(result: &Value) -> String {
+    result["ips"][0]["address"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_missed_del_never_strands_the_address_of_the_same_vf() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let c = conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1));
+    let old = node.pod("old");
+    let add_old = Req::new("ADD", "old", &old, "net1", c.clone());
+    let first = node.cni(&add_old).ok();
+    assert_eq!(address(&first), "172.16.0.0/31");
+    node.kill_pod(&old, &[(vf, "net1")]);
+
+    let new = node.pod("new");
+    let add_new = Req::new("ADD", "new", &new, "net1", c);
+    let second = node.cni(&add_new).ok();
+    assert_eq!(
+        address(&second),
+        "172.16.0.0/31",
+        "the /31's only address, again"
+    );
+    assert_eq!(addresses_in(&Node::ns_of(&new), "net1"), ["172.16.0.0/31"]);
+    let held = leases(&node, "rail1");
+    assert!(
+        held.contains("\"new\"") && !held.contains("\"old\""),
+        "{held}"
+    );
+
+    // The dead pod's late DEL succeeds and takes nothing from the new one.
+    node.cni(&add_old.cmd("DEL")).ok();
+    assert!(link_in(&Node::ns_of(&new), "net1").is_some());
+    assert!(leases(&node, "rail1").contains("\"new\""));
+    node.cni(
+        &add_new
+            .cmd("CHECK")
+            .with_conf(with_prev(&add_new.conf, &second)),
+    )
+    .ok();
+}
+
+#[test]
+fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
+    let node = Node::new(1, 2);
+    let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
+    let old = node.pod("old");
+    let add_old = Req::new(
+        "ADD",
+        "old",
+        &old,
+        "net1",
+        conf("1.0.0", "rail1", &vf0.pci, Node::embedded_ipam(1)),
+    );
+    node.cni(&add_old).ok();
+    node.kill_pod(&old, &[(vf0, "net1")]);
+
+    let new = node.pod("new");
+    let add_new = Req::new(
+        "ADD",
+        "new",
+        &new,
+        "net1",
+        conf("1.0.0", "rail1", &vf1.pci, Node::embedded_ipam(1)),
+    );
+    let reply = node.cni(&add_new);
+    assert!(
+        reply.stderr.contains("reclaimed")
+            && reply.stderr.contains("172.16.0.0")
+            && reply.stderr.contains("is gone"),
+        "the reclaim is logged with the address and why: {}",
+        reply.stderr
+    );
+    assert_eq!(address(&reply.ok()), "172.16.0.0/31");
+    // The old record is still there (its VF was not asked for); its late
+    // DEL brings that VF home and leaves the new lease alone.
+    assert!(node.record_exists(&vf0.pci));
+    node.cni(&add_old.cmd("DEL")).ok();
+    assert!(!node.record_exists(&vf0.pci));
+    assert!(link_in(&node.host(), &vf0.ifname).is_some(), "old VF home");
+    assert!(leases(&node, "rail1").contains("\"new\""));
+}
+
+#[test]
+fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
+    let node = Node::new(1, 2);
+    let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
+    let old = node.pod("old");
+    let add_old = Req::new(
+        "ADD",
+        "old",
+        &old,
+        "net1",
+        conf("1.0.0", "rail1", &vf0.pci, Node::embedded_ipam(1)),
+    );
+    node.cni(&add_old).ok();
+    node.reboot("boot-2");
+
+    let new = node.pod("new");
+    let add_new = Req::new(
+        "ADD",
+        "new",
+        &new,
+        "net1",
+        conf("1.0.0", "rail1", &vf1.pci, Node::embedded_ipam(1)),
+    );
+    let reply = node.cni(&add_new);
+    assert!(
+        reply.stderr.contains("reclaimed") && reply.stderr.contains("earlier boot"),
+        "{}",
+        reply.stderr
+    );
+    assert_eq!(address(&reply.ok()), "172.16.0.0/31");
+    node.cni(&add_old.cmd("DEL")).ok();
+    assert!(link_in(&node.host(), &vf0.ifname).is_some());
+}
+
+#[test]
+fn a_live_pods_lease_is_never_taken() {
+    let node = Node::new(1, 2);
+    let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
+    let a = node.pod("a");
+    node.cni(&Req::new(
+        "ADD",
+        "a",
+        &a,
+        "net1",
+        conf("1.0.0", "rail1", &vf0.pci, Node::embedded_ipam(1)),
+    ))
+    .ok();
+    let b = node.pod("b");
+    let e = node
+        .cni(&Req::new(
+            "ADD",
+            "b",
+            &b,
+            "net1",
+            conf("1.0.0", "rail1", &vf1.pci, Node::embedded_ipam(1)),
+        ))
+        .err(110);
+    assert!(
+        e["details"].as_str().unwrap_or("").contains("exhausted"),
+        "{e}"
+    );
+    assert!(leases(&node, "rail1").contains("\"a\""));
+    assert!(
+        link_in(&node.host(), &vf1.ifname).is_some(),
+        "nothing moved"
+    );
+}
+
+#[test]
+fn clearing_a_dead_pods_record_restores_its_vf_settings() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    node.set_hardware(
+        json!({"vfs": {"pf1/0": {"vlan": {"id": 7, "qos": 0, "proto": "802.1q"}, "trust": false}}}),
+    );
+    let mut c = conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1));
+    c["vlan"] = json!(100);
+    c["trust"] = json!("on");
+    let old = node.pod("old");
+    node.cni(&Req::new("ADD", "old", &old, "net1", c)).ok();
+    assert_eq!(node.hardware()["vfs"]["pf1/0"]["vlan"]["id"], 100);
+    node.kill_pod(&old, &[(vf, "net1")]);
+
+    let new = node.pod("new");
+    let plain = conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1));
+    node.cni(&Req::new("ADD", "new", &new, "net1", plain)).ok();
+    let now = &node.hardware()["vfs"]["pf1/0"];
+    assert_eq!(
+        now["vlan"]["id"], 7,
+        "the dead pod's VLAN did not stick: {now}"
+    );
+    assert_eq!(now["trust"], false);
+}
+
+#[test]
+fn rail_names_that_are_not_net_n_get_their_own_tables() {
+    let node = Node::new(2, 1);
+    let pod = node.pod("pod");
+    let ns = Node::ns_of(&pod);
+    for (vf, ifname) in [(&node.vfs[0], "net-a"), (&node.vfs[1], "net-b")] {
+        let c = conf(
+            "1.1.0",
+            &format!("rail{}", vf.rail),
+            &vf.pci,
+            Node::embedded_ipam(vf.rail),
+        );
+        node.cni(&Req::new("ADD", "c1", &pod, ifname, c)).ok();
+    }
+    let rules = sh_out(&format!("ip -n {ns} rule show"));
+    let ours: Vec<&str> = rules.lines().filter(|l| l.contains("from 172.")).collect();
+    assert_eq!(ours.len(), 2, "both rules survive: {rules}");
+    let prio = |l: &str| l.split(':').next().unwrap_or("").to_string();
+    assert_ne!(prio(ours[0]), prio(ours[1]), "{rules}");
+    assert!(ours.iter().any(|l| l.contains("lookup 1100")), "{rules}");
+    assert!(ours.iter().any(|l| l.contains("lookup 1101")), "{rules}");
+}
+
+#[test]
+fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
+    let node = Node::new(2, 1);
+    let pod = node.pod("pod");
+    let mut results = Vec::new();
+    for vf in &node.vfs {
+        let mut c = conf(
+            "1.1.0",
+            &format!("rail{}", vf.rail),
+            &vf.pci,
+            Node::embedded_ipam(vf.rail),
+        );
+        c["routing"] = json!({"railCidr": "172.16.0.0/12"});
+        let ifname = format!("net{}", vf.rail);
+        let add = Req::new("ADD", "c1", &pod, &ifname, c.clone());
+        let r = node.cni(&add).ok();
+        node.cni(&add.cmd("CHECK").with_conf(with_prev(&c, &r)))
+            .ok();
+        results.push(r);
+    }
+    let in_main = |r: &Value| {
+        r["routes"]
+            .as_array()
+            .map(|routes| {
+                routes
+                    .iter()
+                    .filter(|x| x["dst"] == "172.16.0.0/12" && x.get("table").is_none())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(in_main(&results[0]), 1, "{}", results[0]);
+    assert_eq!(
+        in_main(&results[1]),
+        0,
+        "never claimed twice: {}",
+        results[1]
+    );
+}
+
+fn sh_out(cmd: &str) -> String {
+    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
+}
