@@ -40,7 +40,7 @@ cni() { # <command> <node> <pod> <rail>
     CNI_IFNAME="net$4" CNI_PATH="$bin" \
     CNI_ARGS="IgnoreUnknown=true;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$3" \
     RAILCNI_SYSFS_ROOT="$work/$side-sys" RAILCNI_STATE_DIR="$work/$side-state" RAILCNI_NODE_NAME="$2" \
-    RAILCNI_NODE_CONFIG="$work/no-node-file.json" \
+    RAILCNI_NODE_CONFIG="$work/no-node-file.json" RAILCNI_LOG_DIR="$work" \
     "$bin/railcni" 2>/dev/null <<JSON
 {
   "cniVersion": "1.1.0", "name": "rail$4", "type": "railcni",

@@ -46,6 +46,8 @@ struct RawConf {
     mtu: Option<Value>,
     mac: Option<String>,
     ipam: Option<Value>,
+    /// Type-checked here; `run.rs` sets logging up from the raw config.
+    #[allow(dead_code)]
     log_file: Option<String>,
     log_level: Option<String>,
     prev_result: Option<Value>,
@@ -98,8 +100,6 @@ pub struct NetConf {
     pub ipam: Option<IpamConf>,
     /// Addresses the runtime asked for: runtimeConfig.ips, args.cni.ips, CNI_ARGS IP=.
     pub requested_ips: Vec<IpAddr>,
-    pub log_file: Option<PathBuf>,
-    pub log_level: Level,
     pub prev_result: Option<Value>,
     pub routing: RoutingConf,
     /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
@@ -165,15 +165,16 @@ impl NetConf {
 
         let requested_ips = cni::args::requested_ips(&raw, &env.args)?;
 
-        let log_level = match conf.log_level.as_deref() {
-            None | Some("") => Level::Info,
-            Some(l) => Level::parse(l).ok_or_else(|| {
-                Error::config(
+        // Logging was set up from the raw config already; a bad level is
+        // still the operator's to fix.
+        if let Some(l) = conf.log_level.as_deref().filter(|l| !l.is_empty()) {
+            if Level::parse(l).is_none() {
+                return Err(Error::config(
                     "logLevel",
                     format!("{l:?} is not one of error, warning, info, debug"),
-                )
-            })?,
-        };
+                ));
+            }
+        }
 
         // The embedded IPAM's pool is the rail CIDR the main table routes to.
         let ipam_cidr = match &ipam {
@@ -211,8 +212,6 @@ impl NetConf {
             mac,
             ipam,
             requested_ips,
-            log_file: conf.log_file.filter(|f| !f.is_empty()).map(PathBuf::from),
-            log_level,
             prev_result: conf.prev_result,
             raw,
         })

@@ -2,7 +2,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -44,14 +45,43 @@ struct Sink {
 
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 
+/// Where a NAD's `logFile` may be written: a file name, or a path inside
+/// `log_dir` (the NAD is a namespace user's; root must not write elsewhere
+/// for it). `None` when it points anywhere else.
+pub fn confine(file: &Path, log_dir: &Path) -> Option<PathBuf> {
+    let path = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        log_dir.join(file)
+    };
+    let inside = path.starts_with(log_dir)
+        && path != log_dir
+        && path
+            .components()
+            .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
+    inside.then_some(path)
+}
+
 /// Set up logging once the config is known. A log file that cannot be opened
-/// is reported on stderr and otherwise ignored: logging must not fail an ADD.
-pub fn init(level: Level, file: Option<&Path>, context: String) {
-    let file = file.and_then(|path| {
+/// (or lies outside the log directory) is reported on stderr and otherwise
+/// ignored: logging must not fail an ADD.
+pub fn init(level: Level, file: Option<&Path>, log_dir: &Path, context: String) {
+    let file = file.and_then(|asked| {
+        let Some(path) = confine(asked, log_dir) else {
+            eprintln!(
+                "railcni: not logging to {}: logFile must be a file in {} (RAILCNI_LOG_DIR)",
+                escape(&asked.display().to_string()),
+                log_dir.display()
+            );
+            return None;
+        };
+        let _ = cni::files::private_dir(log_dir);
         OpenOptions::new()
             .create(true)
             .append(true)
-            .open(path)
+            .mode(cni::files::FILE_MODE)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
+            .open(&path)
             .map_err(|e| eprintln!("railcni: cannot open logFile {}: {e}", path.display()))
             .ok()
     });
@@ -77,11 +107,34 @@ pub fn write(level: Level, msg: std::fmt::Arguments<'_>) {
         .duration_since(UNIX_EPOCH)
         .map(utc_timestamp)
         .unwrap_or_default();
-    let line = format!("{ts} railcni {} [{context}] {msg}\n", level.label());
+    // Values from a NAD or the environment must not forge log lines.
+    let line = format!(
+        "{ts} railcni {} [{}] {}\n",
+        level.label(),
+        escape(&context),
+        escape(&msg.to_string())
+    );
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(file) = guard.as_mut().and_then(|s| s.file.as_mut()) {
         let _ = file.write_all(line.as_bytes());
     }
+}
+
+/// Control characters (newlines above all) as escapes, so one log call is
+/// one line whatever it quotes.
+pub fn escape(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `2026-11-21T06:07:00.123Z` from a Unix time (civil-from-days, no time crate).
@@ -125,5 +178,42 @@ mod tests {
             super::utc_timestamp(std::time::Duration::ZERO),
             "1970-01-01T00:00:00.000Z"
         );
+    }
+
+    #[test]
+    fn log_files_stay_in_the_log_dir() {
+        use std::path::{Path, PathBuf};
+        let dir = Path::new("/var/log/railcni");
+        let ok = |f: &str| super::confine(Path::new(f), dir);
+        assert_eq!(
+            ok("rail1.log"),
+            Some(PathBuf::from("/var/log/railcni/rail1.log"))
+        );
+        assert_eq!(
+            ok("/var/log/railcni/x.log"),
+            Some(PathBuf::from("/var/log/railcni/x.log"))
+        );
+        for bad in [
+            "/proc/sys/kernel/hostname",
+            "/etc/cron.d/x",
+            "../../etc/passwd",
+            "/var/log/railcni/../../../etc/shadow",
+            "/var/log/railcni",
+            "/var/log/railcni-evil/x",
+        ] {
+            assert_eq!(ok(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn logged_values_cannot_forge_lines() {
+        assert_eq!(
+            super::escape("rail1\n* * * * * root evil"),
+            "rail1\\n* * * * * root evil"
+        );
+        assert_eq!(super::escape("plain"), "plain");
+        assert!(!super::escape("a\rb\u{1b}[31m")
+            .chars()
+            .any(char::is_control));
     }
 }

@@ -6,7 +6,10 @@ use serde_json::Value;
 
 use crate::commands::{self, Ctx};
 use crate::config::NetConf;
+use std::path::Path;
+
 use crate::error::{Error, Result};
+use crate::log::Level;
 use crate::net::NetNs;
 
 /// Returns the process exit code.
@@ -23,15 +26,24 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
         config,
         version,
     } = request;
-    let conf = NetConf::parse(config, &env)?;
+    // Logging starts before the config is validated, so config errors
+    // reach the log file too.
+    let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or("");
     crate::log::init(
-        conf.log_level,
-        conf.log_file.as_deref(),
+        Level::parse(text("logLevel")).unwrap_or(Level::Info),
+        Some(text("logFile"))
+            .filter(|f| !f.is_empty())
+            .map(Path::new),
+        &settings.log_dir,
         format!(
             "{:?} {} {} {}",
-            env.command, conf.name, env.container_id, env.ifname
+            env.command,
+            text("name"),
+            env.container_id,
+            env.ifname
         ),
     );
+    let conf = NetConf::parse(config, &env)?;
     let ctx = Ctx::new(env, conf, settings, NetNs::current()?);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

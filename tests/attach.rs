@@ -466,9 +466,9 @@ fn nothing_but_the_result_reaches_stdout() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
-    let log = node.dir.path().join("railcni.log");
+    let log = node.dir.path().join("logs/railcni.log");
     let mut c = conf("1.0.0", "rail1", &vf.pci, json!({}));
-    c["logFile"] = json!(log.display().to_string());
+    c["logFile"] = json!("railcni.log");
     c["logLevel"] = json!("debug");
     let reply = node.cni(&Req::new("ADD", "c1", &pod, "net1", c));
     assert!(reply.success);
@@ -476,4 +476,45 @@ fn nothing_but_the_result_reaches_stdout() {
     assert!(reply.json.is_object());
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("attached VF"), "{logged}");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn a_nad_cannot_make_root_write_outside_the_log_dir() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("pod");
+    let victim = node.dir.path().join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    let link = node.dir.path().join("logs/link.log");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    for (i, target) in [
+        victim.display().to_string(),
+        "../victim".to_string(),
+        "link.log".to_string(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut c = conf("1.0.0", "rail\n1", &vf.pci, json!({}));
+        c["logFile"] = json!(target);
+        let add = Req::new("ADD", &format!("c{i}"), &pod, "net1", c);
+        node.cni(&add).ok();
+        node.cni(&add.cmd("DEL")).ok();
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    // The newline in the network name never starts a line of its own.
+    let mut c = conf("1.0.0", "rail1\n* * * * * root evil", &vf.pci, json!({}));
+    c["logFile"] = json!("ok.log");
+    let add = Req::new("ADD", "c9", &pod, "net1", c);
+    node.cni(&add).ok();
+    let logged = std::fs::read_to_string(node.dir.path().join("logs/ok.log")).unwrap();
+    assert!(
+        logged.lines().all(|l| !l.starts_with("* * * * *")),
+        "{logged}"
+    );
+    node.cni(&add.cmd("DEL")).ok();
 }
