@@ -54,6 +54,9 @@ struct RawPool {
 pub struct PoolConfig {
     pub cidr: Option<IpNet>,
     pub per_node_prefix: u8,
+    /// Whether `perNodePrefix` or `cidr` fixed the family; otherwise each
+    /// prefix's own family decides its default length (/31 or /127).
+    pub family_fixed: bool,
     pub gateway_index: u32,
     pub static_allocations: Vec<StaticAllocation>,
     pub nodes: Vec<String>,
@@ -90,8 +93,10 @@ impl PoolConfig {
         let raw: RawPool =
             serde_json::from_value(v.clone()).map_err(|e| IpamError::config("ipam", e))?;
         let cidr = raw.cidr.map(|c| c.trunc());
-        let max_len = match cidr {
-            Some(IpNet::V6(_)) => 128,
+        // The family: the cidr's, else what perNodePrefix implies.
+        let max_len = match (cidr, raw.per_node_prefix) {
+            (Some(IpNet::V6(_)), _) => 128,
+            (None, Some(p)) if p > 32 => 128,
             _ => 32,
         };
         let per_node_prefix = raw.per_node_prefix.unwrap_or(max_len - 1);
@@ -115,6 +120,7 @@ impl PoolConfig {
         let pool = PoolConfig {
             cidr,
             per_node_prefix,
+            family_fixed: cidr.is_some() || raw.per_node_prefix.is_some(),
             gateway_index: raw.gateway_index.unwrap_or(1),
             static_allocations: raw.static_allocations,
             nodes: raw.nodes,
@@ -154,7 +160,7 @@ impl PoolConfig {
                     format!("node {:?} has two allocations", a.node_name),
                 ));
             }
-            check_allocation(&field, a.prefix, a.gateway, self.per_node_prefix)?;
+            check_allocation(&field, a.prefix, a.gateway, self)?;
             if let Some(cidr) = self.cidr {
                 if !cidr.contains(&a.prefix) {
                     return Err(config_err(
@@ -211,12 +217,38 @@ impl PoolConfig {
 }
 
 /// A prefix given for one node (static allocation or node file).
+/// A node's prefix (static or from the node file): of the pool's family,
+/// its per-node length, at most 256 addresses (so work stays bounded on
+/// any input), no host bits, the gateway inside.
 pub fn check_allocation(
     field: &str,
     prefix: IpNet,
     gateway: Option<IpAddr>,
-    per_node_prefix: u8,
+    pool: &PoolConfig,
 ) -> Result<(), IpamError> {
+    let host_bits = max_len(&prefix) - prefix.prefix_len();
+    if host_bits > MAX_HOST_BITS {
+        return Err(config_err(
+            field,
+            format!(
+                "prefix {prefix} would hold 2^{host_bits} addresses; a node's prefix holds at most 256 \
+                 (IPv4 /24../32, IPv6 /120../128)"
+            ),
+        ));
+    }
+    if let Some(cidr) = pool.cidr {
+        if cidr.addr().is_ipv4() != prefix.addr().is_ipv4() {
+            return Err(config_err(
+                field,
+                format!("prefix {prefix} is not of the family of cidr {cidr}"),
+            ));
+        }
+    }
+    let per_node_prefix = if pool.family_fixed {
+        pool.per_node_prefix
+    } else {
+        max_len(&prefix) - 1
+    };
     if prefix.prefix_len() != per_node_prefix {
         return Err(config_err(
             field,
@@ -316,6 +348,18 @@ mod tests {
                 .unwrap_err();
             assert!(e.to_string().contains("perNodePrefix"), "{e}");
         }
+        let no_cidr = |prefix: &str| {
+            PoolConfig::parse(&json!({"staticAllocations": [{"nodeName": "a", "prefix": prefix}]}))
+        };
+        assert!(
+            no_cidr("fd00::/127").is_ok(),
+            "the family comes from the prefix"
+        );
+        assert!(no_cidr("172.16.0.0/31").is_ok());
+        let e = no_cidr("fd00::/31").unwrap_err();
+        assert_eq!(e.code(), 7);
+        assert!(e.to_string().contains("2^97"), "{e}");
+        assert!(PoolConfig::parse(&json!({"perNodePrefix": 120})).is_ok());
         let v6 = PoolConfig::parse(&json!({"cidr": "fd00::/64"})).unwrap();
         assert_eq!(v6.per_node_prefix, 127);
         assert_eq!(v6.indexed_prefix(1), Some("fd00::2/127".parse().unwrap()));

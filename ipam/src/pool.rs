@@ -39,7 +39,7 @@ impl NodePool {
                 &format!("node file networks.{network}"),
                 a.prefix,
                 a.gateway,
-                pool.per_node_prefix,
+                pool,
             )?;
             (a.prefix, a.gateway, Source::NodeFile)
         } else if let Some(a) = pool.static_allocations.iter().find(|a| a.node_name == node) {

@@ -139,3 +139,36 @@ fn kill_9_at_random_points_never_tears_or_doubles_the_store() {
     assert!(reply(spawn(t.path(), "ADD", "after", &conf)).0);
     assert_store_sound(t.path());
 }
+
+/// A node file naming an IPv6 prefix with no cidr once made railcni-ipam
+/// enumerate 2^97 addresses; now it is a config error, answered within a
+/// 256 MiB address-space limit.
+#[test]
+fn an_ipv6_prefix_without_cidr_is_refused_within_a_memory_limit() {
+    let t = tempfile::tempdir().unwrap();
+    let node_file = t.path().join("node.json");
+    std::fs::write(
+        &node_file,
+        r#"{"nodeName": "gpu-0", "networks": {"rail1": {"prefix": "fd00::/31"}}}"#,
+    )
+    .unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -v 262144 && exec \"$0\"", BIN])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", "c1")
+        .env("CNI_IFNAME", "net1")
+        .env("CNI_NETNS", "/var/run/netns/ipam-test")
+        .env("RAILCNI_STATE_DIR", t.path())
+        .env("RAILCNI_NODE_CONFIG", &node_file);
+    let conf = json!({"cniVersion": "1.1.0", "name": "rail1", "ipam": {"type": "railcni-ipam"}});
+    let r = support::run_with_stdin(cmd, &conf);
+    assert!(!r.success, "{}", r.stdout);
+    assert_eq!(r.json["code"], 7, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.json["details"].as_str().unwrap_or("").contains("2^97"),
+        "{}",
+        r.stdout
+    );
+}
