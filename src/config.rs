@@ -549,3 +549,43 @@ mod tests {
         assert!(e.details().contains("deviceID"));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use cni::{CniArgs, Command};
+    use proptest::prelude::*;
+
+    fn env() -> Env {
+        Env {
+            command: Command::Add,
+            container_id: "c1".into(),
+            netns: Some("/run/netns/p".into()),
+            ifname: "net1".into(),
+            args: CniArgs::default(),
+            path: vec![],
+        }
+    }
+
+    proptest! {
+        /// Any network config is a NetConf or an error with a spec code.
+        #[test]
+        fn any_config_parses_or_is_refused(v in support::arb_json()) {
+            if let Err(e) = NetConf::parse(v, &env()) {
+                prop_assert!(matches!(e.code(), 1..=7), "{e}");
+            }
+        }
+
+        /// The same with the fields railcni reads most, at arbitrary values.
+        #[test]
+        fn any_values_of_known_fields_parse_or_are_refused(
+            mtu in support::arb_json(), routing in support::arb_json(), ipam in support::arb_json(), vlan in support::arb_json(),
+        ) {
+            let conf = serde_json::json!({"cniVersion": "1.1.0", "name": "r", "type": "railcni",
+                "mtu": mtu, "routing": routing, "ipam": ipam, "vlan": vlan});
+            if let Err(e) = NetConf::parse(conf, &env()) {
+                prop_assert!(matches!(e.code(), 1..=7), "{e}");
+            }
+        }
+    }
+}

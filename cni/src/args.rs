@@ -195,3 +195,33 @@ mod tests {
         assert_eq!(CniArgs::parse("").unwrap(), CniArgs::default());
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any CNI_ARGS string is parsed or refused with code 4, never a panic.
+        #[test]
+        fn cni_args_never_panic(raw in ".{0,200}") {
+            if let Err(e) = CniArgs::parse(&raw) {
+                prop_assert_eq!(crate::error::Reply::code(&e), 4);
+            }
+        }
+
+        #[test]
+        fn well_formed_args_round_trip(ns in "[a-z0-9-]{1,20}", name in "[a-z0-9-]{1,40}") {
+            let a = CniArgs::parse(&format!("IgnoreUnknown=1;K8S_POD_NAMESPACE={ns};K8S_POD_NAME={name};X=y")).unwrap();
+            prop_assert_eq!(a.pod_namespace, Some(ns));
+            prop_assert_eq!(a.pod_name, Some(name));
+        }
+
+        /// Requested addresses and GC lists from any config: a value or an error.
+        #[test]
+        fn runtime_lists_never_panic(conf in support::arb_json()) {
+            let _ = requested_ips(&conf, &CniArgs::default());
+            let _ = valid_attachments(&conf);
+        }
+    }
+}

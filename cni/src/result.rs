@@ -241,3 +241,21 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any prevResult (or IPAM output) decodes or is refused; what decodes prints in every version.
+        #[test]
+        fn any_result_decodes_or_is_refused(v in support::arb_json()) {
+            if let Ok(r) = CniResult::from_value(&v) {
+                for version in crate::version::SUPPORTED {
+                    let _ = r.to_json(Version::parse(version).unwrap());
+                }
+            }
+        }
+    }
+}

@@ -157,3 +157,20 @@ mod tests {
         assert_eq!(reply_version(b"not json"), LATEST);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_stdin_is_a_config_or_a_decode_error(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            match parse_config(&bytes) {
+                Ok(v) => prop_assert!(v.is_object()),
+                Err(e) => prop_assert_eq!(crate::error::Reply::code(&e), 6),
+            }
+            let _ = reply_version(&bytes);
+        }
+    }
+}

@@ -412,3 +412,23 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::pool::NodePool;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any ipam object is a pool or a config error; a pool resolves for
+        /// any node with bounded work (at most 256 usable addresses).
+        #[test]
+        fn any_ipam_config_is_bounded(v in support::arb_json(), node in "[a-z]{1,3}") {
+            if let Ok(pool) = PoolConfig::parse(&v) {
+                if let Ok(p) = NodePool::resolve("rail1", &node, &pool, &NodeFile::default()) {
+                    prop_assert!(p.usable.len() <= 256);
+                }
+            }
+        }
+    }
+}

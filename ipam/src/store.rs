@@ -276,3 +276,63 @@ mod tests {
         assert_eq!(file_safe("../etc/x"), "%2e.%2fetc%2fx");
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_lease() -> impl Strategy<Value = Lease> {
+        (
+            "[a-f0-9]{1,64}",
+            "net[0-9]{1,2}",
+            any::<u32>(),
+            proptest::option::of("[a-z-]{1,20}"),
+            any::<u64>(),
+        )
+            .prop_map(|(container_id, ifname, ip, pod_name, t)| Lease {
+                container_id,
+                ifname,
+                address: IpAddr::V4(ip.into()),
+                pod_namespace: None,
+                pod_name,
+                pod_uid: None,
+                allocated_unix: t,
+                proof: Proof::default(),
+            })
+    }
+
+    proptest! {
+        /// Any bytes are a lease document or a reason it cannot be trusted.
+        #[test]
+        fn any_bytes_decode_or_are_refused(bytes in prop::collection::vec(any::<u8>(), 0..1024)) {
+            let _ = decode(&bytes);
+        }
+
+        /// Any JSON shaped like a lease file decodes or is refused, never a panic.
+        #[test]
+        fn any_json_decodes_or_is_refused(v in support::arb_json()) {
+            let _ = decode(v.to_string().as_bytes());
+        }
+
+        /// What the store writes, it reads back; a flipped byte is caught.
+        #[test]
+        fn written_documents_read_back_and_flips_are_caught(
+            leases in prop::collection::vec(arb_lease(), 0..8),
+            flip in any::<prop::sample::Index>(),
+        ) {
+            let t = tempfile::tempdir().unwrap();
+            let s = Store::new(t.path(), "rail1", Duration::from_secs(1));
+            let data = Leases { last_allocated: None, leases };
+            s.lock().unwrap().write(&data).unwrap();
+            prop_assert_eq!(s.read().unwrap(), data.clone());
+            let mut bytes = std::fs::read(&s.path).unwrap();
+            let i = flip.index(bytes.len());
+            bytes[i] ^= 0x01;
+            if let Ok(back) = decode(&bytes) {
+                // Only a flip that leaves the data equal (whitespace) may pass.
+                prop_assert_eq!(back, data);
+            }
+        }
+    }
+}

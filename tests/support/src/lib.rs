@@ -112,3 +112,92 @@ pub fn reply(child: Child) -> Reply {
 pub fn run_with_stdin(cmd: Command, stdin: &Value) -> Reply {
     reply(spawn_with_stdin(cmd, stdin))
 }
+
+/// Arbitrary JSON for property tests, leaning towards the keys and shapes
+/// railcni's parsers look at, so the interesting paths are reached.
+pub fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    const KEYS: &[&str] = &[
+        "cniVersion",
+        "name",
+        "type",
+        "deviceID",
+        "pciBusID",
+        "mtu",
+        "mac",
+        "ipam",
+        "cidr",
+        "perNodePrefix",
+        "gatewayIndex",
+        "staticAllocations",
+        "nodes",
+        "nodeName",
+        "prefix",
+        "gateway",
+        "exclusions",
+        "start",
+        "end",
+        "routes",
+        "dst",
+        "gw",
+        "routing",
+        "table",
+        "rulePriority",
+        "sysctl",
+        "vlan",
+        "vlanQoS",
+        "vlanProto",
+        "spoofchk",
+        "trust",
+        "link_state",
+        "min_tx_rate",
+        "max_tx_rate",
+        "rdma",
+        "runtimeConfig",
+        "ips",
+        "args",
+        "cni",
+        "prevResult",
+        "interfaces",
+        "interface",
+        "address",
+        "version",
+        "logFile",
+        "logLevel",
+        "leases",
+        "containerID",
+        "ifname",
+        "data",
+        "checksum",
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u32>().prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        ".{0,24}".prop_map(Value::from),
+        prop_oneof![
+            Just("1.1.0"),
+            Just("0.3.1"),
+            Just("172.16.0.0/15"),
+            Just("fd00::/31"),
+            Just("172.16.0.1"),
+            Just("02:00:00:00:00:01"),
+            Just("0000:3b:02.0"),
+            Just("net.ipv4.conf.IFNAME.rp_filter"),
+            Just("railcni-ipam"),
+            Just("on"),
+        ]
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..8).prop_map(|kv| {
+                Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            }),
+        ]
+    })
+}
