@@ -1,7 +1,7 @@
 //! One CNI invocation: the shared skeleton (`cni::plugin_main`) reads the
 //! environment and stdin; this runs the verb on the plugin's context.
 
-use cni::{Command, Request};
+use cni::{Request, Verb};
 use serde_json::Value;
 
 use crate::commands::{self, Ctx};
@@ -21,6 +21,7 @@ pub fn cni_main() -> i32 {
 
 fn dispatch(request: Request) -> Result<Option<Value>> {
     let Request {
+        verb,
         env,
         settings,
         config,
@@ -50,15 +51,14 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
         .build()
         .map_err(|e| Error::internal(format!("cannot start runtime: {e}")))?;
     runtime.block_on(async {
-        match ctx.env.command {
-            Command::Add => commands::add::add(&ctx)
+        match verb {
+            Verb::Add => commands::add::add(&ctx)
                 .await
                 .map(|r| Some(r.to_json(version))),
-            Command::Del => commands::del::del(&ctx).await.map(|()| None),
-            Command::Check => commands::check::check(&ctx).await.map(|()| None),
-            Command::Gc => commands::gc::gc(&ctx).await.map(|()| None),
-            Command::Status => commands::status::status(&ctx).map(|()| None),
-            Command::Version => Ok(None),
+            Verb::Del => commands::del::del(&ctx).await.map(|()| None),
+            Verb::Check => commands::check::check(&ctx).await.map(|()| None),
+            Verb::Gc => commands::gc::gc(&ctx).await.map(|()| None),
+            Verb::Status => commands::status::status(&ctx).map(|()| None),
         }
     })
 }

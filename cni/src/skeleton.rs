@@ -12,9 +12,33 @@ use crate::error::{reply_json, Error, Reply, Result};
 use crate::settings::Settings;
 use crate::version::{Version, LATEST, SUPPORTED};
 
+/// The verbs a binary dispatches: VERSION is answered by the skeleton.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Add,
+    Del,
+    Check,
+    Status,
+    Gc,
+}
+
+impl Verb {
+    fn of(command: Command) -> Option<Verb> {
+        match command {
+            Command::Add => Some(Verb::Add),
+            Command::Del => Some(Verb::Del),
+            Command::Check => Some(Verb::Check),
+            Command::Status => Some(Verb::Status),
+            Command::Gc => Some(Verb::Gc),
+            Command::Version => None,
+        }
+    }
+}
+
 /// One validated invocation, handed to the binary's dispatch.
 #[derive(Debug)]
 pub struct Request {
+    pub verb: Verb,
     pub env: Env,
     pub settings: Settings,
     /// The network config: a JSON object.
@@ -74,16 +98,17 @@ enum Prepared {
 
 fn prepare(stdin: &[u8]) -> Result<Prepared> {
     let env = Env::from_process()?;
-    if env.command == Command::Version {
+    let Some(verb) = Verb::of(env.command) else {
         let asked = asked_version(stdin).unwrap_or(LATEST);
         return Ok(Prepared::Version(
             json!({"cniVersion": asked.to_string(), "supportedVersions": SUPPORTED}),
         ));
-    }
+    };
     let config = parse_config(stdin)?;
     let version = config_version(&config)?;
     version.gate(env.command)?;
     Ok(Prepared::Request(Box::new(Request {
+        verb,
         env,
         settings: Settings::from_env(),
         config,

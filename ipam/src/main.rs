@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use cni::args::{requested_ips, valid_attachments};
-use cni::{Command, Error, Request};
+use cni::{Error, Request, Verb};
 use railcni_ipam::{Holder, Ipam, IpamError, Released};
 
 const HELP: &str = "railcni-ipam: railcni's per-node rail IPAM as a CNI IPAM plugin.
@@ -37,8 +37,8 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
         .get("ipam")
         .ok_or_else(|| Error::config("ipam", "is required"))?;
     let ipam = Ipam::load(network, ipam_conf, &request.settings)?;
-    match env.command {
-        Command::Add => {
+    match request.verb {
+        Verb::Add => {
             let holder = Holder {
                 container_id: env.container_id.clone(),
                 ifname: env.ifname.clone(),
@@ -54,18 +54,17 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
             }
             Ok(Some(allocation.to_result().to_json(request.version)))
         }
-        Command::Del => {
+        Verb::Del => {
             if let Released::StoreUnreadable(why) = ipam.release(&env.container_id, &env.ifname)? {
                 eprintln!("railcni-ipam: DEL cannot release: {why}");
             }
             Ok(None)
         }
-        Command::Check => ipam.check(&env.container_id, &env.ifname).map(|_| None),
-        Command::Gc => ipam.gc(&valid_attachments(conf)?).map(|_| None),
-        Command::Status => ipam
+        Verb::Check => ipam.check(&env.container_id, &env.ifname).map(|_| None),
+        Verb::Gc => ipam.gc(&valid_attachments(conf)?).map(|_| None),
+        Verb::Status => ipam
             .status()
             .map(|()| None)
             .map_err(|e| Error::Unavailable(e.to_string()).into()),
-        Command::Version => Ok(None),
     }
 }
