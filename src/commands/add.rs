@@ -376,6 +376,10 @@ impl Attach<'_> {
         let ifname = &ctx.env.ifname;
         let mut result = self.common(record, journal)?;
 
+        // From here the undo is a full detach, even if the move seems to
+        // fail: a move whose answer was lost may well have happened, and
+        // detach looks for the VF wherever it is.
+        journal.replace_all(Undo::Detach);
         if !self
             .home
             .host_nl
@@ -386,7 +390,6 @@ impl Attach<'_> {
                 "CNI_IFNAME {ifname} already exists in the pod namespace"
             )));
         }
-        journal.replace_all(Undo::Detach);
         let moved = pod_nl.link_by_name(ifname).await?.ok_or_else(|| {
             Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
         })?;

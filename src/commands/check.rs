@@ -1,6 +1,6 @@
 //! CHECK: the attachment still looks like prevResult says it should.
 
-use super::home::is_vf;
+use super::home::is_vf_in_pod;
 use super::rail;
 use super::Ctx;
 use crate::error::{Error, Result};
@@ -34,7 +34,7 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
     let link = nl.link_by_name(ifname).await?.ok_or_else(|| {
         Error::CheckFailed(format!("{ifname} is missing from {}", netns.display()))
     })?;
-    if !is_vf(&link, &record.pci, record.pod_ifindex) {
+    if !is_vf_in_pod(&link, &record.pci, Some(&record)) {
         return Err(Error::CheckFailed(format!(
             "{ifname} in the pod is not VF {}",
             record.pci

@@ -3,8 +3,8 @@
 //! `detach`, so they cannot drift apart.
 //!
 //! Every step runs even when an earlier one failed, and every failure is
-//! reported. The lease and the record are given up only when the VF is
-//! really home: a VF left in a pod keeps both, so a later DEL can finish.
+//! reported. The lease is given up only when the VF is really home, and
+//! the record only when every step succeeded: a later DEL can then finish.
 //! The order lives in `give_back`, over the small `Steps` trait, so it is
 //! unit-tested without root; `System` is the real implementation.
 
@@ -58,46 +58,65 @@ pub trait Steps {
 /// keeps its lease and record.
 pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<String> {
     let mut failures = Vec::new();
-    let mut ok = |step: &str, r: Result<()>| match r {
-        Ok(()) => true,
-        Err(e) => {
-            failures.push(format!("{step}: {}", e.details()));
-            false
-        }
-    };
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
-        ok("return RDMA device", steps.return_rdma(device));
+        note(
+            &mut failures,
+            "return RDMA device",
+            steps.return_rdma(device),
+        );
     }
     let mut vf_home = true;
     let mut returned = None;
     if !record.is_some_and(|r| r.dpdk) {
         let pod = steps.open_pod();
         let reachable = matches!(pod, Ok(true));
-        vf_home &= ok("open pod namespace", pod.map(drop));
+        vf_home &= note(&mut failures, "open pod namespace", pod.map(drop));
         if let (true, Some(r)) = (reachable, record.filter(|r| r.routing.is_some())) {
-            ok(
+            note(
+                &mut failures,
                 "remove rules and rail routes",
                 steps.remove_routing(r).await,
             );
         }
         match steps.return_vf().await {
             Ok(link) => returned = link,
-            Err(e) => vf_home &= ok("return VF", Err(e)),
+            Err(e) => vf_home &= note(&mut failures, "return VF", Err(e)),
         }
     }
     if let Some(r) = record {
-        ok("restore VF settings", steps.restore_vf_settings(r));
+        note(
+            &mut failures,
+            "restore VF settings",
+            steps.restore_vf_settings(r),
+        );
         if let Some(link) = &returned {
-            ok("restore MAC", steps.restore_mac(link, r).await);
+            note(
+                &mut failures,
+                "restore MAC",
+                steps.restore_mac(link, r).await,
+            );
         }
     }
     if vf_home {
-        ok("release address", steps.release_lease());
-        if record.is_some() {
-            ok("remove record", steps.remove_record());
-        }
+        note(&mut failures, "release address", steps.release_lease());
+    }
+    // The record goes last and only when all went well: a DEL that failed
+    // anywhere leaves it, so the next DEL runs every step again.
+    if vf_home && failures.is_empty() && record.is_some() {
+        note(&mut failures, "remove record", steps.remove_record());
     }
     failures
+}
+
+/// Record a step's failure in words; whether it succeeded.
+fn note(failures: &mut Vec<String>, step: &str, r: Result<()>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) => {
+            failures.push(format!("{step}: {}", e.details()));
+            false
+        }
+    }
 }
 
 /// Give the attachment back (see `give_back` for the order). `netns` is
@@ -369,8 +388,8 @@ mod tests {
         );
         assert_eq!(
             rec.calls,
-            ["rdma", "open pod", "routing", "vf", "settings", "mac", "lease", "record"],
-            "the VF is home, so the lease and record go"
+            ["rdma", "open pod", "routing", "vf", "settings", "mac", "lease"],
+            "the VF is home, so the lease goes; the record stays for the next DEL"
         );
     }
 

@@ -15,6 +15,21 @@ pub fn is_vf(link: &Link, pci: &str, expected_index: Option<u32>) -> bool {
     }
 }
 
+/// Is `link`, found in the pod under the attachment's name, its VF? Without
+/// a parent device (test stand-ins), the pod-side ifindex the record saved
+/// decides; a record written before the move could not know it, so then the
+/// VF's host ifindex (kept across a move unless taken) or MAC does.
+pub fn is_vf_in_pod(link: &Link, pci: &str, record: Option<&Record>) -> bool {
+    if link.parent_dev.is_some() {
+        return is_vf(link, pci, None);
+    }
+    let Some(r) = record else { return false };
+    match r.pod_ifindex {
+        Some(index) => index == link.index,
+        None => link.index == r.host.ifindex || r.host.mac.is_some_and(|m| link.mac == m.0),
+    }
+}
+
 /// The VF in the host namespace: under a name sysfs lists for it (the
 /// kernel's own word), else under its original name, its pod name (kept when
 /// a dead netns returns the VF) or `dev<ifindex>` (the kernel's fallback), or
@@ -107,7 +122,7 @@ impl Home<'_> {
         let wanted = record.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
             if let Some(link) = pod.link_by_name(ifname).await? {
-                if is_vf(&link, self.pci, record.and_then(|r| r.pod_ifindex)) {
+                if is_vf_in_pod(&link, self.pci, record) {
                     let name = wanted
                         .clone()
                         .unwrap_or_else(|| format!("dev{}", link.index));

@@ -193,7 +193,9 @@ impl Node {
 
     pub fn cni_with_path(&self, req: &Req, cni_path: &[&str]) -> Reply {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.host(), PLUGIN])
+        cmd.args(["netns", "exec", &self.host()])
+            .args(&req.wrap)
+            .arg(PLUGIN)
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .env("CNI_COMMAND", &req.command)
@@ -278,6 +280,8 @@ pub struct Req {
     pub args: Option<String>,
     pub conf: Value,
     pub env: Vec<(String, String)>,
+    /// A command the plugin runs under (e.g. strace), empty for none.
+    pub wrap: Vec<String>,
 }
 
 impl Req {
@@ -290,6 +294,7 @@ impl Req {
             args: None,
             conf,
             env: vec![],
+            wrap: vec![],
         }
     }
 
