@@ -174,7 +174,11 @@ impl Store {
     pub fn lock_vf(&self, pci: &str) -> Result<VfLock> {
         let path = self.dir("locks")?.join(format!("{pci}.lock"));
         match files::lock(&path, self.lock_timeout, LOCK_POLL) {
-            Ok(lock) => Ok(VfLock { _lock: lock }),
+            Ok(lock) => {
+                // Holding the lock: temps a killed writer left are nobody's now.
+                files::sweep_temps(&self.record_path(pci)?);
+                Ok(VfLock { _lock: lock })
+            }
             Err(LockError::Busy(t)) => Err(Error::try_again_later(format!(
                 "VF {pci} is locked by another railcni invocation for more than {t:?}"
             ))),

@@ -86,6 +86,17 @@ impl Bench {
             "rail1",
             std::time::Duration::from_secs(5),
         );
+        for dir in ["attachments", "ipam"] {
+            let temps: Vec<_> = std::fs::read_dir(self.node.state_dir().join(dir))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+                .collect();
+            if !temps.is_empty() {
+                left.push(format!("temp files left in {dir}: {temps:?}"));
+            }
+        }
         match store.read() {
             Ok(d) if d.leases.is_empty() => {}
             Ok(d) => left.push(format!("lease left: {:?}", d.leases)),

@@ -80,7 +80,9 @@ fn temp_path(path: &Path) -> PathBuf {
 
 /// Replace `path` with `bytes` so that a crash leaves the old or the new
 /// file: a fresh temp file (`O_EXCL`, never through a symlink), fsync,
-/// rename, fsync of the directory. The temp file is removed on any failure.
+/// rename, fsync of the directory. The temp file is removed on any failure
+/// (a killed writer's is swept by the next holder of the lock, see
+/// `sweep_temps`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = temp_path(path);
     let written = OpenOptions::new()
@@ -100,6 +102,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     File::open(dir)?.sync_all()
+}
+
+/// Remove the temp files a killed writer of `path` left behind. Call it
+/// holding the lock that guards `path`: no live writer owns them then.
+pub fn sweep_temps(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let n = entry.file_name();
+        let n = n.to_string_lossy();
+        if n.starts_with(&prefix) && n.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Remove a file; a missing one is fine.
@@ -126,6 +147,19 @@ mod tests {
         assert_eq!(mode & 0o777, FILE_MODE);
         let names: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn a_killed_writers_temps_are_swept() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("leases.json");
+        let stale = t.path().join(".leases.json.0123456789abcdef.tmp");
+        fs::write(&stale, "half").unwrap();
+        let other = t.path().join(".other.json.0123456789abcdef.tmp");
+        fs::write(&other, "not ours").unwrap();
+        sweep_temps(&p);
+        assert!(!stale.exists());
+        assert!(other.exists(), "another file's temp is not touched");
     }
 
     #[test]

@@ -104,6 +104,8 @@ impl Store {
                     IpamError::io(format!("cannot lock {}: {e}", self.lock_path.display()))
                 }
             })?;
+        // Holding the lock: temps a killed writer left are nobody's now.
+        files::sweep_temps(&self.path);
         Ok(Locked {
             store: self,
             _lock: lock,
