@@ -78,6 +78,7 @@ fn main() {
             let data = Leases {
                 last_allocated: None,
                 leases,
+                pool: None,
             };
             store
                 .lock()

@@ -17,7 +17,7 @@ use cni::{CniResult, IpConfig, Route, Settings};
 use config::{NodeFile, PoolConfig};
 pub use error::IpamError;
 use pool::NodePool;
-use store::{Lease, Leases, Store};
+use store::{Lease, Leases, PoolInfo, Store};
 
 /// Who holds an address: the CNI attachment key plus the pod, when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -153,6 +153,7 @@ impl Ipam {
     pub fn allocate(&self, holder: &Holder, requested: &[IpAddr]) -> Result<Allocation, IpamError> {
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
+        self.check_same_prefix(&data)?;
         if let Some(l) = data
             .leases
             .iter()
@@ -186,10 +187,44 @@ impl Ipam {
             proof: Proof::now(holder.netns.as_deref(), self.boot_id.clone()),
         });
         data.last_allocated = Some(address);
+        data.pool = Some(self.pool_info());
         locked.write(&data)?;
         let mut allocation = self.allocation(address);
         allocation.reclaimed = reclaimed;
         Ok(allocation)
+    }
+
+    fn pool_info(&self) -> PoolInfo {
+        PoolInfo {
+            network: self.pool.network.clone(),
+            node: self.pool.node.clone(),
+            prefix: self.pool.prefix,
+            gateway: self.pool.gateway,
+            capacity: self.pool.usable.len(),
+        }
+    }
+
+    /// A node's prefix never moves under live leases: a config that now
+    /// computes another prefix (a node list edited, a node file changed)
+    /// fails ADD instead of handing out addresses from a new range.
+    fn check_same_prefix(&self, data: &Leases) -> Result<(), IpamError> {
+        match &data.pool {
+            Some(was) if was.prefix != self.pool.prefix && !data.leases.is_empty() => {
+                Err(IpamError::config(
+                    "ipam",
+                    format!(
+                        "network {} on node {} has {} lease(s) from {}, but the config now gives this node {}; \
+                         restore the node's allocation (staticAllocations, the node file) or drain the node first",
+                        self.pool.network,
+                        self.pool.node,
+                        data.leases.len(),
+                        was.prefix,
+                        self.pool.prefix
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Release every lease whose holder is provably gone; what was released, in words.
@@ -350,6 +385,101 @@ pub fn release_lease(
     release_from(&store, container_id, ifname)
 }
 
+/// One network's lease file on this node, as read.
+#[derive(Debug)]
+pub struct StoreView {
+    pub network: String,
+    pub path: std::path::PathBuf,
+    pub leases: Result<Leases, IpamError>,
+}
+
+/// Every lease file under the state dir, sorted by network.
+pub fn stores(settings: &Settings) -> Vec<StoreView> {
+    let dir = settings.ipam_dir();
+    let mut out: Vec<StoreView> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let network = store::network_of(&name)?;
+            let store = Store::new(&dir, &network, settings.lock_timeout);
+            let leases = store.read();
+            Some(StoreView {
+                network,
+                path: store.path,
+                leases,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.network.cmp(&b.network));
+    out
+}
+
+/// What `repair` did.
+#[derive(Debug)]
+pub struct Repaired {
+    /// Where the damaged file was kept, if there was one.
+    pub kept: Option<std::path::PathBuf>,
+    pub restored: usize,
+}
+
+/// Rebuild `network`'s lease file from `leases` (what the caller knows is
+/// live), keeping a damaged or unreadable file beside it as
+/// `<file>.corrupt-<unix time>`. Refuses (code 11) while another process
+/// holds the store's lock; two leases of one address are refused (code 7).
+pub fn repair(
+    settings: &Settings,
+    network: &str,
+    leases: Vec<Lease>,
+) -> Result<Repaired, IpamError> {
+    let mut seen = std::collections::HashSet::new();
+    for l in &leases {
+        if !seen.insert(l.address) {
+            return Err(IpamError::config(
+                "leases",
+                format!(
+                    "{} would be leased twice; resolve the attachments first",
+                    l.address
+                ),
+            ));
+        }
+    }
+    let store = Store::new(&settings.ipam_dir(), network, std::time::Duration::ZERO);
+    let locked = store.lock()?;
+    let old = store.read();
+    let kept = match (&old, store.path.exists()) {
+        (Err(_), true) => {
+            let kept = store.path.with_file_name(format!(
+                "{}.corrupt-{}",
+                store
+                    .path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("leases"),
+                now_unix()
+            ));
+            std::fs::copy(&store.path, &kept).map_err(|e| {
+                IpamError::io(format!(
+                    "cannot keep {} as {}: {e}",
+                    store.path.display(),
+                    kept.display()
+                ))
+            })?;
+            Some(kept)
+        }
+        _ => None,
+    };
+    let restored = leases.len();
+    let data = Leases {
+        last_allocated: leases.last().map(|l| l.address),
+        leases,
+        pool: old.ok().and_then(|d| d.pool),
+    };
+    locked.write(&data)?;
+    Ok(Repaired { kept, restored })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,6 +627,72 @@ mod tests {
                 .addr(),
             ip
         );
+    }
+
+    #[test]
+    fn a_prefix_never_moves_under_live_leases() {
+        let t = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            state_dir: t.path().to_path_buf(),
+            node_name: Some("gpu-1".into()),
+            node_config: t.path().join("none.json"),
+            ..Settings::default()
+        };
+        let before =
+            json!({"cidr": "172.16.0.0/15", "perNodePrefix": 30, "nodes": ["gpu-0", "gpu-1"]});
+        let ipam = Ipam::load("rail1", &before, &settings).unwrap();
+        ipam.allocate(&holder("a"), &[]).unwrap();
+        // gpu-0 is removed from the list: gpu-1 would move from .4/30 to .0/30.
+        let after = json!({"cidr": "172.16.0.0/15", "perNodePrefix": 30, "nodes": ["gpu-1"]});
+        let moved = Ipam::load("rail1", &after, &settings).unwrap();
+        let e = moved.allocate(&holder("b"), &[]).unwrap_err();
+        assert_eq!(e.code(), 7);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("172.16.0.4/30") && msg.contains("172.16.0.0/30"),
+            "{msg}"
+        );
+        // Once the node is drained, the new prefix is taken.
+        ipam.release("a", "net1").unwrap();
+        assert!(moved.allocate(&holder("b"), &[]).is_ok());
+    }
+
+    #[test]
+    fn repair_rebuilds_a_corrupt_file_and_keeps_it() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "10.0.0.0/16", "perNodePrefix": 29, "nodes": ["gpu-0"]}),
+        );
+        let a = i.allocate(&holder("a"), &[]).unwrap().ips[0].address.addr();
+        std::fs::write(i.store_path(), "{ torn").unwrap();
+        let settings = Settings {
+            state_dir: t.path().to_path_buf(),
+            ..Settings::default()
+        };
+        let lease = |c: &str, ip: IpAddr| Lease {
+            container_id: c.into(),
+            ifname: "net1".into(),
+            address: ip,
+            pod_namespace: None,
+            pod_name: None,
+            pod_uid: None,
+            allocated_unix: 0,
+            proof: Proof::default(),
+        };
+        let twice = repair(&settings, "rail1", vec![lease("a", a), lease("b", a)]).unwrap_err();
+        assert_eq!(twice.code(), 7);
+        let r = repair(&settings, "rail1", vec![lease("a", a)]).unwrap();
+        assert_eq!(r.restored, 1);
+        let kept = r.kept.unwrap();
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), "{ torn");
+        assert!(i.check("a", "net1").is_ok());
+        let next = i.allocate(&holder("c"), &[]).unwrap().ips[0].address.addr();
+        assert_ne!(next, a, "nothing leased twice");
+        let views = stores(&settings);
+        assert_eq!(views.len(), 1);
+        assert_eq!(views[0].network, "rail1");
+        assert_eq!(views[0].leases.as_ref().unwrap().leases.len(), 2);
     }
 
     #[test]

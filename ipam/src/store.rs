@@ -48,6 +48,23 @@ pub struct Leases {
     pub last_allocated: Option<IpAddr>,
     #[serde(default)]
     pub leases: Vec<Lease>,
+    /// The pool these leases come from, as of the last allocation: what
+    /// `railcni status` reports, and what a changed config is checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolInfo>,
+}
+
+/// A network's pool on this node, as the store remembers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PoolInfo {
+    pub network: String,
+    pub node: String,
+    pub prefix: ipnet::IpNet,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<IpAddr>,
+    /// Addresses that may be leased.
+    pub capacity: usize,
 }
 
 /// The file: `{"version":1,"checksum":"fnv1a64:…","data":{…}}`.
@@ -171,6 +188,22 @@ impl Locked<'_> {
     }
 }
 
+/// The network a lease file name stands for (the inverse of `file_safe`).
+pub fn network_of(file_name: &str) -> Option<String> {
+    let stem = file_name.strip_suffix(".leases.json")?;
+    let mut out = Vec::new();
+    let mut bytes = stem.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex: String = bytes.by_ref().take(2).map(char::from).collect();
+            out.push(u8::from_str_radix(&hex, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Network names become file names: keep [A-Za-z0-9._-], escape the rest.
 fn file_safe(network: &str) -> String {
     let mut out = String::new();
@@ -214,6 +247,7 @@ mod tests {
         let data = Leases {
             last_allocated: Some("172.16.0.0".parse().unwrap()),
             leases: vec![lease("172.16.0.0")],
+            pool: None,
         };
         s.lock().unwrap().write(&data).unwrap();
         assert_eq!(s.read().unwrap(), data);
@@ -231,6 +265,7 @@ mod tests {
             .write(&Leases {
                 last_allocated: None,
                 leases: vec![lease("172.16.0.0")],
+                pool: None,
             })
             .unwrap();
         let text = fs::read_to_string(&s.path)
@@ -276,6 +311,10 @@ mod tests {
     fn network_names_cannot_escape_the_directory() {
         assert_eq!(file_safe("rail-1.a_b"), "rail-1.a_b");
         assert_eq!(file_safe("../etc/x"), "%2e.%2fetc%2fx");
+        for name in ["rail-1.a_b", "../etc/x", "storage rail/2"] {
+            let file = format!("{}.leases.json", file_safe(name));
+            assert_eq!(network_of(&file).as_deref(), Some(name));
+        }
     }
 }
 
@@ -325,7 +364,7 @@ mod properties {
         ) {
             let t = tempfile::tempdir().unwrap();
             let s = Store::new(t.path(), "rail1", Duration::from_secs(1));
-            let data = Leases { last_allocated: None, leases };
+            let data = Leases { last_allocated: None, leases, pool: None };
             s.lock().unwrap().write(&data).unwrap();
             prop_assert_eq!(s.read().unwrap(), data.clone());
             let mut bytes = std::fs::read(&s.path).unwrap();
