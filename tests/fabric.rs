@@ -268,7 +268,7 @@ fn two_nodes_two_rails_real_packets_through_the_leaf() {
         e["details"]
             .as_str()
             .unwrap()
-            .contains("rule from 172.16.0.2/32 lookup 1001 priority 1001 is missing"),
+            .contains("rule from 172.16.0.2/32 lookup 1001 prio 1001 is missing"),
         "{e}"
     );
     // A repeated ADD after a crash before ADD finished: no duplicate rules.

@@ -8,6 +8,7 @@ pub mod gc;
 mod home;
 mod rail;
 pub mod status;
+pub mod verify;
 
 use std::cell::OnceCell;
 
