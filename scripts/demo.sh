@@ -7,7 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "demo.sh: run as root (network namespaces)" >&2; exit 1; }
-command -v ip >/dev/null || { echo "demo.sh: needs iproute2 (apt-get install iproute2)" >&2; exit 1; }
+# Every tool the demo uses, installed from Debian's packages when missing.
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v ping >/dev/null || need+=(iputils-ping)
+command -v cargo >/dev/null || { echo "demo.sh: needs a Rust toolchain (cargo)" >&2; exit 1; }
+if ((${#need[@]})); then
+  echo "==> installing ${need[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
 
 echo "==> building railcni (release)"
 cargo build --release --quiet
@@ -68,6 +77,16 @@ ip -n "$pa" -br addr
 echo "--- rules"; ip -n "$pa" rule
 echo "--- main table"; ip -n "$pa" route
 echo "--- rail 1 table (1001)"; ip -n "$pa" route show table 1001
+
+# The operator's view of gpu-0 (same state dir and sysfs the plugin uses).
+railcni_on_a() {
+  ip netns exec "${prefix}a-host" env RAILCNI_SYSFS_ROOT="$work/a-sys" RAILCNI_STATE_DIR="$work/a-state" \
+    RAILCNI_NODE_NAME=gpu-0 RAILCNI_NODE_CONFIG="$work/no-node-file.json" COLUMNS=120 "$bin/railcni" "$@"
+}
+echo "==> railcni status (on gpu-0)"
+railcni_on_a status | sed 's/^/    /'
+echo "==> railcni inspect $pa (on gpu-0)"
+railcni_on_a inspect "/var/run/netns/$pa" | sed 's/^/    /'
 
 echo "==> pod A -> pod B, 9000-byte frames, don't fragment"
 for rail in 1 2; do

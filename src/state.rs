@@ -53,6 +53,9 @@ pub struct Record {
     /// The network's `ipam.type`: a stale record of another network can
     /// still have its embedded lease released.
     pub ipam_type: Option<String>,
+    /// `namespace/name` of the Kubernetes pod, when the runtime said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
     /// A DPDK VF: nothing moved, only IPAM and PF-side settings.
     #[serde(default)]
     pub dpdk: bool,
@@ -90,6 +93,7 @@ impl Record {
             host,
             pod_ifindex: None,
             ipam_type: None,
+            pod: None,
             dpdk: false,
             vf_restore: None,
             rdma_device: None,

@@ -73,6 +73,15 @@ pub struct CniArgs {
 }
 
 impl CniArgs {
+    /// `namespace/name` of the Kubernetes pod, when both were given.
+    pub fn pod(&self) -> Option<String> {
+        Some(format!(
+            "{}/{}",
+            self.pod_namespace.as_deref()?,
+            self.pod_name.as_deref()?
+        ))
+    }
+
     /// Unknown keys are an error unless `IgnoreUnknown` is true, as the spec says.
     pub fn parse(raw: &str) -> Result<Self> {
         let pairs: Vec<(&str, &str)> = raw

@@ -154,6 +154,7 @@ fn new_record(ctx: &Ctx, vf: &Vf, host: HostLink) -> Record {
         host,
     );
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
+    record.pod = ctx.env.args.pod();
     record
 }
 

@@ -264,22 +264,15 @@ pub fn pf_netdev(vf: &Vf) -> Result<&str> {
     })
 }
 
-/// The attachment's lease: through this network's IPAM when the record is
-/// of this network (or there is no record), else straight from the
-/// embedded store of the record's network.
+/// The attachment's lease: straight from the embedded store of the record's
+/// network, else through this network's IPAM (an external plugin).
 fn release_lease(ctx: &Ctx, a: &Attachment<'_>) -> Result<()> {
-    let ours = a.record.is_none_or(|r| r.network == ctx.conf.name);
-    if ours {
-        return match ctx.ipam() {
-            Some(ipam) => ipam.release(a.container_id, a.ifname),
-            None => Ok(()),
-        };
-    }
     match a.record {
+        // The embedded store needs only the network's name, not its config.
         Some(r) if r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM) => {
             crate::ipam::release_embedded(&ctx.settings, &r.network, a.container_id, a.ifname)
         }
-        Some(r) => {
+        Some(r) if r.network != ctx.conf.name => {
             log_warn!(
                 "attachment {}/{} belongs to network {}, whose IPAM ({}) this config cannot run; \
                  its address is left to that network's GC",
@@ -290,7 +283,9 @@ fn release_lease(ctx: &Ctx, a: &Attachment<'_>) -> Result<()> {
             );
             Ok(())
         }
-        None => Ok(()),
+        _ => ctx
+            .ipam()
+            .map_or(Ok(()), |ipam| ipam.release(a.container_id, a.ifname)),
     }
 }
 

@@ -3,7 +3,7 @@
 pub mod add;
 pub mod check;
 pub mod del;
-mod detach;
+pub mod detach;
 pub mod gc;
 mod home;
 mod rail;

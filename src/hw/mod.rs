@@ -70,6 +70,22 @@ impl VfSettings {
         self == &VfSettings::default()
     }
 
+    /// The NAD field names this holds values for (sriov-cni's words).
+    pub fn field_names(&self) -> Vec<String> {
+        [
+            ("mac", self.mac.is_some()),
+            ("vlan", self.vlan.is_some()),
+            ("spoofchk", self.spoofchk.is_some()),
+            ("trust", self.trust.is_some()),
+            ("link_state", self.link_state.is_some()),
+            ("rate", self.rate.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| name.to_string())
+        .collect()
+    }
+
     /// The current values (from `state`) of the fields this request sets:
     /// what DEL and ADD rollback put back, and only that.
     pub fn originals(&self, state: &VfSettings) -> VfSettings {

@@ -1,0 +1,152 @@
+//! `railcni gc`: reconcile this node without a runtime's help. Attachments
+//! whose pod is provably gone are given back (the same detach DEL uses);
+//! leases whose holder is gone and that no attachment claims are released.
+//! Nothing whose namespace is alive is touched. Without `--apply` it only
+//! says what it would do.
+
+use cni::{CniArgs, Command, Env, Settings};
+use serde::Serialize;
+
+use super::node::NodeState;
+use super::status::judged;
+use super::{emit, runtime, Outcome, Usage};
+use crate::commands::detach::{detach, Attachment};
+use crate::commands::Ctx;
+use crate::config::NetConf;
+use crate::net::NetNs;
+use crate::state::Record;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub applied: bool,
+    pub actions: Vec<Action>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    /// `detach` or `release`.
+    pub action: String,
+    pub network: String,
+    pub container_id: String,
+    pub ifname: String,
+    pub what: String,
+    /// `planned`, `done`, or the error.
+    pub result: String,
+}
+
+pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usage> {
+    let state = NodeState::load(settings)?;
+    let mut actions = Vec::new();
+    let dead: Vec<&Record> = state.records.iter().filter(|r| !state.alive(r)).collect();
+    let rt = runtime()?;
+    for r in &dead {
+        let result = if apply {
+            match rt.block_on(give_back(settings, r)) {
+                Ok(()) => "done".into(),
+                Err(e) => e,
+            }
+        } else {
+            "planned".into()
+        };
+        actions.push(Action {
+            action: "detach".into(),
+            network: r.network.clone(),
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            what: format!("VF {} from {}", r.pci, r.netns().unwrap_or("?")),
+            result,
+        });
+    }
+    for view in &state.stores {
+        let Ok(data) = &view.leases else { continue };
+        for l in &data.leases {
+            let claimed = state.records.iter().any(|r| {
+                r.network == view.network
+                    && r.container_id == l.container_id
+                    && r.ifname == l.ifname
+                    && state.alive(r)
+            });
+            let dead_detached = dead.iter().any(|r| {
+                r.network == view.network && r.container_id == l.container_id && r.ifname == l.ifname
+            });
+            if claimed || dead_detached || judged(&l.proof, state.boot.as_deref()) != Some(false) {
+                continue;
+            }
+            let result = if apply {
+                match railcni_ipam::release_lease(settings, &view.network, &l.container_id, &l.ifname) {
+                    Ok(_) => "done".into(),
+                    Err(e) => e.to_string(),
+                }
+            } else {
+                "planned".into()
+            };
+            actions.push(Action {
+                action: "release".into(),
+                network: view.network.clone(),
+                container_id: l.container_id.clone(),
+                ifname: l.ifname.clone(),
+                what: format!("{} (its holder is gone)", l.address),
+                result,
+            });
+        }
+    }
+    let report = Report {
+        applied: apply,
+        actions,
+    };
+    emit(&report, json, print);
+    let unsettled = report.actions.iter().any(|a| a.result != "done");
+    Ok(if unsettled { Outcome::Problems } else { Outcome::Clean })
+}
+
+/// The plugin's own detach, with a context made from the record: a DEL of
+/// that attachment whose pod is gone.
+async fn give_back(settings: &Settings, r: &Record) -> Result<(), String> {
+    let env = Env {
+        command: Command::Del,
+        container_id: r.container_id.clone(),
+        netns: None,
+        ifname: r.ifname.clone(),
+        args: CniArgs::default(),
+        path: Vec::new(),
+    };
+    let conf = serde_json::json!({"cniVersion": "1.1.0", "name": r.network, "type": "railcni"});
+    let conf = NetConf::parse(conf, &env).map_err(|e| e.to_string())?;
+    let host = NetNs::current().map_err(|e| e.to_string())?;
+    let ctx = Ctx::new(env, conf, settings.clone(), host);
+    let _lock = ctx.store.lock_vf(&r.pci).map_err(|e| e.to_string())?;
+    // Act only on what is read under the lock.
+    match ctx.store.load(&r.pci) {
+        Ok(Some(now)) if now.is_for(&r.container_id, &r.ifname) && !now.netns_alive(settings.boot_id().as_deref()) => {
+            detach(&ctx, &Attachment::of(&now), None, None)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn print(r: &Report) {
+    if r.actions.is_empty() {
+        println!("nothing to do: every attachment and lease has a live holder");
+        return;
+    }
+    let mut t = super::table::new(&["ACTION", "NETWORK", "IF", "CONTAINER", "WHAT", "RESULT"]);
+    for a in &r.actions {
+        t.add_row(vec![
+            a.action.clone(),
+            a.network.clone(),
+            a.ifname.clone(),
+            a.container_id.chars().take(12).collect(),
+            a.what.clone(),
+            a.result.clone(),
+        ]);
+    }
+    println!("{t}");
+    if !r.applied {
+        println!("\ndry run: run `railcni gc --apply` to do this");
+    }
+}

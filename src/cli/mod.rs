@@ -1,0 +1,141 @@
+//! The human command line: day-2 operations on this node. Each command
+//! reads the state the plugin writes (`RAILCNI_STATE_DIR`, the sysfs root,
+//! the node file), prints a table that fits a terminal or, with `--json`,
+//! the documented schema (README, "Day-2 operations"), changes nothing
+//! unless changing is its job, and exits 0 (all well), 1 (a problem found)
+//! or 2 (bad usage). CNI mode is chosen by the `CNI_*` environment instead.
+
+mod gc;
+mod inspect;
+mod nccl;
+mod node;
+mod repair;
+mod status;
+mod table;
+
+use clap::{Parser, Subcommand};
+use cni::Settings;
+use serde::Serialize;
+
+#[derive(Parser)]
+#[command(
+    name = "railcni",
+    version,
+    about = "CNI plugin that attaches SR-IOV rail VFs to AI training pods, and its day-2 tools",
+    long_about = "railcni is run by container runtimes (Multus, libcni, containerd, CRI-O, podman) \
+                  with CNI_COMMAND set; it then reads the network config on stdin and prints the CNI \
+                  result on stdout.\n\nFrom a terminal it answers what is attached on this node. \
+                  Every command takes --json and exits 0 when all is well, 1 when it found a problem, \
+                  2 on bad usage."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Networks, leases and attachments on this node, and what is wrong with them.
+    Status {
+        /// Only this network.
+        #[arg(long)]
+        network: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What railcni set up inside one pod, record versus kernel (OK or DRIFT).
+    Inspect {
+        /// The pod's network namespace path, or its container ID.
+        target: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give back attachments whose pod is gone and release orphaned leases.
+    Gc {
+        /// Do it; without this, only print what would be done.
+        #[arg(long)]
+        apply: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The embedded IPAM's lease files.
+    Ipam {
+        #[command(subcommand)]
+        command: IpamCommand,
+    },
+    /// The NCCL/UCX environment for a pod's rails, in rail order.
+    NcclEnv {
+        /// The pod's network namespace path, or its container ID.
+        target: String,
+        /// Only these networks (e.g. compute rails, not storage), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        networks: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum IpamCommand {
+    /// Rebuild a corrupt or missing lease file from the attachment records.
+    Repair {
+        network: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What a command found: exit 0, or 1 when a problem was found.
+pub enum Outcome {
+    Clean,
+    Problems,
+}
+
+/// A usage error (exit 2): the command cannot run as asked.
+pub struct Usage(pub String);
+
+pub fn main() {
+    let cli = Cli::parse();
+    let settings = Settings::from_env();
+    let outcome = match cli.command {
+        Command::Status { network, json } => status::run(&settings, network.as_deref(), json),
+        Command::Inspect { target, json } => inspect::run(&settings, &target, json),
+        Command::Gc { apply, json } => gc::run(&settings, apply, json),
+        Command::Ipam {
+            command: IpamCommand::Repair { network, json },
+        } => repair::run(&settings, &network, json),
+        Command::NcclEnv {
+            target,
+            networks,
+            json,
+        } => nccl::run(&settings, &target, &networks, json),
+    };
+    std::process::exit(match outcome {
+        Ok(Outcome::Clean) => 0,
+        Ok(Outcome::Problems) => 1,
+        Err(Usage(msg)) => {
+            eprintln!("railcni: {msg}");
+            2
+        }
+    });
+}
+
+/// Print a report as JSON (`--json`) or with its human printer.
+fn emit<T: Serialize>(report: &T, json: bool, human: impl FnOnce(&T)) {
+    if json {
+        match serde_json::to_string_pretty(report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("railcni: cannot encode the report: {e}"),
+        }
+    } else {
+        human(report);
+    }
+}
+
+/// A runtime for the commands that talk to the kernel.
+fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Usage(format!("cannot start the runtime: {e}")))
+}

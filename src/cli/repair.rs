@@ -1,0 +1,128 @@
+//! `railcni ipam repair NETWORK`: rebuild a corrupt or missing lease file
+//! from what is provably live: the attachment records of that network whose
+//! pod namespace is alive, plus (when the old file still reads) its leases
+//! whose holders are not gone. The damaged file is kept beside it.
+
+use cni::Settings;
+use railcni_ipam::store::Lease;
+use serde::Serialize;
+
+use super::node::NodeState;
+use super::status::{address_of, judged};
+use super::{emit, Outcome, Usage};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub network: String,
+    pub restored: Vec<Restored>,
+    pub kept: Option<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Restored {
+    pub address: String,
+    pub container_id: String,
+    pub ifname: String,
+    pub pod: Option<String>,
+    /// `record` or `lease file`.
+    pub from: String,
+}
+
+pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Usage> {
+    let state = NodeState::load(settings)?;
+    let mut leases: Vec<Lease> = Vec::new();
+    let mut restored = Vec::new();
+    for r in state
+        .records
+        .iter()
+        .filter(|r| r.network == network && state.alive(r))
+    {
+        let Some(address) = address_of(r).and_then(|a| a.parse::<ipnet::IpNet>().ok()) else {
+            continue;
+        };
+        let (ns, name) = r
+            .pod
+            .as_deref()
+            .and_then(|p| p.split_once('/'))
+            .map_or((None, None), |(n, p)| (Some(n.to_string()), Some(p.to_string())));
+        leases.push(Lease {
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            address: address.addr(),
+            pod_namespace: ns,
+            pod_name: name,
+            pod_uid: None,
+            allocated_unix: r.created_unix,
+            proof: r.proof.clone(),
+        });
+        restored.push(Restored {
+            address: address.addr().to_string(),
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            pod: r.pod.clone(),
+            from: "record".into(),
+        });
+    }
+    if let Some(Ok(old)) = state.stores.iter().find(|v| v.network == network).map(|v| &v.leases) {
+        for l in &old.leases {
+            let known = leases.iter().any(|k| k.address == l.address || k.is_for(&l.container_id, &l.ifname));
+            if !known && judged(&l.proof, state.boot.as_deref()) != Some(false) {
+                leases.push(l.clone());
+                restored.push(Restored {
+                    address: l.address.to_string(),
+                    container_id: l.container_id.clone(),
+                    ifname: l.ifname.clone(),
+                    pod: super::status::pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
+                    from: "lease file".into(),
+                });
+            }
+        }
+    }
+    let (kept, error) = match railcni_ipam::repair(settings, network, leases) {
+        Ok(done) => (done.kept.map(|p| p.display().to_string()), None),
+        Err(e) if cni::Reply::code(&e) == 11 => (
+            None,
+            Some(format!(
+                "another railcni holds the lease store of {network}; nothing was changed, try again"
+            )),
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let report = Report {
+        network: network.to_string(),
+        restored,
+        kept,
+        error,
+    };
+    emit(&report, json, print);
+    Ok(if report.error.is_some() {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
+}
+
+fn print(r: &Report) {
+    if let Some(e) = &r.error {
+        eprintln!("railcni: repair of {} failed: {e}", r.network);
+        return;
+    }
+    if let Some(k) = &r.kept {
+        println!("kept the damaged file as {k}");
+    }
+    println!("restored {} lease(s) on {}:", r.restored.len(), r.network);
+    let mut t = super::table::new(&["ADDRESS", "IF", "CONTAINER", "POD", "FROM"]);
+    for l in &r.restored {
+        t.add_row(vec![
+            l.address.clone(),
+            l.ifname.clone(),
+            l.container_id.chars().take(12).collect(),
+            super::table::or_dash(l.pod.as_ref()),
+            l.from.clone(),
+        ]);
+    }
+    println!("{t}");
+}

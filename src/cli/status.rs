@@ -1,0 +1,341 @@
+//! `railcni status`: networks, leases and attachments on this node, joined,
+//! and the problems an operator must act on, each with the command that fixes it.
+
+use std::collections::BTreeSet;
+
+use cni::liveness::Proof;
+use cni::Settings;
+use serde::Serialize;
+
+use super::node::NodeState;
+use super::table::{self, or_dash};
+use super::{emit, Outcome, Usage};
+use crate::state::Record;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub node: String,
+    pub networks: Vec<Network>,
+    pub attachments: Vec<Attachment>,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Network {
+    pub name: String,
+    pub prefix: Option<String>,
+    pub gateway: Option<String>,
+    pub capacity: Option<usize>,
+    pub leased: usize,
+    pub free: Option<usize>,
+    pub lease_file: String,
+    pub leases: Vec<Lease>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub address: String,
+    pub pod: Option<String>,
+    pub pod_uid: Option<String>,
+    pub container_id: String,
+    pub ifname: String,
+    pub netns: Option<String>,
+    /// `None` when the lease carries no proof to judge by.
+    pub netns_alive: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    pub network: String,
+    pub vf: String,
+    pub pf: Option<String>,
+    pub host_name: String,
+    pub ifname: String,
+    pub container_id: String,
+    pub pod: Option<String>,
+    pub address: Option<String>,
+    pub netns: Option<String>,
+    pub netns_alive: bool,
+    pub table: Option<u32>,
+    pub priority: Option<u32>,
+    pub rdma_device: Option<String>,
+    /// The PF-side settings ADD applied (the fields it saved originals of).
+    pub vf_settings: Vec<String>,
+    /// `adding` (interrupted or in progress) or `attached`.
+    pub phase: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    pub kind: String,
+    pub detail: String,
+    pub fix: String,
+}
+
+pub fn run(settings: &Settings, network: Option<&str>, json: bool) -> Result<Outcome, Usage> {
+    let state = NodeState::load(settings)?;
+    let report = build(settings, &state, network);
+    emit(&report, json, print);
+    Ok(if report.problems.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Problems
+    })
+}
+
+pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Report {
+    let wanted = |n: &str| only.is_none_or(|o| o == n);
+    let sysfs = crate::sriov::Sysfs::new(&settings.sysfs_root);
+    let mut problems = Vec::new();
+    let mut networks = Vec::new();
+    let mut leased_keys = BTreeSet::new();
+    for view in state.stores.iter().filter(|v| wanted(&v.network)) {
+        let file = view.path.display().to_string();
+        match &view.leases {
+            Ok(data) => {
+                let leases: Vec<Lease> = data
+                    .leases
+                    .iter()
+                    .map(|l| {
+                        leased_keys.insert((
+                            view.network.clone(),
+                            l.container_id.clone(),
+                            l.ifname.clone(),
+                        ));
+                        Lease {
+                            address: l.address.to_string(),
+                            pod: pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
+                            pod_uid: l.pod_uid.clone(),
+                            container_id: l.container_id.clone(),
+                            ifname: l.ifname.clone(),
+                            netns: l.proof.netns.clone(),
+                            netns_alive: judged(&l.proof, state.boot.as_deref()),
+                        }
+                    })
+                    .collect();
+                let pool = data.pool.as_ref();
+                let capacity = pool.map(|p| p.capacity);
+                networks.push(Network {
+                    name: view.network.clone(),
+                    prefix: pool.map(|p| p.prefix.to_string()),
+                    gateway: pool.and_then(|p| p.gateway).map(|g| g.to_string()),
+                    capacity,
+                    leased: leases.len(),
+                    free: capacity.map(|c| c.saturating_sub(leases.len())),
+                    lease_file: file,
+                    leases,
+                });
+            }
+            Err(e) => {
+                problems.push(Problem {
+                    kind: "lease-file-unreadable".into(),
+                    detail: format!("{}: {e}", view.network),
+                    fix: format!("railcni ipam repair {}", view.network),
+                });
+                networks.push(Network {
+                    name: view.network.clone(),
+                    prefix: None,
+                    gateway: None,
+                    capacity: None,
+                    leased: 0,
+                    free: None,
+                    lease_file: file,
+                    leases: Vec::new(),
+                });
+            }
+        }
+    }
+    let mut attachments = Vec::new();
+    for r in state.records.iter().filter(|r| wanted(&r.network)) {
+        let alive = state.alive(r);
+        let address = address_of(r);
+        if !alive {
+            problems.push(Problem {
+                kind: "netns-gone".into(),
+                detail: format!(
+                    "VF {} ({} {}) was attached to {}, which is gone",
+                    r.pci,
+                    r.network,
+                    r.ifname,
+                    r.netns().unwrap_or("?")
+                ),
+                fix: "railcni gc --apply".into(),
+            });
+        }
+        let embedded = r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM);
+        let key = (r.network.clone(), r.container_id.clone(), r.ifname.clone());
+        if embedded && !leased_keys.contains(&key) && readable(state, &r.network) {
+            problems.push(Problem {
+                kind: "attachment-without-lease".into(),
+                detail: format!(
+                    "VF {} ({} {} of {}) holds no lease{}",
+                    r.pci,
+                    r.network,
+                    r.ifname,
+                    r.container_id,
+                    address.as_deref().map(|a| format!(" for {a}")).unwrap_or_default()
+                ),
+                fix: format!("railcni ipam repair {}", r.network),
+            });
+        }
+        attachments.push(Attachment {
+            network: r.network.clone(),
+            vf: r.pci.clone(),
+            pf: sysfs.resolve(&r.pci).ok().and_then(|v| v.pf_netdev),
+            host_name: r.host.name.clone(),
+            ifname: r.ifname.clone(),
+            container_id: r.container_id.clone(),
+            pod: r.pod.clone(),
+            address,
+            netns: r.netns().map(str::to_string),
+            netns_alive: alive,
+            table: r.routing.as_ref().map(|p| p.table),
+            priority: r.routing.as_ref().map(|p| p.priority),
+            rdma_device: r.rdma_device.clone(),
+            vf_settings: r.vf_restore.as_ref().map(|s| s.field_names()).unwrap_or_default(),
+            phase: format!("{:?}", r.phase).to_lowercase(),
+        });
+    }
+    let attached: BTreeSet<_> = state
+        .records
+        .iter()
+        .map(|r| (r.network.clone(), r.container_id.clone(), r.ifname.clone()))
+        .collect();
+    let railcni_networks: BTreeSet<_> = state.records.iter().map(|r| r.network.clone()).collect();
+    for n in &networks {
+        for l in &n.leases {
+            let key = (n.name.clone(), l.container_id.clone(), l.ifname.clone());
+            // Leases of other plugins using railcni-ipam have no record; flag
+            // them only when their holder is gone or railcni attaches there.
+            let suspicious = l.netns_alive == Some(false) || railcni_networks.contains(&n.name);
+            if !attached.contains(&key) && suspicious {
+                problems.push(Problem {
+                    kind: "lease-without-attachment".into(),
+                    detail: format!(
+                        "{} on {} is leased to {} {} ({}) with no attachment",
+                        l.address,
+                        n.name,
+                        l.container_id,
+                        l.ifname,
+                        match l.netns_alive {
+                            Some(false) => "its netns is gone",
+                            Some(true) => "its netns is alive",
+                            None => "no proof of its holder",
+                        }
+                    ),
+                    fix: "railcni gc --apply".into(),
+                });
+            }
+        }
+    }
+    Report {
+        node: state.node.clone(),
+        networks,
+        attachments,
+        problems,
+    }
+}
+
+fn readable(state: &NodeState, network: &str) -> bool {
+    state
+        .stores
+        .iter()
+        .any(|v| v.network == network && v.leases.is_ok())
+        || !state.stores.iter().any(|v| v.network == network)
+}
+
+pub fn pod_of(namespace: Option<&str>, name: Option<&str>) -> Option<String> {
+    Some(format!("{}/{}", namespace?, name?))
+}
+
+/// `Some(alive)` when the proof can tell, `None` when it carries none.
+pub fn judged(proof: &Proof, boot: Option<&str>) -> Option<bool> {
+    if proof.netns_id.is_none() && proof.boot_id.is_none() {
+        return None;
+    }
+    Some(proof.gone(boot).is_none())
+}
+
+/// The first address of the ADD result the record kept.
+pub fn address_of(r: &Record) -> Option<String> {
+    let result = cni::CniResult::from_value(r.result.as_ref()?).ok()?;
+    result.ips.first().map(|ip| ip.address.to_string())
+}
+
+fn print(r: &Report) {
+    println!("node {}", r.node);
+    let mut t = table::new(&["NETWORK", "PREFIX", "GATEWAY", "LEASED", "FREE", "CAPACITY"]);
+    for n in &r.networks {
+        t.add_row(vec![
+            n.name.clone(),
+            or_dash(n.prefix.as_ref()),
+            or_dash(n.gateway.as_ref()),
+            n.leased.to_string(),
+            or_dash(n.free),
+            or_dash(n.capacity),
+        ]);
+    }
+    println!("{t}");
+    // One row per attachment, with its lease; then leases no record claims.
+    let mut t = table::new(&["NETWORK", "IF", "ADDRESS", "POD", "VF", "DEV", "TABLE", "RDMA", "NETNS"]);
+    for a in &r.attachments {
+        t.add_row(vec![
+            a.network.clone(),
+            a.ifname.clone(),
+            or_dash(a.address.as_ref()),
+            a.pod.clone().unwrap_or_else(|| short(&a.container_id)),
+            a.vf.clone(),
+            format!("{}@{}", a.host_name, or_dash(a.pf.as_ref())),
+            or_dash(a.table),
+            or_dash(a.rdma_device.as_ref()),
+            if a.netns_alive { "alive" } else { "GONE" }.to_string(),
+        ]);
+    }
+    for n in &r.networks {
+        for l in &n.leases {
+            let claimed = r
+                .attachments
+                .iter()
+                .any(|a| a.network == n.name && a.container_id == l.container_id && a.ifname == l.ifname);
+            if !claimed {
+                t.add_row(vec![
+                    n.name.clone(),
+                    l.ifname.clone(),
+                    l.address.clone(),
+                    l.pod.clone().unwrap_or_else(|| short(&l.container_id)),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    match l.netns_alive {
+                        Some(true) => "alive",
+                        Some(false) => "GONE",
+                        None => "?",
+                    }
+                    .to_string(),
+                ]);
+            }
+        }
+    }
+    if t.row_count() > 0 {
+        println!("\n{t}");
+    }
+    if r.problems.is_empty() {
+        println!("\nno problems");
+    } else {
+        println!("\nproblems:");
+        for p in &r.problems {
+            println!("  {}: {}\n    fix: {}", p.kind, p.detail, p.fix);
+        }
+    }
+}
+
+/// A container ID, shortened as runtimes print it.
+fn short(id: &str) -> String {
+    id.chars().take(12).collect()
+}
