@@ -138,14 +138,6 @@ fn rollback_restores_vf_settings_when_a_later_step_fails() {
     assert!(!node.record_exists(&node.vfs[0].pci));
 }
 
-fn give_rdma_device(node: &Node, name: &str) {
-    std::fs::create_dir_all(node.sysfs().join(format!(
-        "devices/pci0000:00/{}/infiniband/{name}",
-        node.vfs[0].pci
-    )))
-    .unwrap();
-}
-
 fn ns_inode(path: &str) -> String {
     use std::os::unix::fs::MetadataExt;
     format!("ns:{}", std::fs::metadata(path).unwrap().ino())
@@ -174,7 +166,7 @@ fn rdma_required_without_a_device_fails_and_leaves_nothing() {
     assert!(calls(&node).is_empty(), "no VF setting was touched");
 
     // A device, but the subsystem is in shared mode: required still fails.
-    give_rdma_device(&node, "mlx5_2");
+    node.give_rdma_device(&node.vfs[0], "mlx5_2");
     node.set_hardware(json!({"rdmaMode": "shared"}));
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(103);
     assert!(e["details"].as_str().unwrap().contains("shared"), "{e}");
@@ -184,7 +176,7 @@ fn rdma_required_without_a_device_fails_and_leaves_nothing() {
 #[test]
 fn rdma_device_follows_the_vf_in_exclusive_mode() {
     let node = Node::new(1, 1);
-    give_rdma_device(&node, "mlx5_2");
+    node.give_rdma_device(&node.vfs[0], "mlx5_2");
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
     let devinfo = node.dir.path().join("devinfo");
@@ -217,7 +209,7 @@ fn rdma_device_follows_the_vf_in_exclusive_mode() {
 #[test]
 fn rdma_auto_carries_on_when_rdma_netlink_is_unavailable() {
     let node = Node::new(1, 1);
-    give_rdma_device(&node, "mlx5_2");
+    node.give_rdma_device(&node.vfs[0], "mlx5_2");
     let pod = node.pod("pod");
     let r = node
         .cni(&Req::new(

@@ -69,13 +69,20 @@ pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usag
                     && state.alive(r)
             });
             let dead_detached = dead.iter().any(|r| {
-                r.network == view.network && r.container_id == l.container_id && r.ifname == l.ifname
+                r.network == view.network
+                    && r.container_id == l.container_id
+                    && r.ifname == l.ifname
             });
             if claimed || dead_detached || judged(&l.proof, state.boot.as_deref()) != Some(false) {
                 continue;
             }
             let result = if apply {
-                match railcni_ipam::release_lease(settings, &view.network, &l.container_id, &l.ifname) {
+                match railcni_ipam::release_lease(
+                    settings,
+                    &view.network,
+                    &l.container_id,
+                    &l.ifname,
+                ) {
                     Ok(_) => "done".into(),
                     Err(e) => e.to_string(),
                 }
@@ -98,7 +105,11 @@ pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usag
     };
     emit(&report, json, print);
     let unsettled = report.actions.iter().any(|a| a.result != "done");
-    Ok(if unsettled { Outcome::Problems } else { Outcome::Clean })
+    Ok(if unsettled {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
 }
 
 /// The plugin's own detach, with a context made from the record: a DEL of
@@ -119,7 +130,10 @@ async fn give_back(settings: &Settings, r: &Record) -> Result<(), String> {
     let _lock = ctx.store.lock_vf(&r.pci).map_err(|e| e.to_string())?;
     // Act only on what is read under the lock.
     match ctx.store.load(&r.pci) {
-        Ok(Some(now)) if now.is_for(&r.container_id, &r.ifname) && !now.netns_alive(settings.boot_id().as_deref()) => {
+        Ok(Some(now))
+            if now.is_for(&r.container_id, &r.ifname)
+                && !now.netns_alive(settings.boot_id().as_deref()) =>
+        {
             detach(&ctx, &Attachment::of(&now), None, None)
                 .await
                 .map_err(|e| e.to_string())

@@ -52,7 +52,11 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
         drift,
     };
     emit(&report, json, print);
-    Ok(if drift { Outcome::Problems } else { Outcome::Clean })
+    Ok(if drift {
+        Outcome::Problems
+    } else {
+        Outcome::Clean
+    })
 }
 
 async fn inspect_one(r: &Record) -> Interface {
@@ -124,5 +128,12 @@ fn print(r: &Report) {
         }
         println!("{t}\n");
     }
-    println!("{}", if r.drift { "drift found" } else { "all as set up" });
+    println!(
+        "{}",
+        if r.drift {
+            "drift found"
+        } else {
+            "all as set up"
+        }
+    );
 }

@@ -28,7 +28,12 @@ pub struct Rail {
     pub rdma_device: Option<String>,
 }
 
-pub fn run(settings: &Settings, target: &str, networks: &[String], json: bool) -> Result<Outcome, Usage> {
+pub fn run(
+    settings: &Settings,
+    target: &str,
+    networks: &[String],
+    json: bool,
+) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
     let records = state.pod_records(target);
     if records.is_empty() {
@@ -40,7 +45,9 @@ pub fn run(settings: &Settings, target: &str, networks: &[String], json: bool) -
         .iter()
         .find(|n| !records.iter().any(|r| &r.network == *n))
     {
-        return Err(Usage(format!("the pod has no attachment on network {unknown:?}")));
+        return Err(Usage(format!(
+            "the pod has no attachment on network {unknown:?}"
+        )));
     }
     let rails: Vec<Rail> = records
         .into_iter()
@@ -62,16 +69,26 @@ pub fn run(settings: &Settings, target: &str, networks: &[String], json: bool) -
             )
         })
         .collect();
-    let hcas: Vec<&str> = rails.iter().filter_map(|r| r.rdma_device.as_deref()).collect();
+    let hcas: Vec<&str> = rails
+        .iter()
+        .filter_map(|r| r.rdma_device.as_deref())
+        .collect();
     let env = vec![
         ("NCCL_IB_HCA".to_string(), hcas.join(",")),
         (
             "NCCL_SOCKET_IFNAME".to_string(),
-            rails.iter().map(|r| r.ifname.as_str()).collect::<Vec<_>>().join(","),
+            rails
+                .iter()
+                .map(|r| r.ifname.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
         ),
         (
             "UCX_NET_DEVICES".to_string(),
-            hcas.iter().map(|h| format!("{h}:1")).collect::<Vec<_>>().join(","),
+            hcas.iter()
+                .map(|h| format!("{h}:1"))
+                .collect::<Vec<_>>()
+                .join(","),
         ),
     ];
     let report = Report {

@@ -47,7 +47,9 @@ pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Us
             .pod
             .as_deref()
             .and_then(|p| p.split_once('/'))
-            .map_or((None, None), |(n, p)| (Some(n.to_string()), Some(p.to_string())));
+            .map_or((None, None), |(n, p)| {
+                (Some(n.to_string()), Some(p.to_string()))
+            });
         leases.push(Lease {
             container_id: r.container_id.clone(),
             ifname: r.ifname.clone(),
@@ -66,9 +68,16 @@ pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Us
             from: "record".into(),
         });
     }
-    if let Some(Ok(old)) = state.stores.iter().find(|v| v.network == network).map(|v| &v.leases) {
+    if let Some(Ok(old)) = state
+        .stores
+        .iter()
+        .find(|v| v.network == network)
+        .map(|v| &v.leases)
+    {
         for l in &old.leases {
-            let known = leases.iter().any(|k| k.address == l.address || k.is_for(&l.container_id, &l.ifname));
+            let known = leases
+                .iter()
+                .any(|k| k.address == l.address || k.is_for(&l.container_id, &l.ifname));
             if !known && judged(&l.proof, state.boot.as_deref()) != Some(false) {
                 leases.push(l.clone());
                 restored.push(Restored {

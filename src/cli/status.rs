@@ -178,7 +178,10 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
                     r.network,
                     r.ifname,
                     r.container_id,
-                    address.as_deref().map(|a| format!(" for {a}")).unwrap_or_default()
+                    address
+                        .as_deref()
+                        .map(|a| format!(" for {a}"))
+                        .unwrap_or_default()
                 ),
                 fix: format!("railcni ipam repair {}", r.network),
             });
@@ -197,7 +200,11 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
             table: r.routing.as_ref().map(|p| p.table),
             priority: r.routing.as_ref().map(|p| p.priority),
             rdma_device: r.rdma_device.clone(),
-            vf_settings: r.vf_restore.as_ref().map(|s| s.field_names()).unwrap_or_default(),
+            vf_settings: r
+                .vf_restore
+                .as_ref()
+                .map(|s| s.field_names())
+                .unwrap_or_default(),
             phase: format!("{:?}", r.phase).to_lowercase(),
         });
     }
@@ -282,7 +289,9 @@ fn print(r: &Report) {
     }
     println!("{t}");
     // One row per attachment, with its lease; then leases no record claims.
-    let mut t = table::new(&["NETWORK", "IF", "ADDRESS", "POD", "VF", "DEV", "TABLE", "RDMA", "NETNS"]);
+    let mut t = table::new(&[
+        "NETWORK", "IF", "ADDRESS", "POD", "VF", "DEV", "TABLE", "RDMA", "NETNS",
+    ]);
     for a in &r.attachments {
         t.add_row(vec![
             a.network.clone(),
@@ -298,10 +307,9 @@ fn print(r: &Report) {
     }
     for n in &r.networks {
         for l in &n.leases {
-            let claimed = r
-                .attachments
-                .iter()
-                .any(|a| a.network == n.name && a.container_id == l.container_id && a.ifname == l.ifname);
+            let claimed = r.attachments.iter().any(|a| {
+                a.network == n.name && a.container_id == l.container_id && a.ifname == l.ifname
+            });
             if !claimed {
                 t.add_row(vec![
                     n.name.clone(),

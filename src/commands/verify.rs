@@ -77,7 +77,11 @@ pub async fn compare(
         ));
     }
     out.push(Finding::new("mtu", expected.mtu, link.mtu));
-    out.push(Finding::new("state", "UP", if link.up { "UP" } else { "DOWN" }));
+    out.push(Finding::new(
+        "state",
+        "UP",
+        if link.up { "UP" } else { "DOWN" },
+    ));
     let addresses = nl.addresses(link.index).await?;
     for a in &expected.addresses {
         out.push(Finding::present(format!("inet {a}"), addresses.contains(a)));

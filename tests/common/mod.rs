@@ -186,6 +186,52 @@ impl Node {
         link_in(ns, name)
     }
 
+    /// Give `vf` an RDMA device in the fake sysfs.
+    pub fn give_rdma_device(&self, vf: &FakeVf, name: &str) {
+        std::fs::create_dir_all(
+            self.sysfs()
+                .join(format!("devices/pci0000:00/{}/infiniband/{name}", vf.pci)),
+        )
+        .unwrap();
+    }
+
+    /// Run a day-2 command (`railcni status` …) on this node: exit code,
+    /// stdout, stderr.
+    pub fn operator(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.host(), PLUGIN])
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("COLUMNS", "200")
+            .env("RAILCNI_SYSFS_ROOT", self.sysfs())
+            .env("RAILCNI_STATE_DIR", self.state_dir())
+            .env("RAILCNI_FAKE_HARDWARE", self.hardware_file())
+            .env("RAILCNI_BOOT_ID", self.dir.path().join("boot_id"))
+            .env("RAILCNI_NODE_NAME", "gpu-0")
+            .env(
+                "RAILCNI_NODE_CONFIG",
+                self.dir.path().join("no-node-file.json"),
+            )
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `operator` with `--json`, parsed.
+    pub fn operator_json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let (code, out, err) = self.operator(&all);
+        let v =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}\n{out}\n{err}"));
+        (code, v)
+    }
+
     /// Run railcni in the node's host namespace with a CNI request.
     pub fn cni(&self, req: &Req) -> Reply {
         self.cni_with_path(req, &[REFERENCE_PLUGINS])
