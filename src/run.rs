@@ -36,11 +36,12 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
             .filter(|f| !f.is_empty())
             .map(Path::new),
         &settings.log_dir,
+        // Every line names the pod (or container), network and interface.
         format!(
             "{:?} {} {} {}",
             env.command,
             text("name"),
-            env.container_id,
+            env.args.pod().unwrap_or_else(|| env.container_id.clone()),
             env.ifname
         ),
     );

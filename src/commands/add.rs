@@ -124,10 +124,15 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
                 );
             }
             log_info!(
-                "attached VF {} as {} in {}",
+                "attached VF {} as {} in {}: {}, table {}",
                 vf.pci,
                 ctx.env.ifname,
-                netns_path.display()
+                netns_path.display(),
+                summary_addresses(&result),
+                record
+                    .routing
+                    .as_ref()
+                    .map_or_else(|| "none".to_string(), |p| p.table.to_string())
             );
             Ok(result)
         }
@@ -156,6 +161,19 @@ fn new_record(ctx: &Ctx, vf: &Vf, host: HostLink) -> Record {
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
     record.pod = ctx.env.args.pod();
     record
+}
+
+/// `172.16.0.0/31` (or `no address`), for log lines.
+pub fn summary_addresses(result: &CniResult) -> String {
+    if result.ips.is_empty() {
+        return "no address".into();
+    }
+    result
+        .ips
+        .iter()
+        .map(|ip| ip.address.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 enum Previous {

@@ -31,7 +31,22 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
         record: current.as_ref(),
     };
     detach(ctx, &attachment, ctx.env.netns.as_deref(), None).await?;
-    log_info!("detached VF {pci} ({cid}/{ifname})");
+    let what = current.as_ref().map_or_else(
+        || "no record".to_string(),
+        |r| {
+            let addresses = r
+                .result
+                .as_ref()
+                .and_then(|v| cni::CniResult::from_value(v).ok())
+                .map_or_else(|| "no address".into(), |res| super::add::summary_addresses(&res));
+            let table = r
+                .routing
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |p| p.table.to_string());
+            format!("{addresses}, table {table}")
+        },
+    );
+    log_info!("detached VF {pci} ({cid}/{ifname}): {what}");
     Ok(())
 }
 
