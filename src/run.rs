@@ -36,13 +36,17 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
             .filter(|f| !f.is_empty())
             .map(Path::new),
         &settings.log_dir,
-        // Every line names the pod (or container), network and interface.
+        // Every line names the pod (or container), network, interface and VF.
         format!(
-            "{:?} {} {} {}",
+            "{:?} {} {} {} {}",
             env.command,
             text("name"),
             env.args.pod().unwrap_or_else(|| env.container_id.clone()),
-            env.ifname
+            env.ifname,
+            config
+                .pointer("/runtimeConfig/deviceID")
+                .and_then(Value::as_str)
+                .unwrap_or(text("deviceID"))
         ),
     );
     let conf = NetConf::parse(config, &env)?;

@@ -482,6 +482,24 @@ fn nothing_but_the_result_reaches_stdout() {
 }
 
 #[test]
+fn config_errors_reach_the_log_file() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("pod");
+    let mut c = conf("1.0.0", "rail1", &vf.pci, json!({}));
+    c["logFile"] = json!("errors.log");
+    c["mtu"] = json!("big");
+    let mut add = Req::new("ADD", "c1", &pod, "net1", c);
+    add.args = Some("IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer-0".into());
+    node.cni(&add).err(7);
+    let logged = std::fs::read_to_string(node.dir.path().join("logs/errors.log")).unwrap();
+    assert!(
+        logged.contains("mtu") && logged.contains("ml/trainer-0") && logged.contains(&vf.pci),
+        "the failure line names the field, the pod and the VF: {logged}"
+    );
+}
+
+#[test]
 fn a_nad_cannot_make_root_write_outside_the_log_dir() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];

@@ -172,3 +172,31 @@ fn an_ipv6_prefix_without_cidr_is_refused_within_a_memory_limit() {
         r.stdout
     );
 }
+
+/// From a terminal (no CNI_* variable), `railcni-ipam --help` answers at
+/// once even with stdin left open: it never waits for a config.
+#[test]
+fn help_never_waits_for_stdin() {
+    let mut child = Command::new(BIN)
+        .arg("--help")
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success());
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "railcni-ipam --help is waiting for stdin"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("IPAM plugin"));
+}

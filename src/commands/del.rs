@@ -38,7 +38,10 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
                 .result
                 .as_ref()
                 .and_then(|v| cni::CniResult::from_value(v).ok())
-                .map_or_else(|| "no address".into(), |res| super::add::summary_addresses(&res));
+                .map_or_else(
+                    || "no address".into(),
+                    |res| super::add::summary_addresses(&res),
+                );
             let table = r
                 .routing
                 .as_ref()
