@@ -2,6 +2,7 @@
 //!
 //!   ipam-bench pairs <state-dir> <count> <worker-id>   allocate+release pairs in-process
 //!   ipam-bench fill  <state-dir> <count>               write <count> realistic leases, print the file size
+//!   ipam-bench load  <state-dir> <count>               per-call cost of a pool of <count> static allocations
 
 use std::time::Instant;
 
@@ -11,7 +12,7 @@ use serde_json::json;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: ipam-bench pairs|fill <state-dir> <count> [worker-id]";
+    let usage = "usage: ipam-bench pairs|fill|load <state-dir> <count> [worker-id]";
     let (mode, dir, count) = match (
         args.get(1),
         args.get(2),
@@ -51,6 +52,44 @@ fn main() {
                 "{count} pairs in {secs:.3}s: {:.0} pairs/s",
                 count as f64 / secs
             );
+        }
+        "load" => {
+            let allocations: Vec<_> = (0..count)
+                .map(|i| {
+                    json!({"nodeName": format!("gpu-{i}"),
+                           "prefix": format!("172.{}.{}.{}/31", 16 + (i >> 15), (i >> 7) & 0xff, (i << 1) & 0xff)})
+                })
+                .collect();
+            let text = json!({"cniVersion": "1.1.0", "name": "rail1",
+                "ipam": {"type": "railcni-ipam", "cidr": "172.16.0.0/15", "staticAllocations": allocations}})
+            .to_string();
+            let node = format!("gpu-{}", count - 1);
+            let (mut parse, mut load) = (Vec::new(), Vec::new());
+            for _ in 0..31 {
+                let t = Instant::now();
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+                parse.push(t.elapsed());
+                let t = Instant::now();
+                let pool = railcni_ipam::config::PoolConfig::parse(&v["ipam"]).unwrap_or_else(|e| panic!("{e}"));
+                let n = railcni_ipam::pool::NodePool::resolve(
+                    "rail1",
+                    &node,
+                    &pool,
+                    &railcni_ipam::config::NodeFile::default(),
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+                load.push(t.elapsed());
+                assert_eq!(n.usable.len(), 1);
+            }
+            parse.sort();
+            load.sort();
+            println!(
+                "config {} KB; load+validate p50 {:.2} ms (JSON parse of stdin p50 {:.2} ms)",
+                text.len() / 1024,
+                load[15].as_secs_f64() * 1e3,
+                parse[15].as_secs_f64() * 1e3
+            );
+            let _ = dir;
         }
         "fill" => {
             let store = Store::new(&dir, "rail1", cni::settings::DEFAULT_LOCK_TIMEOUT);

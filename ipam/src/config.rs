@@ -42,11 +42,27 @@ struct RawPool {
     #[serde(default)]
     static_allocations: Vec<StaticAllocation>,
     #[serde(default)]
-    nodes: Vec<String>,
+    nodes: Nodes,
     #[serde(default)]
     exclusions: Vec<Exclusion>,
     #[serde(default)]
     routes: Vec<RouteConf>,
+}
+
+/// `nodes`: a list (a node's index is its position, so removing one moves
+/// the ones after it: the store's prefix guard catches that) or, better, an
+/// explicit `{"gpu-0": 0, "gpu-7": 7}` map whose indices never move.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Nodes {
+    List(Vec<String>),
+    Map(std::collections::BTreeMap<String, usize>),
+}
+
+impl Default for Nodes {
+    fn default() -> Self {
+        Nodes::List(Vec::new())
+    }
 }
 
 /// A validated pool description (the same on every node).
@@ -59,7 +75,8 @@ pub struct PoolConfig {
     pub family_fixed: bool,
     pub gateway_index: u32,
     pub static_allocations: Vec<StaticAllocation>,
-    pub nodes: Vec<String>,
+    /// Node name → index (the prefix it takes from `cidr`).
+    pub nodes: Vec<(String, usize)>,
     pub exclusions: Vec<Exclusion>,
     pub routes: Vec<RouteConf>,
 }
@@ -90,8 +107,8 @@ const MAX_HOST_BITS: u8 = 8;
 
 impl PoolConfig {
     pub fn parse(v: &Value) -> Result<Self, IpamError> {
-        let raw: RawPool =
-            serde_json::from_value(v.clone()).map_err(|e| IpamError::config("ipam", e))?;
+        // Straight from the parsed value (no copy: a pool may hold 16k allocations).
+        let raw = RawPool::deserialize(v).map_err(|e| IpamError::config("ipam", e))?;
         let cidr = raw.cidr.map(|c| c.trunc());
         // The family: the cidr's, else what perNodePrefix implies.
         let max_len = match (cidr, raw.per_node_prefix) {
@@ -123,7 +140,10 @@ impl PoolConfig {
             family_fixed: cidr.is_some() || raw.per_node_prefix.is_some(),
             gateway_index: raw.gateway_index.unwrap_or(1),
             static_allocations: raw.static_allocations,
-            nodes: raw.nodes,
+            nodes: match raw.nodes {
+                Nodes::List(names) => names.into_iter().enumerate().map(|(i, n)| (n, i)).collect(),
+                Nodes::Map(map) => map.into_iter().collect(),
+            },
             exclusions: raw.exclusions,
             routes: raw.routes,
         };
@@ -133,19 +153,25 @@ impl PoolConfig {
 
     fn validate(&self) -> Result<(), IpamError> {
         let mut seen = HashSet::new();
-        for n in &self.nodes {
+        let mut indices = HashSet::new();
+        for (n, i) in &self.nodes {
             if !seen.insert(n.as_str()) {
                 return Err(config_err("nodes", format!("node {n:?} is listed twice")));
+            }
+            if !indices.insert(*i) {
+                return Err(config_err(
+                    "nodes",
+                    format!("index {i} is given to two nodes"),
+                ));
             }
         }
         if let Some(cidr) = self.cidr {
             let slots = 1u128 << (self.per_node_prefix - cidr.prefix_len()).min(100);
-            if self.nodes.len() as u128 > slots {
+            if let Some((n, i)) = self.nodes.iter().find(|(_, i)| *i as u128 >= slots) {
                 return Err(config_err(
                     "nodes",
                     format!(
-                        "{} nodes do not fit in {cidr} at /{} ({slots} prefixes)",
-                        self.nodes.len(),
+                        "node {n:?} has index {i}, but {cidr} holds {slots} /{} prefixes",
                         self.per_node_prefix
                     ),
                 ));
@@ -170,27 +196,30 @@ impl PoolConfig {
                 }
             }
         }
-        // Every node's prefix, static or by index, must be its own.
-        let mut all: Vec<(String, IpNet)> = self
+        // Every node's prefix, static or by index, must be its own. Sorted by
+        // start, two ranges overlap only if neighbours do: O(n log n).
+        let mut ranges: Vec<(u128, u128, &str, IpNet)> = self
             .static_allocations
             .iter()
-            .map(|a| (a.node_name.clone(), a.prefix))
+            .map(|a| (a.node_name.as_str(), a.prefix))
+            .chain(self.nodes.iter().filter_map(|(n, i)| {
+                let p = self.indexed_prefix(*i)?;
+                (!static_nodes.contains(n.as_str())).then_some((n.as_str(), p))
+            }))
+            .map(|(n, p)| {
+                let start = to_u128(p.network());
+                let end = start + ((1u128 << (max_len(&p) - p.prefix_len())) - 1);
+                (start, end, n, p)
+            })
             .collect();
-        for (i, n) in self.nodes.iter().enumerate() {
-            if !static_nodes.contains(n.as_str()) {
-                if let Some(p) = self.indexed_prefix(i) {
-                    all.push((n.clone(), p));
-                }
-            }
-        }
-        for (i, (na, pa)) in all.iter().enumerate() {
-            for (nb, pb) in &all[i + 1..] {
-                if pa.contains(pb) || pb.contains(pa) {
-                    return Err(config_err(
-                        "staticAllocations",
-                        format!("{pa} of node {na:?} overlaps {pb} of node {nb:?}"),
-                    ));
-                }
+        ranges.sort_unstable_by_key(|r| (r.0, r.1));
+        for pair in ranges.windows(2) {
+            let ((_, a_end, na, pa), (b_start, _, nb, pb)) = (&pair[0], &pair[1]);
+            if b_start <= a_end {
+                return Err(config_err(
+                    "staticAllocations",
+                    format!("{pa} of node {na:?} overlaps {pb} of node {nb:?}"),
+                ));
             }
         }
         for (i, e) in self.exclusions.iter().enumerate() {
@@ -318,6 +347,39 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn nodes_as_a_map_never_move() {
+        let p =
+            PoolConfig::parse(&json!({"cidr": "172.16.0.0/15", "nodes": {"gpu-0": 0, "gpu-2": 2}}))
+                .unwrap();
+        let gpu2 = p.nodes.iter().find(|(n, _)| n == "gpu-2").unwrap().1;
+        assert_eq!(
+            p.indexed_prefix(gpu2),
+            Some("172.16.0.4/31".parse().unwrap())
+        );
+        let e = PoolConfig::parse(&json!({"cidr": "172.16.0.0/15", "nodes": {"a": 1, "b": 1}}))
+            .unwrap_err();
+        assert!(e.to_string().contains("index 1"), "{e}");
+        let e =
+            PoolConfig::parse(&json!({"cidr": "172.16.0.0/30", "nodes": {"a": 2}})).unwrap_err();
+        assert!(e.to_string().contains("holds 2"), "{e}");
+    }
+
+    #[test]
+    fn sixteen_thousand_static_allocations_load_and_overlaps_are_found() {
+        let allocations: Vec<_> = (0..16_384u32)
+            .map(|i| json!({"nodeName": format!("gpu-{i}"), "prefix": format!("172.{}.{}.{}/31", 16 + (i >> 15), (i >> 7) & 0xff, (i << 1) & 0xff)}))
+            .collect();
+        let mut conf = json!({"cidr": "172.16.0.0/15", "staticAllocations": allocations});
+        assert_eq!(
+            PoolConfig::parse(&conf).unwrap().static_allocations.len(),
+            16_384
+        );
+        conf["staticAllocations"][9000]["prefix"] = conf["staticAllocations"][3]["prefix"].clone();
+        let e = PoolConfig::parse(&conf).unwrap_err();
+        assert!(e.to_string().contains("overlaps"), "{e}");
+    }
+
+    #[test]
     fn defaults_to_slash_31_and_gateway_index_1() {
         let p =
             PoolConfig::parse(&json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"})).unwrap();
@@ -394,7 +456,7 @@ mod tests {
             ),
             (
                 json!({"cidr": "172.16.0.0/30", "nodes": ["a", "b", "c"]}),
-                "do not fit",
+                "holds 2 /31 prefixes",
             ),
             (
                 json!({"cidr": "172.16.0.0/15", "exclusions": [{"start": "172.16.0.9", "end": "172.16.0.8"}]}),

@@ -44,7 +44,7 @@ impl NodePool {
             (a.prefix, a.gateway, Source::NodeFile)
         } else if let Some(a) = pool.static_allocations.iter().find(|a| a.node_name == node) {
             (a.prefix, a.gateway, Source::StaticAllocation)
-        } else if let Some(i) = pool.nodes.iter().position(|n| n == node) {
+        } else if let Some(i) = pool.nodes.iter().find(|(n, _)| n == node).map(|(_, i)| *i) {
             let prefix = pool.indexed_prefix(i).ok_or_else(|| {
                 IpamError::config(
                     "ipam.cidr",
