@@ -13,6 +13,7 @@ mod ipam;
 mod journal;
 mod log;
 mod net;
+mod plan;
 mod routing;
 mod run;
 mod sriov;

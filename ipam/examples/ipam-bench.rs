@@ -67,10 +67,12 @@ fn main() {
             let (mut parse, mut load) = (Vec::new(), Vec::new());
             for _ in 0..31 {
                 let t = Instant::now();
-                let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+                let v: serde_json::Value =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
                 parse.push(t.elapsed());
                 let t = Instant::now();
-                let pool = railcni_ipam::config::PoolConfig::parse(&v["ipam"]).unwrap_or_else(|e| panic!("{e}"));
+                let pool = railcni_ipam::config::PoolConfig::parse(&v["ipam"])
+                    .unwrap_or_else(|e| panic!("{e}"));
                 let n = railcni_ipam::pool::NodePool::resolve(
                     "rail1",
                     &node,

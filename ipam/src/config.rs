@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::IpamError;
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StaticAllocation {
     pub node_name: String,

@@ -9,6 +9,7 @@ mod gc;
 mod inspect;
 mod nccl;
 mod node;
+mod plan;
 mod repair;
 mod status;
 mod table;
@@ -63,6 +64,19 @@ enum Command {
         #[command(subcommand)]
         command: IpamCommand,
     },
+    /// Turn a fabric plan (rails × nodes) into NADs, the per-node ConfigMap, a node file, a CSV.
+    Plan {
+        /// The plan (JSON or YAML): rails and nodes.
+        plan_file: Option<std::path::PathBuf>,
+        /// Import nv-ipam CIDRPool manifests instead of a plan file.
+        #[arg(long, value_name = "CIDRPOOL.yaml")]
+        from_cidrpool: Option<std::path::PathBuf>,
+        #[arg(long, value_enum)]
+        emit: plan::Emit,
+        /// The node, for --emit node-file.
+        #[arg(long)]
+        node: Option<String>,
+    },
     /// The NCCL/UCX environment for a pod's rails, in rail order.
     NcclEnv {
         /// The pod's network namespace path, or its container ID.
@@ -104,6 +118,12 @@ pub fn main() {
         Command::Ipam {
             command: IpamCommand::Repair { network, json },
         } => repair::run(&settings, &network, json),
+        Command::Plan {
+            plan_file,
+            from_cidrpool,
+            emit,
+            node,
+        } => plan::run(plan_file, from_cidrpool, emit, node.as_deref()),
         Command::NcclEnv {
             target,
             networks,

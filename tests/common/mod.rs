@@ -4,6 +4,8 @@
 
 pub use support::*;
 
+pub mod fabric;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,253 @@
+//! What `railcni plan` writes. NADs hold no pool: a node's prefix and
+//! gateway reach it through the node file the installer writes from the
+//! ConfigMap, so a NAD's size does not grow with the cluster.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{PlanError, Resolved, Role};
+
+/// The ConfigMap the installer DaemonSet mounts.
+pub const CONFIG_MAP: &str = "railcni-plan";
+/// A ConfigMap holds at most 1 MiB.
+const CONFIG_MAP_LIMIT: usize = 1024 * 1024;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Object {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<Value>,
+}
+
+fn yaml<T: Serialize>(docs: &[T]) -> Result<String, PlanError> {
+    let mut out = String::new();
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(
+            &serde_yaml_ng::to_string(d)
+                .map_err(|e| PlanError(format!("cannot write YAML: {e}")))?,
+        );
+    }
+    Ok(out)
+}
+
+impl Resolved {
+    /// The CNI config of a rail: the embedded IPAM with no pool inside.
+    pub fn cni_config(&self, rail: &super::Rail) -> Value {
+        let mut ipam = json!({
+            "type": "railcni-ipam",
+            "cidr": rail.cidr,
+            "gatewayIndex": rail.gateway_index.unwrap_or(1),
+            "routes": rail.route_dsts().iter().map(|d| json!({"dst": d})).collect::<Vec<_>>(),
+        });
+        if let Some(p) = rail.per_node_prefix {
+            ipam["perNodePrefix"] = json!(p);
+        }
+        let mut conf = json!({
+            "cniVersion": "1.1.0",
+            "name": rail.name,
+            "type": "railcni",
+            "capabilities": {"deviceID": true, "CNIDeviceInfoFile": true},
+            "logFile": format!("{}.log", rail.name),
+            "ipam": ipam,
+        });
+        if let Some(mtu) = rail.mtu {
+            conf["mtu"] = json!(mtu);
+        }
+        if rail.role == Role::Storage {
+            // Storage rails carry TCP/NVMe-oF; their RDMA device stays put.
+            conf["rdma"] = json!("off");
+        }
+        conf
+    }
+
+    /// `k8s.cni.cncf.io/v1` NetworkAttachmentDefinitions, one per rail.
+    pub fn nads(&self) -> Result<String, PlanError> {
+        let docs: Vec<Object> = self
+            .plan
+            .rails
+            .iter()
+            .map(|rail| {
+                let mut metadata = json!({"name": rail.name, "namespace": self.plan.namespace});
+                if let Some(res) = &rail.resource_name {
+                    metadata["annotations"] = json!({"k8s.v1.cni.cncf.io/resourceName": res});
+                }
+                Object {
+                    api_version: "k8s.cni.cncf.io/v1",
+                    kind: "NetworkAttachmentDefinition",
+                    metadata,
+                    spec: Some(json!({"config": self.cni_config(rail).to_string()})),
+                    data: None,
+                }
+            })
+            .collect();
+        yaml(&docs)
+    }
+
+    /// One node's node file (`/etc/cni/railcni/node.json`), exactly what the plugin reads.
+    pub fn node_file(&self, node: &str) -> Result<Value, PlanError> {
+        if !self.nodes.iter().any(|n| n == node) {
+            return Err(PlanError(format!("node {node:?} is not in the plan")));
+        }
+        let networks: serde_json::Map<String, Value> = self
+            .allocations
+            .iter()
+            .filter(|a| a.node == node)
+            .map(|a| {
+                let mut v = json!({"prefix": a.prefix});
+                if let Some(gw) = a.gateway {
+                    v["gateway"] = json!(gw);
+                }
+                (a.rail.clone(), v)
+            })
+            .collect();
+        Ok(json!({"nodeName": node, "networks": networks}))
+    }
+
+    /// The ConfigMap of per-node allocations: one key per node, its node file.
+    pub fn config_map(&self) -> Result<String, PlanError> {
+        let mut data = serde_json::Map::new();
+        let mut size = 0;
+        for node in &self.nodes {
+            let file = self.node_file(node)?.to_string();
+            size += node.len() + file.len();
+            data.insert(format!("{node}.json"), json!(file));
+        }
+        if size > CONFIG_MAP_LIMIT {
+            return Err(PlanError(format!(
+                "the allocations take {size} bytes, above a ConfigMap's 1 MiB; split the plan by node groups \
+                 (one plan file and ConfigMap each)"
+            )));
+        }
+        yaml(&[Object {
+            api_version: "v1",
+            kind: "ConfigMap",
+            metadata: json!({"name": CONFIG_MAP, "namespace": self.plan.config_map_namespace}),
+            spec: None,
+            data: Some(Value::Object(data)),
+        }])
+    }
+
+    /// For the switch team: node, rail, host address, switch-port address, prefix.
+    pub fn csv(&self) -> String {
+        let mut out = String::from("node,rail,host_address,switch_port_address,prefix\n");
+        for a in &self.allocations {
+            let opt = |v: Option<std::net::IpAddr>| v.map(|v| v.to_string()).unwrap_or_default();
+            out.push_str(&format!(
+                "{},{},{},{},{}\n",
+                a.node,
+                a.rail,
+                opt(a.host),
+                opt(a.gateway),
+                a.prefix
+            ));
+        }
+        out
+    }
+
+    /// A training pod's networks annotation and resource requests, compute
+    /// rails first (Multus names them net1, net2, … in this order).
+    pub fn pod(&self) -> Result<String, PlanError> {
+        let mut rails: Vec<&super::Rail> = self.plan.rails.iter().collect();
+        rails.sort_by_key(|r| r.role == Role::Storage);
+        let networks: Vec<String> = rails.iter().map(|r| r.name.clone()).collect();
+        let mut requests = serde_json::Map::new();
+        for r in &rails {
+            if let Some(res) = &r.resource_name {
+                let n = requests.get(res).and_then(Value::as_u64).unwrap_or(0) + 1;
+                requests.insert(res.clone(), json!(n));
+            }
+        }
+        yaml(&[json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "trainer-0",
+                "namespace": self.plan.namespace,
+                "annotations": {"k8s.v1.cni.cncf.io/networks": networks.join(",")},
+            },
+            "spec": {
+                "containers": [{
+                    "name": "trainer",
+                    "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                    "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                    "resources": {"requests": requests.clone(), "limits": requests},
+                }],
+            },
+        })])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Plan;
+
+    fn resolved() -> super::Resolved {
+        Plan::parse(
+            "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, resourceName: nvidia.com/rail1, routes: [172.16.0.0/12]}\n  \
+             - {name: storage1, cidr: 10.200.0.0/16, role: storage, resourceName: nvidia.com/storage}\nnodes: [gpu-0, gpu-1]\n",
+        )
+        .unwrap()
+        .resolve()
+        .unwrap()
+    }
+
+    #[test]
+    fn nads_are_small_and_carry_no_pool() {
+        let r = resolved();
+        let nads = r.nads().unwrap();
+        let docs: Vec<serde_json::Value> = nads
+            .split("---\n")
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| serde_yaml_ng::from_str(d).unwrap())
+            .collect();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0]["kind"], "NetworkAttachmentDefinition");
+        assert_eq!(
+            docs[0]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
+            "nvidia.com/rail1"
+        );
+        let conf: serde_json::Value =
+            serde_json::from_str(docs[0]["spec"]["config"].as_str().unwrap()).unwrap();
+        assert_eq!(conf["capabilities"]["deviceID"], true);
+        assert_eq!(conf["capabilities"]["CNIDeviceInfoFile"], true);
+        assert!(
+            conf["ipam"].get("nodes").is_none() && conf["ipam"].get("staticAllocations").is_none()
+        );
+        assert_eq!(conf["ipam"]["routes"][0]["dst"], "172.16.0.0/12");
+        let storage: serde_json::Value =
+            serde_json::from_str(docs[1]["spec"]["config"].as_str().unwrap()).unwrap();
+        assert_eq!(storage["rdma"], "off");
+    }
+
+    #[test]
+    fn node_file_configmap_csv_and_pod() {
+        let r = resolved();
+        let f = r.node_file("gpu-1").unwrap();
+        assert_eq!(f["nodeName"], "gpu-1");
+        assert_eq!(f["networks"]["rail1"]["prefix"], "172.16.0.2/31");
+        assert_eq!(f["networks"]["rail1"]["gateway"], "172.16.0.3");
+        assert!(r.node_file("gpu-9").is_err());
+        let cm: serde_json::Value =
+            serde_yaml_ng::from_str(r.config_map().unwrap().trim_start_matches("---\n")).unwrap();
+        let stored: serde_json::Value =
+            serde_json::from_str(cm["data"]["gpu-1.json"].as_str().unwrap()).unwrap();
+        assert_eq!(stored, f);
+        let csv = r.csv();
+        assert!(csv.starts_with("node,rail,host_address,switch_port_address,prefix\n"));
+        assert!(
+            csv.contains("gpu-1,rail1,172.16.0.2,172.16.0.3,172.16.0.2/31\n"),
+            "{csv}"
+        );
+        let pod = r.pod().unwrap();
+        assert!(
+            pod.contains("k8s.v1.cni.cncf.io/networks: rail1,storage1"),
+            "{pod}"
+        );
+    }
+}

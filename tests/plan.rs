@@ -1,0 +1,189 @@
+//! `railcni plan`: the checked-in examples are exactly what it generates,
+//! an nv-ipam CIDRPool imports without renumbering, and its output drives
+//! the plugin on the fake fabric: 8 rails × 2 nodes, every pod gets its
+//! planned address and jumbo frames cross every rail. Needs root (fabric).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::fabric::Fabric;
+use common::*;
+use serde_json::Value;
+
+fn plan(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(PLUGIN)
+        .arg("plan")
+        .args(args)
+        .env_clear()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let (success, out, err) = plan(args);
+    assert!(success, "railcni plan {args:?}: {err}");
+    out
+}
+
+#[test]
+fn the_checked_in_examples_are_what_plan_generates() {
+    for (emit, file) in [
+        ("nads", "nads.yaml"),
+        ("configmap", "configmap.yaml"),
+        ("pod", "pod.yaml"),
+        ("csv", "csv.csv"),
+    ] {
+        let generated = ok(&["cni-conf/plan.yaml", "--emit", emit]);
+        let checked_in = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("cni-conf/generated")
+                .join(file),
+        )
+        .unwrap();
+        assert_eq!(
+            generated, checked_in,
+            "cni-conf/generated/{file} is stale: regenerate it with `railcni plan cni-conf/plan.yaml --emit {emit}`"
+        );
+    }
+    let node = ok(&[
+        "cni-conf/plan.yaml",
+        "--emit",
+        "node-file",
+        "--node",
+        "gpu-1",
+    ]);
+    let checked_in = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("cni-conf/generated/node-gpu-1.json"),
+    )
+    .unwrap();
+    assert_eq!(node, checked_in);
+    // NADs hold no pool: their size does not grow with the node count.
+    let nads = ok(&["cni-conf/plan.yaml", "--emit", "nads"]);
+    assert!(!nads.contains("gpu-"), "{nads}");
+}
+
+#[test]
+fn an_nv_ipam_cidrpool_imports_without_renumbering() {
+    let csv = ok(&[
+        "--from-cidrpool",
+        "cni-conf/nv-ipam-cidrpool.yaml",
+        "--emit",
+        "csv",
+    ]);
+    assert_eq!(csv.lines().count(), 65, "a header and 64 nodes");
+    assert!(
+        csv.contains("\nworker-gpu-0,rail1,172.16.0.0,172.16.0.1,172.16.0.0/31\n"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("\nworker-gpu-63,rail1,172.16.1.62,172.16.1.63,172.16.1.62/31\n"),
+        "{csv}"
+    );
+    let node: Value = serde_json::from_str(&ok(&[
+        "--from-cidrpool",
+        "cni-conf/nv-ipam-cidrpool.yaml",
+        "--emit",
+        "node-file",
+        "--node",
+        "worker-gpu-63",
+    ]))
+    .unwrap();
+    assert_eq!(node["networks"]["rail1"]["prefix"], "172.16.1.62/31");
+    assert_eq!(node["networks"]["rail1"]["gateway"], "172.16.1.63");
+}
+
+#[test]
+fn bad_plans_are_usage_errors_naming_the_problem() {
+    let t = tempfile::tempdir().unwrap();
+    let bad = t.path().join("bad.yaml");
+    std::fs::write(&bad, "rails:\n  - {name: a, cidr: 172.16.0.0/15}\n  - {name: b, cidr: 172.16.0.0/16}\nnodes: [n]\n").unwrap();
+    let out = Command::new(PLUGIN)
+        .args(["plan", bad.to_str().unwrap(), "--emit", "csv"])
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("overlaps"));
+    let (success, _, err) = plan(&["cni-conf/plan.yaml", "--emit", "node-file"]);
+    assert!(!success && err.contains("--node"), "{err}");
+}
+
+#[test]
+fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
+    let fabric = Fabric::up_with(8);
+    // A plan for this fabric: its 8 rails, nodes gpu-0 and gpu-1.
+    let plan_file = fabric.dir.path().join("plan.yaml");
+    let rails: String = (1..=8)
+        .map(|r| {
+            format!(
+                "  - {{name: rail{r}, cidr: 172.{}.0.0/15, routes: [172.16.0.0/12], mtu: 9000}}\n",
+                14 + 2 * r
+            )
+        })
+        .collect();
+    std::fs::write(
+        &plan_file,
+        format!("rails:\n{rails}nodes: {{gpu-0: 0, gpu-1: 1}}\n"),
+    )
+    .unwrap();
+    let p = plan_file.to_str().unwrap();
+    let nads = ok(&[p, "--emit", "nads"]);
+    let configs: Vec<Value> = nads
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            let doc: Value = serde_yaml_ng::from_str(d).unwrap();
+            serde_json::from_str(doc["spec"]["config"].as_str().unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(configs.len(), 8);
+    let planned: Vec<Value> = serde_json::from_str(&ok(&[p, "--emit", "json"])).unwrap();
+
+    let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
+    for (node, pod) in &pods {
+        // The installer's job: this node's file, nodeName inside.
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        std::fs::write(&node_file, ok(&[p, "--emit", "node-file", "--node", node])).unwrap();
+        for rail in 1..=8u32 {
+            let mut conf = configs[rail as usize - 1].clone();
+            conf["deviceID"] = fabric.vf(node, rail).2.clone().into();
+            let r = fabric
+                .cni_on("ADD", node, pod, rail, &conf, Some(&node_file))
+                .ok();
+            let want = planned
+                .iter()
+                .find(|a| a["node"] == *node && a["rail"] == format!("rail{rail}"))
+                .unwrap();
+            assert_eq!(r["ips"][0]["address"], want["prefix"], "{node} rail{rail}");
+            assert_eq!(r["ips"][0]["gateway"], want["gateway"], "{node} rail{rail}");
+        }
+    }
+    for rail in 1..=8u32 {
+        let (a, b) = (&fabric.vf("gpu-0", rail).3, &fabric.vf("gpu-1", rail).3);
+        assert!(
+            sh_ok(&format!(
+                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
+                pods[0].1
+            )),
+            "rail{rail}: {a} -> {b} with 9000-byte frames"
+        );
+    }
+    for (node, pod) in &pods {
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        for rail in (1..=8u32).rev() {
+            let mut conf = configs[rail as usize - 1].clone();
+            conf["deviceID"] = fabric.vf(node, rail).2.clone().into();
+            fabric
+                .cni_on("DEL", node, pod, rail, &conf, Some(&node_file))
+                .ok();
+        }
+    }
+}
