@@ -2,7 +2,8 @@
 # Install what the test suite needs, from Debian's packages, if it is missing:
 # iproute2 and ping (namespaces, packets), strace (netlink captures), Go and
 # containernetworking's libcni sources (the real-client test), and the
-# reference plugins (host-local, host-device) railcni is compared with.
+# reference plugins (host-local, host-device) railcni is compared with,
+# podman (the installer image test) and containerd's go-cni (a second client).
 set -euo pipefail
 
 need=()
@@ -12,6 +13,8 @@ command -v strace >/dev/null || need+=(strace)
 command -v go >/dev/null || need+=(golang-go)
 [ -d /usr/share/gocode/src/github.com/containernetworking/cni/libcni ] || need+=(golang-github-appc-cni-dev)
 [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/host-device ] || need+=(containernetworking-plugins)
+command -v podman >/dev/null || need+=(podman)
+[ -d /usr/share/gocode/src/github.com/containerd/go-cni ] || need+=(golang-github-containerd-go-cni-dev)
 
 if ((${#need[@]})); then
   echo "install-test-deps: installing ${need[*]}"

@@ -84,11 +84,17 @@ fn temp_path(path: &Path) -> PathBuf {
 /// (a killed writer's is swept by the next holder of the lock, see
 /// `sweep_temps`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_mode(path, bytes, FILE_MODE)
+}
+
+/// `write_atomic` with the file's mode (e.g. 0755 for a binary, so it is
+/// never in place without its execute bits).
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = temp_path(path);
     let written = OpenOptions::new()
         .create_new(true)
         .write(true)
-        .mode(FILE_MODE)
+        .mode(mode)
         .custom_flags(FLAGS)
         .open(&tmp)
         .and_then(|mut f| {

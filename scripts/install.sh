@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install railcni on a node without Kubernetes (or by hand):
+#   scripts/install.sh [--bin-dir /opt/cni/bin] [--plan PLAN.yaml --node NAME]
+# Builds the static binaries, copies them into the CNI bin dir (atomically,
+# never clobbering a running one) and, given a plan and this node's name,
+# writes /etc/cni/railcni/node.json from it. Needs root for the default paths.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin_dir=/opt/cni/bin plan="" node="${NODE_NAME:-}" node_file=/etc/cni/railcni/node.json
+while (($#)); do
+  case "$1" in
+    --bin-dir) bin_dir=$2; shift 2 ;;
+    --plan) plan=$2; shift 2 ;;
+    --node) node=$2; shift 2 ;;
+    --node-file) node_file=$2; shift 2 ;;
+    *) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+scripts/build-static.sh >/dev/null
+built=target/x86_64-unknown-linux-gnu/release
+args=(install --from "$built" --bin-dir "$bin_dir" --node-file "$node_file")
+if [ -n "$plan" ]; then
+  [ -n "$node" ] || { echo "install.sh: --plan needs --node NAME (or NODE_NAME)" >&2; exit 2; }
+  plan_dir=$(mktemp -d)
+  trap 'rm -rf "$plan_dir"' EXIT
+  "$built/railcni" plan "$plan" --emit node-file --node "$node" >"$plan_dir/$node.json"
+  args+=(--plan-dir "$plan_dir" --node "$node")
+fi
+env -i PATH="$PATH" "$built/railcni" "${args[@]}"

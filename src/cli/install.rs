@@ -1,0 +1,126 @@
+//! `railcni install`: what the installer DaemonSet (and scripts/install.sh)
+//! runs on each node. Copies the binaries into the host's CNI bin dir
+//! without clobbering a running one (a new file renamed over the old: a
+//! process still running the old binary keeps its inode), and writes this
+//! node's node file from the mounted plan ConfigMap, `nodeName` included,
+//! so the plugin never guesses the node from the host name.
+
+use std::path::{Path, PathBuf};
+
+use cni::files;
+use serde::Serialize;
+
+use super::{emit, Outcome, Usage};
+
+pub struct Args {
+    pub bin_dir: PathBuf,
+    pub from: Option<PathBuf>,
+    pub plan_dir: Option<PathBuf>,
+    pub node: Option<String>,
+    pub node_file: PathBuf,
+    pub sleep: bool,
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    binaries: Vec<Installed>,
+    node_file: Option<String>,
+    node: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Installed {
+    path: String,
+    /// `installed` or `unchanged`.
+    action: String,
+}
+
+const BINARIES: &[&str] = &["railcni", "railcni-ipam"];
+
+pub fn run(args: Args) -> Result<Outcome, Usage> {
+    let from = match &args.from {
+        Some(d) => d.clone(),
+        None => std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .ok_or_else(|| Usage("cannot tell where the binaries are; pass --from DIR".into()))?,
+    };
+    std::fs::create_dir_all(&args.bin_dir)
+        .map_err(|e| Usage(format!("cannot create {}: {e}", args.bin_dir.display())))?;
+    let mut binaries = Vec::new();
+    for name in BINARIES {
+        let source = from.join(name);
+        let bytes = std::fs::read(&source)
+            .map_err(|e| Usage(format!("cannot read {}: {e}", source.display())))?;
+        let target = args.bin_dir.join(name);
+        let unchanged = std::fs::read(&target).is_ok_and(|old| old == bytes);
+        if !unchanged {
+            // Never in place without its execute bits, never half-written.
+            files::write_atomic_mode(&target, &bytes, 0o755)
+                .map_err(|e| Usage(format!("cannot install {}: {e}", target.display())))?;
+        }
+        binaries.push(Installed {
+            path: target.display().to_string(),
+            action: if unchanged { "unchanged" } else { "installed" }.into(),
+        });
+    }
+    let node = args
+        .node
+        .clone()
+        .or_else(|| std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty()));
+    let mut written = None;
+    if let Some(dir) = &args.plan_dir {
+        let node = node.as_deref().ok_or_else(|| {
+            Usage(
+                "which node is this? set NODE_NAME (the downward API's spec.nodeName) or --node"
+                    .into(),
+            )
+        })?;
+        let key = dir.join(format!("{node}.json"));
+        let text = std::fs::read_to_string(&key).map_err(|e| {
+            Usage(format!(
+                "the plan has no entry for node {node} ({}: {e}); add the node to the plan and re-apply the ConfigMap",
+                key.display()
+            ))
+        })?;
+        let file: railcni_ipam::config::NodeFile = serde_json::from_str(&text)
+            .map_err(|e| Usage(format!("{} is not a node file: {e}", key.display())))?;
+        if file.node_name.as_deref() != Some(node) {
+            return Err(Usage(format!(
+                "{} names node {:?}, not {node}",
+                key.display(),
+                file.node_name
+            )));
+        }
+        if let Some(parent) = args.node_file.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Usage(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        files::write_atomic(&args.node_file, text.as_bytes())
+            .map_err(|e| Usage(format!("cannot write {}: {e}", args.node_file.display())))?;
+        written = Some(args.node_file.display().to_string());
+    }
+    let report = Report {
+        binaries,
+        node_file: written,
+        node,
+    };
+    emit(&report, args.json, |r| {
+        for b in &r.binaries {
+            println!("{} {}", b.action, b.path);
+        }
+        if let Some(f) = &r.node_file {
+            println!("wrote {f} for node {}", r.node.as_deref().unwrap_or("?"));
+        }
+    });
+    if args.sleep {
+        // The DaemonSet's container stays up; a restart re-installs.
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+    Ok(Outcome::Clean)
+}
