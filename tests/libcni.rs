@@ -9,41 +9,13 @@ use std::process::Command;
 use common::*;
 use serde_json::{json, Value};
 
-fn build_driver(dir: &Path) -> std::path::PathBuf {
-    let gopath = dir.join("gopath");
-    let src = gopath.join("src/libcni-driver");
-    std::fs::create_dir_all(&src).unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/libcni/main.go"),
-        src.join("main.go"),
-    )
-    .unwrap();
-    let bin = dir.join("libcni-driver");
-    let out = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&bin)
-        .arg(".")
-        .current_dir(&src)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", format!("{}:/usr/share/gocode", gopath.display()))
-        .env("GOCACHE", dir.join("gocache"))
-        .output()
-        .expect("`go` must be installed (apt golang-go golang-github-appc-cni-dev); .ci/run installs it");
-    assert!(
-        out.status.success(),
-        "go build: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
-}
-
 #[test]
 fn libcni_add_check_del_del_with_a_conflist() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
     let pod = node.pod("pod");
-    let driver = build_driver(node.dir.path());
+    let driver = build_go_driver(node.dir.path(), "libcni");
 
     let plugins = node.dir.path().join("bin");
     std::fs::create_dir_all(&plugins).unwrap();

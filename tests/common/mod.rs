@@ -361,6 +361,36 @@ impl Req {
     }
 }
 
+/// Build `tests/<name>/main.go` offline against Debian's Go packages
+/// (/usr/share/gocode), as a real CNI client to drive railcni with.
+pub fn build_go_driver(dir: &Path, name: &str) -> PathBuf {
+    let gopath = dir.join("gopath");
+    let src = gopath.join(format!("src/{name}-driver"));
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{name}/main.go")),
+        src.join("main.go"),
+    )
+    .unwrap();
+    let bin = dir.join(format!("{name}-driver"));
+    let out = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", format!("{}:/usr/share/gocode", gopath.display()))
+        .env("GOCACHE", dir.join("gocache"))
+        .output()
+        .expect("`go` must be installed (scripts/install-test-deps.sh installs it and the Go CNI libraries)");
+    assert!(
+        out.status.success(),
+        "go build {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
 /// `conf` with the ADD result as `prevResult`, for CHECK.
 pub fn with_prev(conf: &Value, prev: &Value) -> Value {
     let mut c = conf.clone();
