@@ -1,0 +1,110 @@
+// libcni-bench times ADD and DEL through containernetworking's libcni, the
+// way runtimes call plugins, for scripts/bench.sh.
+//
+//	libcni-bench single <plugin-dir> <netns> <cycles> <warmup> <A.conflist> <B.conflist>
+//	    one network on net1; A and B alternate every cycle (interleaved)
+//	libcni-bench pod <plugin-dir> <netns> <cycles> <warmup> <A-dir> <B-dir>
+//	    every conflist of a dir in name order as net1..netN, Multus-style
+//	    (serially), then DEL in reverse; A and B alternate every cycle
+//
+// Prints {"A": {"add": [ns...], "del": [ns...]}, "B": {...}} on stdout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+type timings struct {
+	Add []int64 `json:"add"`
+	Del []int64 `json:"del"`
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+func load(paths []string) []*libcni.NetworkConfigList {
+	var lists []*libcni.NetworkConfigList
+	for _, p := range paths {
+		l, err := libcni.ConfListFromFile(p)
+		if err != nil {
+			fail(err)
+		}
+		lists = append(lists, l)
+	}
+	return lists
+}
+
+func dir(d string) []string {
+	files, err := filepath.Glob(filepath.Join(d, "*.conflist"))
+	if err != nil {
+		fail(err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+func main() {
+	if len(os.Args) != 8 {
+		fail(fmt.Errorf("usage: libcni-bench single|pod <plugin-dir> <netns> <cycles> <warmup> <A> <B>"))
+	}
+	mode, pluginDir, netns := os.Args[1], os.Args[2], os.Args[3]
+	cycles, _ := strconv.Atoi(os.Args[4])
+	warmup, _ := strconv.Atoi(os.Args[5])
+	var sets [2][]*libcni.NetworkConfigList
+	switch mode {
+	case "single":
+		sets[0], sets[1] = load([]string{os.Args[6]}), load([]string{os.Args[7]})
+	case "pod":
+		sets[0], sets[1] = load(dir(os.Args[6])), load(dir(os.Args[7]))
+	default:
+		fail(fmt.Errorf("unknown mode %s", mode))
+	}
+	cni := libcni.NewCNIConfig([]string{pluginDir}, nil)
+	ctx := context.Background()
+	out := map[string]*timings{"A": {}, "B": {}}
+	names := [2]string{"A", "B"}
+	for c := 0; c < warmup+cycles; c++ {
+		for k := 0; k < 2; k++ {
+			s := (c + k) % 2 // alternate which set goes first
+			rts := make([]*libcni.RuntimeConf, len(sets[s]))
+			for i := range sets[s] {
+				rts[i] = &libcni.RuntimeConf{
+					ContainerID: fmt.Sprintf("bench-%d", c),
+					NetNS:       netns,
+					IfName:      fmt.Sprintf("net%d", i+1),
+					Args:        [][2]string{{"IgnoreUnknown", "true"}, {"K8S_POD_NAMESPACE", "bench"}, {"K8S_POD_NAME", "trainer"}},
+				}
+			}
+			t0 := time.Now()
+			for i, l := range sets[s] {
+				if _, err := cni.AddNetworkList(ctx, l, rts[i]); err != nil {
+					fail(fmt.Errorf("%s ADD %s: %w", names[s], l.Name, err))
+				}
+			}
+			add := time.Since(t0).Nanoseconds()
+			t1 := time.Now()
+			for i := len(sets[s]) - 1; i >= 0; i-- {
+				if err := cni.DelNetworkList(ctx, sets[s][i], rts[i]); err != nil {
+					fail(fmt.Errorf("%s DEL %s: %w", names[s], sets[s][i].Name, err))
+				}
+			}
+			del := time.Since(t1).Nanoseconds()
+			if c >= warmup {
+				out[names[s]].Add = append(out[names[s]].Add, add)
+				out[names[s]].Del = append(out[names[s]].Del, del)
+			}
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# railcni beside the reference chain and the kernel's own cost, in one run on
+# the same fake VFs (veth stand-ins), release build. Every figure is also a
+# ratio to a floor or reference measured in the same run, interleaved.
+#
+#   scripts/bench.sh [--quick]      (--quick: a few cycles, to prove it runs; CI)
+#
+# 1. single rail through libcni: railcni + embedded IPAM vs the reference
+#    chain host-device + static + tuning(mtu 9000) + sbr; ADD and DEL p50/p95;
+# 2. an 8-rail pod, Multus-style (8 serial ADDs on 8 VFs over 2 PFs, then 8
+#    DELs in reverse): railcni, the reference chain, and the kernel-work
+#    floor (ip -batch doing the same kernel operations, one process a side);
+# 3. the bare move floor (ip link set … netns … name, both ways), interleaved;
+# 4. railcni-ipam allocate+release ops/s, in-process and through the binary;
+# 5. VERSION exec time (railcni vs host-device), stripped size, peak RSS of an ADD;
+# 6. per ADD and per DEL: namespace moves, netlink sends, fsyncs, syscalls.
+# Writes the table to stdout and JSON to target/bench/bench.json.
+# Do not run it beside a build or a test suite: it measures time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "bench.sh: run as root (network namespaces)" >&2; exit 1; }
+quick=0; [ "${1:-}" = "--quick" ] && quick=1
+if ((quick)); then cycles=3 warm=1 pod_cycles=2 version_runs=10 ipam_pairs=100; else
+  cycles=60 warm=5 pod_cycles=25 version_runs=300 ipam_pairs=2000; fi
+command -v strace >/dev/null && command -v go >/dev/null && [ -x /usr/lib/cni/sbr ] && [ -x /usr/bin/time ] ||
+  { echo "bench.sh: needs strace, go, the reference plugins and GNU time (scripts/install-test-deps.sh)" >&2; exit 1; }
+
+cargo build --release --locked --quiet -p railcni -p railcni-ipam
+cargo build --release --locked --quiet -p railcni-ipam --example ipam-bench
+work=$(mktemp -d /tmp/railcni-bench.XXXXXX)
+prefix="bn$$"
+out_dir=target/bench
+mkdir -p "$out_dir"
+cleanup() {
+  ip netns del "$prefix-pod" 2>/dev/null || true
+  scripts/fake-node.sh down "$prefix" "$work/sys" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The Go client, built offline against Debian's libcni.
+gopath=$work/gopath
+mkdir -p "$gopath/src/libcni-bench"
+cp benches/libcni-bench/main.go "$gopath/src/libcni-bench/"
+(cd "$gopath/src/libcni-bench" && GO111MODULE=off GOPATH="$gopath:/usr/share/gocode" GOCACHE="$work/gocache" \
+  go build -o "$work/libcni-bench" .)
+
+# 8 VFs over 2 PFs; the pod; a plugin dir with railcni and the reference chain.
+scripts/fake-node.sh up "$prefix" "$work/sys" 2 4 >"$work/vfs"
+ip netns add "$prefix-pod"
+ip -n "$prefix-pod" link set lo up
+host="$prefix-host" pod="/var/run/netns/$prefix-pod"
+bin=$work/bin
+mkdir -p "$bin"
+install -m 0755 target/release/railcni target/release/railcni-ipam "$bin/"
+for p in host-device static tuning sbr; do ln -s "/usr/lib/cni/$p" "$bin/$p"; done
+export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_NAME=gpu-0 \
+  RAILCNI_NODE_CONFIG=$work/none.json RAILCNI_LOG_DIR=$work/log
+
+# Conflists: network n (1..8) on the n-th VF, /31 from rail n's /15.
+mapfile -t vfs < <(awk '{print $3" "$4}' "$work/vfs")
+mkdir -p "$work/railcni" "$work/reference"
+for n in $(seq 1 8); do
+  read -r pci name <<<"${vfs[$((n - 1))]}"
+  cidr="172.$((14 + 2 * n)).0.0/15" addr="172.$((14 + 2 * n)).0.0" gw="172.$((14 + 2 * n)).0.1"
+  cat >"$work/railcni/$(printf %02d "$n").conflist" <<JSON
+{"cniVersion":"1.0.0","name":"rail$n","plugins":[{"type":"railcni","deviceID":"$pci","mtu":9000,
+ "ipam":{"type":"railcni-ipam","cidr":"$cidr","nodes":["gpu-0"],"routes":[{"dst":"172.16.0.0/12"}]}}]}
+JSON
+  cat >"$work/reference/$(printf %02d "$n").conflist" <<JSON
+{"cniVersion":"1.0.0","name":"ref$n","plugins":[
+ {"type":"host-device","device":"$name","ipam":{"type":"static",
+   "addresses":[{"address":"$addr/31","gateway":"$gw"}],"routes":[{"dst":"172.16.0.0/12","gw":"$gw"}]}},
+ {"type":"tuning","mtu":9000},{"type":"sbr"}]}
+JSON
+done
+
+# The kernel work of an 8-rail pod, one ip process per side, as railcni does it.
+{
+  for n in $(seq 1 8); do
+    read -r _ name <<<"${vfs[$((n - 1))]}"
+    echo "link set dev $name netns $prefix-pod name net$n"
+  done
+} >"$work/host-in.batch"
+{
+  for n in $(seq 1 8); do
+    b="172.$((14 + 2 * n))"
+    echo "link set dev net$n mtu 9000 up"
+    echo "addr add $b.0.0/31 dev net$n"
+    echo "route add $b.0.0/31 dev net$n table $((1000 + n)) scope link src $b.0.0"
+    echo "route add 172.16.0.0/12 via $b.0.1 dev net$n table $((1000 + n))"
+    echo "route add $b.0.0/15 via $b.0.1 dev net$n"
+    echo "rule add from $b.0.0/32 lookup $((1000 + n)) priority $((1000 + n))"
+  done
+} >"$work/pod-in.batch"
+{
+  for n in $(seq 8 -1 1); do
+    read -r _ name <<<"${vfs[$((n - 1))]}"
+    b="172.$((14 + 2 * n))"
+    echo "rule del from $b.0.0/32 lookup $((1000 + n)) priority $((1000 + n))"
+    echo "link set dev net$n down"
+    echo "link set dev net$n netns $prefix-host name $name"
+  done
+} >"$work/pod-out.batch"
+{
+  for n in $(seq 8 -1 1); do
+    read -r _ name <<<"${vfs[$((n - 1))]}"
+    echo "link set dev $name mtu 1500"
+  done
+} >"$work/host-out.batch"
+
+ms() { echo "$1 $2" | awk '{printf "%.3f", ($2 - $1) * 1000}'; }
+in_host() { ip netns exec "$host" "$@"; }
+
+echo "==> 1, 3: single rail through libcni ($cycles cycles + $warm warm-up), interleaved with the bare move" >&2
+read -r pci0 name0 <<<"${vfs[0]}"
+read -r pci1 name1 <<<"${vfs[1]}"
+single_a=$work/railcni/01.conflist
+# The reference chain gets its own VF (the second of PF1), same kind of veth.
+sed "s/\"device\":\"$name0\"/\"device\":\"$name1\"/" "$work/reference/01.conflist" >"$work/ref-single.conflist"
+: >"$work/single.jsonl"; : >"$work/floor.txt"
+for c in $(seq 1 $((cycles + warm))); do
+  in_host "$work/libcni-bench" single "$bin" "$pod" 1 0 "$single_a" "$work/ref-single.conflist" >>"$work/single.jsonl"
+  t0=$EPOCHREALTIME; in_host ip link set dev "$name0" netns "$prefix-pod" name net1; t1=$EPOCHREALTIME
+  ip -n "$prefix-pod" link set dev net1 netns "$host" name "$name0"; t2=$EPOCHREALTIME
+  ((c > warm)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2")" >>"$work/floor.txt"
+done
+
+echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch floor" >&2
+: >"$work/pod.jsonl"; : >"$work/podfloor.txt"
+for c in $(seq 0 "$pod_cycles"); do
+  in_host "$work/libcni-bench" pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" >>"$work/pod.jsonl"
+  t0=$EPOCHREALTIME
+  in_host ip -batch "$work/host-in.batch"; ip -n "$prefix-pod" -batch "$work/pod-in.batch"
+  t1=$EPOCHREALTIME
+  ip -n "$prefix-pod" -batch "$work/pod-out.batch"; in_host ip -batch "$work/host-out.batch"
+  t2=$EPOCHREALTIME
+  ((c > 0)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2")" >>"$work/podfloor.txt"
+done
+
+echo "==> 4: railcni-ipam allocate+release" >&2
+bench=target/release/examples/ipam-bench
+ipam_inproc=$($bench pairs "$work/ipam-a" "$ipam_pairs" 0 | awk '{print $5}')
+t0=$EPOCHREALTIME
+for w in $(seq 1 32); do $bench pairs "$work/ipam-b" $((ipam_pairs / 32 + 1)) "$w" >/dev/null & done
+wait
+t1=$EPOCHREALTIME
+ipam_inproc32=$(echo "$t0 $t1 $(((ipam_pairs / 32 + 1) * 32))" | awk '{printf "%.0f", $3 / ($2 - $1)}')
+iconf='{"cniVersion":"1.1.0","name":"rail1","ipam":{"type":"railcni-ipam","cidr":"10.0.0.0/8","perNodePrefix":24,"nodes":["gpu-0"]}}'
+binary_pairs() { # <state> <count> <worker>
+  for ((i = 0; i < $2; i++)); do
+    CNI_COMMAND=ADD CNI_CONTAINERID="w$3-$i" CNI_IFNAME=net1 CNI_NETNS=/x RAILCNI_STATE_DIR=$1 "$bin/railcni-ipam" <<<"$iconf" >/dev/null
+    CNI_COMMAND=DEL CNI_CONTAINERID="w$3-$i" CNI_IFNAME=net1 CNI_NETNS=/x RAILCNI_STATE_DIR=$1 "$bin/railcni-ipam" <<<"$iconf" >/dev/null
+  done
+}
+n=$((ipam_pairs / 8))
+t0=$EPOCHREALTIME; binary_pairs "$work/ipam-c" "$n" 0; t1=$EPOCHREALTIME
+ipam_bin=$(echo "$t0 $t1 $n" | awk '{printf "%.0f", $3 / ($2 - $1)}')
+t0=$EPOCHREALTIME
+for w in $(seq 1 32); do binary_pairs "$work/ipam-d" $((n / 32 + 1)) "$w" & done
+wait
+t1=$EPOCHREALTIME
+ipam_bin32=$(echo "$t0 $t1 $(((n / 32 + 1) * 32))" | awk '{printf "%.0f", $3 / ($2 - $1)}')
+
+echo "==> 5: VERSION exec, size, RSS" >&2
+: >"$work/version.txt"
+for _ in $(seq 1 "$version_runs"); do
+  t0=$EPOCHREALTIME; CNI_COMMAND=VERSION "$bin/railcni" </dev/null >/dev/null; t1=$EPOCHREALTIME
+  CNI_COMMAND=VERSION "$bin/host-device" </dev/null >/dev/null; t2=$EPOCHREALTIME
+  echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2")" >>"$work/version.txt"
+done
+size=$(stat -c %s "$bin/railcni")
+cni_env=(CNI_CONTAINERID=probe CNI_NETNS="$pod" CNI_IFNAME=net1 CNI_PATH="$bin")
+probe_conf=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); c=l["plugins"][0]; c["cniVersion"]=l["cniVersion"]; c["name"]=l["name"]; print(json.dumps(c))' "$single_a")
+rss=$(in_host env "${cni_env[@]}" CNI_COMMAND=ADD /usr/bin/time -f %M "$bin/railcni" <<<"$probe_conf" 2>&1 >/dev/null | tail -1)
+in_host env "${cni_env[@]}" CNI_COMMAND=DEL "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1
+
+echo "==> 6: what one ADD and one DEL cost in calls" >&2
+strace_c() { in_host env "${cni_env[@]}" CNI_COMMAND="$1" strace -f -qq -c -o "$2" "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1; }
+strace_s() { in_host env "${cni_env[@]}" CNI_COMMAND="$1" strace -f -qq -e trace=sendto -s 4096 -o "$2" "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1; }
+plain() { in_host env "${cni_env[@]}" CNI_COMMAND="$1" "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1; }
+tally() { # <strace -c file> <sendto trace> -> "syscalls sendto fsync moves"
+  local total sendto fsync moves
+  total=$(awk '$NF == "total" {print $4}' "$1")
+  sendto=$(awk '$NF == "sendto" {print $4}' "$1")
+  fsync=$(awk '$NF == "fsync" || $NF == "fdatasync" {s += $4} END {print s + 0}' "$1")
+  # A move is a SETLINK (0x13) carrying IFLA_NET_NS_FD (attribute 28); strace
+  # decodes it by name or, on a socket made in another netns, shows raw bytes.
+  moves=$(grep -E 'RTM_SETLINK|nlmsg_type=0x13' "$2" | grep -cE 'IFLA_NET_NS_FD|\\x08\\x00\\x1c\\x00' || true)
+  echo "${total:-0} ${sendto:-0} $fsync $moves"
+}
+# One ADD and one DEL each, counted (strace -c) and their messages traced,
+# with the opposite verb run plainly between so none of them is a replay.
+strace_c ADD "$work/ADD.c"; plain DEL; strace_s ADD "$work/ADD.s"
+strace_c DEL "$work/DEL.c"; plain ADD; strace_s DEL "$work/DEL.s"
+read -r add_sys add_send add_fsync add_moves < <(tally "$work/ADD.c" "$work/ADD.s")
+read -r del_sys del_send del_fsync del_moves < <(tally "$work/DEL.c" "$work/DEL.s")
+
+python3 - "$work" "$out_dir/bench.json" <<PY
+import json, statistics, sys
+work, out = sys.argv[1], sys.argv[2]
+def q(xs, p):
+    xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
+ms = lambda ns: [x / 1e6 for x in ns]
+single = {"A": {"add": [], "del": []}, "B": {"add": [], "del": []}}
+for line in open(f"{work}/single.jsonl"):
+    d = json.loads(line)
+    for k in "AB":
+        single[k]["add"] += ms(d[k]["add"]); single[k]["del"] += ms(d[k]["del"])
+for k in "AB":
+    single[k]["add"] = single[k]["add"][$warm:]; single[k]["del"] = single[k]["del"][$warm:]
+floor = [tuple(map(float, l.split())) for l in open(f"{work}/floor.txt")]
+pod = {"A": {"add": [], "del": []}, "B": {"add": [], "del": []}}
+for i, line in enumerate(open(f"{work}/pod.jsonl")):
+    if i == 0: continue
+    d = json.loads(line)
+    for k in "AB":
+        pod[k]["add"] += ms(d[k]["add"]); pod[k]["del"] += ms(d[k]["del"])
+podfloor = [tuple(map(float, l.split())) for l in open(f"{work}/podfloor.txt")]
+version = [tuple(map(float, l.split())) for l in open(f"{work}/version.txt")]
+r = {
+  "singleRail": {
+    "railcni": {"add": {"p50": q(single["A"]["add"], .5), "p95": q(single["A"]["add"], .95)},
+                "del": {"p50": q(single["A"]["del"], .5), "p95": q(single["A"]["del"], .95)}},
+    "reference": {"add": {"p50": q(single["B"]["add"], .5), "p95": q(single["B"]["add"], .95)},
+                  "del": {"p50": q(single["B"]["del"], .5), "p95": q(single["B"]["del"], .95)}},
+    "moveFloor": {"in": {"p50": q([f[0] for f in floor], .5), "p95": q([f[0] for f in floor], .95)},
+                  "out": {"p50": q([f[1] for f in floor], .5), "p95": q([f[1] for f in floor], .95)}},
+    "cycles": len(floor),
+  },
+  "eightRailPod": {
+    "railcni": {"attach": statistics.median(pod["A"]["add"]), "detach": statistics.median(pod["A"]["del"])},
+    "reference": {"attach": statistics.median(pod["B"]["add"]), "detach": statistics.median(pod["B"]["del"])},
+    "kernelFloor": {"attach": statistics.median([f[0] for f in podfloor]), "detach": statistics.median([f[1] for f in podfloor])},
+    "cycles": len(podfloor),
+  },
+  "ipam": {"inProcess1": int("$ipam_inproc"), "inProcess32": int("$ipam_inproc32"),
+           "binary1": int("$ipam_bin"), "binary32": int("$ipam_bin32"), "unit": "allocate+release pairs/s"},
+  "version": {"railcni": statistics.median([v[0] for v in version]), "hostDevice": statistics.median([v[1] for v in version])},
+  "strippedBytes": $size, "addPeakRssKiB": int("$rss"),
+  "perAdd": {"syscalls": $add_sys, "netlinkSends": $add_send, "fsyncs": $add_fsync, "netnsMoves": $add_moves},
+  "perDel": {"syscalls": $del_sys, "netlinkSends": $del_send, "fsyncs": $del_fsync, "netnsMoves": $del_moves},
+}
+json.dump(r, open(out, "w"), indent=2)
+s, p = r["singleRail"], r["eightRailPod"]
+fin, fout = s["moveFloor"]["in"]["p50"], s["moveFloor"]["out"]["p50"]
+print(f"single rail via libcni ({s['cycles']} cycles, interleaved)      p50 ms   p95 ms   p50 above floor   vs reference")
+for verb, fl in (("add", fin), ("del", fout)):
+    a, b = s["railcni"][verb], s["reference"][verb]
+    print(f"  railcni   {verb.upper()}                                       {a['p50']:7.2f}  {a['p95']:7.2f}   {a['p50'] - fl:+7.2f}          {a['p50'] / b['p50']:.2f}x")
+    print(f"  reference {verb.upper()} (host-device+static+tuning+sbr)     {b['p50']:7.2f}  {b['p95']:7.2f}   {b['p50'] - fl:+7.2f}")
+print(f"  bare move floor: in {fin:.2f} ms, out {fout:.2f} ms (p50; p95 {s['moveFloor']['in']['p95']:.2f} / {s['moveFloor']['out']['p95']:.2f})")
+print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)   attach ms   detach ms")
+for name in ("railcni", "reference", "kernelFloor"):
+    a, d = p[name]["attach"], p[name]["detach"]
+    extra = "" if name == "kernelFloor" else f"   floor {a - p['kernelFloor']['attach']:+.1f} / {d - p['kernelFloor']['detach']:+.1f} ms"
+    print(f"  {name:<12}                                 {a:8.1f}   {d:8.1f}{extra}")
+i = r["ipam"]
+print(f"railcni-ipam pairs/s: in-process {i['inProcess1']} (32 procs {i['inProcess32']}), binary {i['binary1']} (32 callers {i['binary32']})")
+v = r["version"]
+print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms ({v['railcni'] / v['hostDevice']:.2f}x)")
+print(f"stripped size {r['strippedBytes']} bytes; peak RSS of an ADD {r['addPeakRssKiB']} KiB")
+for verb in ("perAdd", "perDel"):
+    c = r[verb]
+    print(f"{verb[3:]:>3}: {c['syscalls']} syscalls, {c['netlinkSends']} netlink sends, {c['fsyncs']} fsyncs, {c['netnsMoves']} namespace moves")
+print(f"(JSON: {out})")
+PY
