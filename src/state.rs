@@ -245,11 +245,26 @@ impl Store {
             .find(|r| r.is_for(container_id, ifname)))
     }
 
+    /// Durably (see `files::write_atomic`).
     pub fn save(&self, record: &Record) -> Result<()> {
+        self.write(record, files::write_atomic)
+    }
+
+    /// Atomically but not durably: for a write whose loss in a crash leaves
+    /// an older record that still says enough.
+    pub fn save_relaxed(&self, record: &Record) -> Result<()> {
+        self.write(record, files::replace_atomic)
+    }
+
+    fn write(
+        &self,
+        record: &Record,
+        how: fn(&std::path::Path, &[u8]) -> std::io::Result<()>,
+    ) -> Result<()> {
         let path = self.record_path(&record.pci)?;
         let bytes = serde_json::to_vec_pretty(record)
             .map_err(|e| Error::internal(format!("encode record: {e}")))?;
-        files::write_atomic(&path, &bytes)
+        how(&path, &bytes)
             .map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
     }
 

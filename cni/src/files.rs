@@ -90,6 +90,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// `write_atomic` with the file's mode (e.g. 0755 for a binary, so it is
 /// never in place without its execute bits).
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace(path, bytes, mode, true)
+}
+
+/// Replace `path` atomically (readers see the old or the new file) without
+/// waiting for the disk: for writes whose loss in a crash is harmless.
+pub fn replace_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(path, bytes, FILE_MODE, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()> {
     let tmp = temp_path(path);
     let written = OpenOptions::new()
         .create_new(true)
@@ -99,12 +109,18 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(bytes)?;
-            f.sync_all()
+            if durable {
+                f.sync_all()?;
+            }
+            Ok(())
         })
         .and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         return Err(e);
+    }
+    if !durable {
+        return Ok(());
     }
     let dir = path.parent().unwrap_or(Path::new("."));
     File::open(dir)?.sync_all()

@@ -335,29 +335,42 @@ impl Attach<'_> {
         }
     }
 
-    /// Steps every VF shares: the record, PF-side settings, IPAM.
-    fn common(&self, record: &mut Record, journal: &mut Journal<Undo>) -> Result<CniResult> {
+    /// Steps every VF shares. The lease first (its own durable write),
+    /// then the PF's current VF settings and whatever `plan` works out
+    /// (routing, RDMA), then ONE durable record write holding all of it
+    /// before the first host change, then the PF-side settings. A crash
+    /// anywhere after leaves a record DEL can finish from.
+    fn common(
+        &self,
+        record: &mut Record,
+        journal: &mut Journal<Undo>,
+        plan: impl FnOnce(&mut Record, &CniResult) -> Result<()>,
+    ) -> Result<CniResult> {
         let (ctx, vf) = (self.ctx, self.vf);
-        ctx.store.save(record)?;
-        journal.push(Undo::RemoveRecord);
-
-        if !ctx.conf.vf.is_empty() {
-            let pf = pf_netdev(vf)?;
-            let current = self.hw.vf_state(pf, vf.index)?;
-            record.vf_restore = Some(ctx.conf.vf.originals(&current));
-            ctx.store.save(record)?;
-            journal.push(Undo::RestoreVfSettings);
-            self.hw.set_vf(pf, vf.index, &ctx.conf.vf)?;
-        }
-
-        match ctx.ipam() {
+        let result = match ctx.ipam() {
             Some(ipam) => {
                 let r = ipam.add()?;
                 journal.push(Undo::ReleaseIpam);
-                Ok(r)
+                r
             }
-            None => Ok(CniResult::default()),
+            None => CniResult::default(),
+        };
+        let pf_settings = if ctx.conf.vf.is_empty() {
+            None
+        } else {
+            let pf = pf_netdev(vf)?;
+            let current = self.hw.vf_state(pf, vf.index)?;
+            record.vf_restore = Some(ctx.conf.vf.originals(&current));
+            Some(pf)
+        };
+        plan(record, &result)?;
+        ctx.store.save(record)?;
+        journal.push(Undo::RemoveRecord);
+        if let Some(pf) = pf_settings {
+            journal.push(Undo::RestoreVfSettings);
+            self.hw.set_vf(pf, vf.index, &ctx.conf.vf)?;
         }
+        Ok(result)
     }
 
     async fn attach_dpdk(
@@ -365,7 +378,7 @@ impl Attach<'_> {
         record: &mut Record,
         journal: &mut Journal<Undo>,
     ) -> Result<CniResult> {
-        let mut result = self.common(record, journal)?;
+        let mut result = self.common(record, journal, |_, _| Ok(()))?;
         for ip in &mut result.ips {
             ip.interface = Some(0);
         }
@@ -393,7 +406,21 @@ impl Attach<'_> {
     ) -> Result<CniResult> {
         let (ctx, pod_nl) = (self.ctx, self.pod_nl);
         let ifname = &ctx.env.ifname;
-        let mut result = self.common(record, journal)?;
+        // The table is chosen against what the pod holds now (the VF adds no
+        // rule), so the whole plan goes into the one durable record write:
+        // rules outlive the VF, and DEL needs the plan to remove them.
+        let in_use = match ctx.conf.routing.table {
+            None => Some(rail::InUse::read(pod_nl).await?),
+            Some(_) => None,
+        };
+        let mut result = self.common(record, journal, |record, result| {
+            let ours: Vec<_> = result.ips.iter().map(|ip| ip.address.addr()).collect();
+            let used = in_use.as_ref().map(|u| u.except(&ours)).unwrap_or_default();
+            let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used);
+            record.routing = Some(routing::plan(result, &ctx.conf.routing, table, priority));
+            record.rdma_device = rdma.clone();
+            Ok(())
+        })?;
 
         // From here the undo is a full detach, even if the move seems to
         // fail: a move whose answer was lost may well have happened, and
@@ -413,13 +440,12 @@ impl Attach<'_> {
             Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
         })?;
         // The kernel renumbers a moved link whose ifindex is taken in the pod;
-        // saved with the next record write.
+        // kept with the final record write (until then DEL knows the VF by
+        // its host ifindex or MAC).
         record.pod_ifindex = Some(moved.index);
 
-        if let Some(dev) = rdma {
-            record.rdma_device = Some(dev.clone());
-            ctx.store.save(record)?;
-            self.hw.move_rdma_device(&dev, self.pod.fd())?;
+        if let Some(dev) = &rdma {
+            self.hw.move_rdma_device(dev, self.pod.fd())?;
         }
         if moved.mtu != ctx.conf.mtu {
             pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
@@ -432,21 +458,12 @@ impl Attach<'_> {
             pod_nl.add_address(moved.index, ip.address).await?;
             ip.interface = Some(0);
         }
-
-        let used = match ctx.conf.routing.table {
-            None => {
-                let ours: Vec<_> = result.ips.iter().map(|ip| ip.address.addr()).collect();
-                rail::used_tables_and_priorities(pod_nl, &ours).await?
-            }
-            Some(_) => Vec::new(),
-        };
-        let (table, priority) = routing::choose_table(ifname, &ctx.conf.routing, &used);
-        let plan = routing::plan(&result, &ctx.conf.routing, table, priority);
-        // Recorded before the first rule exists: rules outlive the VF, DEL needs this.
-        record.routing = Some(plan.clone());
-        ctx.store.save(record)?;
+        // Cloned, not taken: a rollback from here needs the plan in the record.
+        let mut plan = record
+            .routing
+            .clone()
+            .ok_or_else(|| Error::internal("the routing plan was not recorded"))?;
         let left_out = rail::install(self.pod, pod_nl, ifname, moved.index, &plan).await?;
-        let mut plan = plan;
         plan.routes.retain(|r| !left_out.contains(r));
         result.routes = plan.result_routes();
         record.routing = Some(plan);
@@ -468,13 +485,16 @@ impl Attach<'_> {
         Ok(result)
     }
 
+    /// Mark the record attached, with the result to replay. Not made durable:
+    /// after a crash the durable "adding" record says more, not less (DEL
+    /// and a retried ADD handle it), so this write needs no fsync.
     fn finish(&self, record: &mut Record, result: &CniResult) -> Result<()> {
         record.phase = Phase::Attached;
         record.result = Some(
             serde_json::to_value(result)
                 .map_err(|e| Error::internal(format!("encode result: {e}")))?,
         );
-        self.ctx.store.save(record)
+        self.ctx.store.save_relaxed(record)
     }
 
     async fn undo(&self, step: Undo, record: &Record) -> Result<()> {

@@ -9,18 +9,38 @@ use crate::net::{sysctl, NetNs, Netlink};
 use crate::routing::Plan;
 use crate::routing::RouteSpec;
 
-/// Tables and rule priorities already used in the pod, for choosing free
-/// ones. Rules from one of `ours` (the addresses being attached) are stale
-/// leftovers that `install` replaces, so they do not count.
-pub async fn used_tables_and_priorities(nl: &Netlink, ours: &[IpAddr]) -> Result<Vec<u32>> {
-    let mut used = Vec::new();
-    for rule in nl.rules().await? {
-        if rule.src.is_none_or(|src| !ours.contains(&src.addr())) {
-            used.extend([rule.table, rule.priority]);
-        }
+/// The tables and rule priorities a pod already uses, for choosing free ones.
+pub struct InUse {
+    /// (source, table, priority) of each rule.
+    rules: Vec<(Option<IpAddr>, u32, u32)>,
+    route_tables: Vec<u32>,
+}
+
+impl InUse {
+    pub async fn read(nl: &Netlink) -> Result<Self> {
+        Ok(InUse {
+            rules: nl
+                .rules()
+                .await?
+                .iter()
+                .map(|r| (r.src.map(|s| s.addr()), r.table, r.priority))
+                .collect(),
+            route_tables: nl.routes().await?.iter().map(|r| r.table).collect(),
+        })
     }
-    used.extend(nl.routes().await?.iter().map(|r| r.table));
-    Ok(used)
+
+    /// Everything in use, except rules from one of `ours` (the addresses
+    /// being attached): stale leftovers that `install` replaces.
+    pub fn except(&self, ours: &[IpAddr]) -> Vec<u32> {
+        let mut used: Vec<u32> = self
+            .rules
+            .iter()
+            .filter(|(src, _, _)| src.is_none_or(|s| !ours.contains(&s)))
+            .flat_map(|(_, table, priority)| [*table, *priority])
+            .collect();
+        used.extend(&self.route_tables);
+        used
+    }
 }
 
 /// Sysctls, table routes (connected first), main routes, then the source
@@ -36,9 +56,12 @@ pub async fn install(
     index: u32,
     plan: &Plan,
 ) -> Result<Vec<RouteSpec>> {
-    for s in &plan.sysctls {
-        sysctl::write_in(pod, &s.key.path(ifname), &s.value)?;
-    }
+    let writes: Vec<_> = plan
+        .sysctls
+        .iter()
+        .map(|s| (s.key.path(ifname), s.value.as_str()))
+        .collect();
+    sysctl::write_all_in(pod, &writes)?;
     let mut left_out = Vec::new();
     for route in &plan.routes {
         match nl.add_route(index, route).await? {

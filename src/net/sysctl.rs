@@ -1,19 +1,23 @@
 //! Per-interface sysctls, written inside the namespace that owns the interface.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::NetNs;
 use crate::error::{Error, Result};
 
-pub fn write_in(ns: &NetNs, path: &Path, value: &str) -> Result<()> {
+/// Write every `(path, value)` inside `ns`, on one thread of its own.
+pub fn write_all_in(ns: &NetNs, writes: &[(PathBuf, &str)]) -> Result<()> {
     ns.run(|| {
-        std::fs::write(path, value).map_err(|e| {
-            Error::Netlink(format!(
-                "cannot set {} = {value} in {}: {e}",
-                path.display(),
-                ns.label()
-            ))
-        })
+        for (path, value) in writes {
+            std::fs::write(path, value).map_err(|e| {
+                Error::Netlink(format!(
+                    "cannot set {} = {value} in {}: {e}",
+                    path.display(),
+                    ns.label()
+                ))
+            })?;
+        }
+        Ok(())
     })
 }
 
