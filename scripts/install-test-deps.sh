@@ -14,6 +14,7 @@ command -v go >/dev/null || need+=(golang-go)
 [ -d /usr/share/gocode/src/github.com/containernetworking/cni/libcni ] || need+=(golang-github-appc-cni-dev)
 [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/host-device ] || need+=(containernetworking-plugins)
 command -v podman >/dev/null || need+=(podman)
+[ -x /usr/bin/time ] || need+=(time)
 [ -d /usr/share/gocode/src/github.com/containerd/go-cni ] || need+=(golang-github-containerd-go-cni-dev)
 
 if ((${#need[@]})); then

@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root; the integration tests use network namespaces" >&2; exit 1; }
 scripts/install-test-deps.sh
+# The benchmark in its short mode: it must run (its figures mean nothing here).
+scripts/bench.sh --quick
 cargo test --workspace --locked
