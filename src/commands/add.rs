@@ -463,7 +463,15 @@ impl Attach<'_> {
             .routing
             .clone()
             .ok_or_else(|| Error::internal("the routing plan was not recorded"))?;
-        let left_out = rail::install(self.pod, pod_nl, ifname, moved.index, &plan).await?;
+        let left_out = rail::install(
+            self.pod,
+            pod_nl,
+            ifname,
+            moved.index,
+            &plan,
+            in_use.as_ref(),
+        )
+        .await?;
         plan.routes.retain(|r| !left_out.contains(r));
         result.routes = plan.result_routes();
         record.routing = Some(plan);

@@ -4,27 +4,23 @@ use std::net::IpAddr;
 
 use crate::error::{Error, Result};
 use crate::log_info;
-use crate::net::route::{RouteAdded, MAIN_TABLE};
+use crate::net::route::{RouteAdded, Rule, MAIN_TABLE};
 use crate::net::{sysctl, NetNs, Netlink};
 use crate::routing::Plan;
 use crate::routing::RouteSpec;
+use rtnetlink::IpVersion;
 
-/// The tables and rule priorities a pod already uses, for choosing free ones.
+/// What a pod already has: its rules (to choose a free table and priority,
+/// and to find stale rules for our addresses) and the tables its routes use.
 pub struct InUse {
-    /// (source, table, priority) of each rule.
-    rules: Vec<(Option<IpAddr>, u32, u32)>,
+    rules: Vec<Rule>,
     route_tables: Vec<u32>,
 }
 
 impl InUse {
     pub async fn read(nl: &Netlink) -> Result<Self> {
         Ok(InUse {
-            rules: nl
-                .rules()
-                .await?
-                .iter()
-                .map(|r| (r.src.map(|s| s.addr()), r.table, r.priority))
-                .collect(),
+            rules: nl.rules().await?,
             route_tables: nl.routes().await?.iter().map(|r| r.table).collect(),
         })
     }
@@ -35,8 +31,8 @@ impl InUse {
         let mut used: Vec<u32> = self
             .rules
             .iter()
-            .filter(|(src, _, _)| src.is_none_or(|s| !ours.contains(&s)))
-            .flat_map(|(_, table, priority)| [*table, *priority])
+            .filter(|r| r.src.is_none_or(|s| !ours.contains(&s.addr())))
+            .flat_map(|r| [r.table, r.priority])
             .collect();
         used.extend(&self.route_tables);
         used
@@ -49,12 +45,14 @@ impl InUse {
 /// already holds fails the ADD, naming it, except a main-table route: a
 /// second rail sharing the same prefix leaves it to the first. Returns the
 /// routes left out that way, which the result must not claim.
+/// `known`: the pod's rules as read just before (saves a dump), if any.
 pub async fn install(
     pod: &NetNs,
     nl: &Netlink,
     ifname: &str,
     index: u32,
     plan: &Plan,
+    known: Option<&InUse>,
 ) -> Result<Vec<RouteSpec>> {
     let writes: Vec<_> = plan
         .sysctls
@@ -83,7 +81,11 @@ pub async fn install(
             }
         }
     }
-    remove_rules(nl, plan).await?;
+    let rules = match known {
+        Some(k) => k.rules.clone(),
+        None => nl.rules_of(&families(plan)).await?,
+    };
+    remove_rules(nl, plan, rules).await?;
     for rule in &plan.rules {
         nl.add_rule(rule).await?;
     }
@@ -92,24 +94,30 @@ pub async fn install(
 
 /// Rules from the plan's source addresses: ours, or stale ones for the same
 /// address. A rule of another attachment (another source) is never touched.
-async fn remove_rules(nl: &Netlink, plan: &Plan) -> Result<()> {
-    for rule in nl.rules().await? {
-        let ours = plan.rules.iter().any(|spec| rule.src == Some(spec.src));
-        if ours {
+async fn remove_rules(nl: &Netlink, plan: &Plan, rules: Vec<Rule>) -> Result<()> {
+    for rule in rules {
+        if plan.rules.iter().any(|spec| rule.src == Some(spec.src)) {
             nl.del_rule(&rule).await?;
         }
     }
     Ok(())
 }
 
-/// Remove the rules and the rail table's routes. Rules outlive the device,
-/// so this runs even when the VF is already gone.
-pub async fn remove(nl: &Netlink, plan: &Plan) -> Result<()> {
-    remove_rules(nl, plan).await?;
-    for route in nl.routes().await? {
-        if route.table == plan.table {
-            nl.del_route(&route).await?;
-        }
+fn families(plan: &Plan) -> Vec<IpVersion> {
+    let mut f = Vec::new();
+    if plan.rules.iter().any(|r| r.src.addr().is_ipv4()) {
+        f.push(IpVersion::V4);
     }
-    Ok(())
+    if plan.rules.iter().any(|r| r.src.addr().is_ipv6()) {
+        f.push(IpVersion::V6);
+    }
+    f
+}
+
+/// Remove the rules, which outlive the device, so this runs even when the
+/// VF is already gone. The rail table's routes all go through the VF: the
+/// kernel flushes them when it leaves the namespace (or went with it).
+pub async fn remove(nl: &Netlink, plan: &Plan) -> Result<()> {
+    let rules = nl.rules_of(&families(plan)).await?;
+    remove_rules(nl, plan, rules).await
 }

@@ -37,7 +37,6 @@ pub struct InstalledRoute {
     pub table: u32,
     /// The output interface's index.
     pub oif: Option<u32>,
-    message: RouteMessage,
 }
 
 const ADD: u16 = NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE;
@@ -154,16 +153,6 @@ impl Netlink {
         Ok(out)
     }
 
-    pub async fn del_route(&self, r: &InstalledRoute) -> Result<()> {
-        match self
-            .exchange(RouteNetlinkMessage::DelRoute(r.message.clone()), DEL)
-            .await
-        {
-            Ok(_) | Err(Failure::Kernel(Errno::ESRCH | Errno::ENOENT)) => Ok(()),
-            Err(f) => Err(nl_err(format!("delete route {}", r.describe()), f)),
-        }
-    }
-
     /// `ip rule add from <src> lookup <table> priority <p>`, with the action
     /// set explicitly (rtnetlink defaults to Unspec, which breaks lookups).
     pub async fn add_rule(&self, r: &RuleSpec) -> Result<()> {
@@ -195,8 +184,13 @@ impl Netlink {
     }
 
     pub async fn rules(&self) -> Result<Vec<Rule>> {
+        self.rules_of(&[IpVersion::V4, IpVersion::V6]).await
+    }
+
+    /// The rules of these families only (one dump each).
+    pub async fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
         let mut out = Vec::new();
-        for family in [IpVersion::V4, IpVersion::V6] {
+        for family in families.iter().cloned() {
             let mut req = self.handle.rule().get(family);
             let query = std::mem::take(req.message_mut());
             let replies = self
@@ -286,7 +280,6 @@ impl InstalledRoute {
             gw,
             table,
             oif,
-            message: m,
         }
     }
 
