@@ -58,6 +58,7 @@ capture vf-vlan-qos-8021ad $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set de
 capture vf-spoofchk-on $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 spoofchk on
 capture vf-spoofchk-off $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 spoofchk off
 capture vf-trust-on $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 trust on
+capture vf-ib-guid $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 node_guid 00:11:22:33:44:55:66:77 port_guid 00:11:22:33:44:55:66:77
 capture vf-state-enable $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 state enable
 capture vf-state-disable $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 state disable
 capture vf-state-auto $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 state auto

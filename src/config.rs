@@ -65,6 +65,8 @@ struct RawConf {
     #[serde(rename = "max_tx_rate")]
     max_tx_rate: Option<Value>,
     rdma: Option<String>,
+    guid: Option<String>,
+    pkey: Option<String>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
 }
@@ -76,6 +78,8 @@ struct RawRuntimeConfig {
     mac: Option<String>,
     #[serde(rename = "CNIDeviceInfoFile")]
     device_info_file: Option<String>,
+    #[serde(rename = "infinibandGUID")]
+    infiniband_guid: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -105,6 +109,13 @@ pub struct NetConf {
     /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
     pub vf: VfSettings,
     pub rdma: RdmaPolicy,
+    /// Whether `mtu` / `rdma` were given (InfiniBand VFs default otherwise).
+    pub mtu_given: bool,
+    pub rdma_given: bool,
+    /// The subnet manager's partition key, recorded and reported, never applied.
+    pub pkey: Option<u16>,
+    /// The Ethernet-only fields this config sets (refused on InfiniBand VFs).
+    pub ethernet_fields: Vec<&'static str>,
     /// Where Multus wants the device-info file (runtimeConfig.CNIDeviceInfoFile).
     pub device_info_file: Option<PathBuf>,
     /// The config as received, handed unchanged to an external IPAM plugin.
@@ -132,7 +143,38 @@ impl NetConf {
             (None, None, Some(m)) => Some(parse_mac(m, "mac")?),
             (None, None, None) => None,
         };
-        let vf = vf_settings(&conf, mac)?;
+        let mut vf = vf_settings(&conf, mac)?;
+        vf.ib_guid = match (
+            &conf.runtime_config.infiniband_guid,
+            &env.args.infiniband_guid,
+            &conf.guid,
+        ) {
+            (Some(g), _, _) => Some(parse_guid(g, "runtimeConfig.infinibandGUID")?),
+            (None, Some(g), _) => Some(parse_guid(g, "CNI_ARGS infinibandGUID")?),
+            (None, None, Some(g)) => Some(parse_guid(g, "guid")?),
+            (None, None, None) => None,
+        };
+        let pkey = match conf.pkey.as_deref() {
+            None => None,
+            Some(p) => Some(
+                u16::from_str_radix(p.trim_start_matches("0x"), 16)
+                    .ok()
+                    .filter(|k| k & 0x7fff != 0)
+                    .ok_or_else(|| {
+                        Error::config("pkey", format!("{p:?} is not a partition key like 0x8001"))
+                    })?,
+            ),
+        };
+        let ethernet_fields: Vec<&'static str> = [
+            ("mac", mac.is_some()),
+            ("vlan", conf.vlan.is_some()),
+            ("vlanQoS", conf.vlan_qos.is_some()),
+            ("vlanProto", conf.vlan_proto.is_some()),
+            ("spoofchk", conf.spoofchk.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(f, set)| set.then_some(f))
+        .collect();
         let device_id = conf
             .runtime_config
             .device_id
@@ -197,7 +239,13 @@ impl NetConf {
             }
         };
 
+        let mtu_given = conf.mtu.is_some();
+        let rdma_given = conf.rdma.is_some();
         Ok(NetConf {
+            mtu_given,
+            rdma_given,
+            pkey,
+            ethernet_fields,
             routing,
             vf,
             rdma,
@@ -317,6 +365,7 @@ fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
             min_mbps: min.unwrap_or(0),
             max_mbps: max.unwrap_or(0),
         }),
+        ib_guid: None,
     })
 }
 
@@ -343,6 +392,10 @@ pub fn parse_mac(s: &str, field: &str) -> Result<Mac> {
         ));
     }
     Ok(mac)
+}
+
+fn parse_guid(s: &str, field: &str) -> Result<crate::hw::Guid> {
+    s.parse().map_err(|e: String| Error::config(field, e))
 }
 
 /// serde's type errors do not say which field: find the top-level key that

@@ -19,7 +19,20 @@ pub fn is_allowed(path: &Path, allowed_dir: &Path) -> bool {
 }
 
 /// Write it, or log why not: device info is informational and never fails ADD.
-pub fn write(path: &Path, allowed_dir: &Path, vf: &Vf, rdma_device: Option<&str>) {
+/// For an InfiniBand VF: the GUID set on it and the partition key, for
+/// ib-kubernetes-style tooling (the subnet manager applies the key).
+pub struct Infiniband {
+    pub guid: Option<crate::hw::Guid>,
+    pub pkey: Option<u16>,
+}
+
+pub fn write(
+    path: &Path,
+    allowed_dir: &Path,
+    vf: &Vf,
+    rdma_device: Option<&str>,
+    ib: Option<Infiniband>,
+) {
     if !is_allowed(path, allowed_dir) {
         crate::log_warn!(
             "not writing device-info to {}: only files under {} are written",
@@ -31,6 +44,14 @@ pub fn write(path: &Path, allowed_dir: &Path, vf: &Vf, rdma_device: Option<&str>
     let mut pci = json!({"pci-address": vf.pci, "pf-pci-address": vf.pf_pci});
     if let Some(dev) = rdma_device {
         pci["rdma-device"] = json!(dev);
+    }
+    if let Some(ib) = ib {
+        if let Some(g) = ib.guid {
+            pci["guid"] = json!(g.to_string());
+        }
+        if let Some(k) = ib.pkey {
+            pci["pkey"] = json!(format!("{k:#06x}"));
+        }
     }
     let info = json!({"type": "pci", "version": "1.1.0", "pci": pci});
     let written = path

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 
 /// Drivers that leave a VF without a netdev (DPDK / userspace I/O).
 pub const DPDK_DRIVERS: &[&str] = &["vfio-pci", "uio_pci_generic", "igb_uio"];
+const ARPHRD_INFINIBAND: &str = "32";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vf {
@@ -24,6 +25,8 @@ pub struct Vf {
     /// RDMA devices of the VF (`infiniband/<dev>`).
     pub rdma_devices: Vec<String>,
     pub pf_netdev: Option<String>,
+    /// An InfiniBand VF: its netdev's `type` is 32 (ARPHRD_INFINIBAND).
+    pub infiniband: bool,
 }
 
 pub struct Sysfs {
@@ -54,9 +57,15 @@ impl Sysfs {
             ))
         })?;
         let index = self.vf_index(&pf_pci, &pci)?;
+        let netdevs = list_dir(&dev.join("net"));
+        let infiniband = netdevs.first().is_some_and(|n| {
+            fs::read_to_string(dev.join("net").join(n).join("type"))
+                .is_ok_and(|t| t.trim() == ARPHRD_INFINIBAND)
+        });
         Ok(Vf {
             driver: link_target_name(&dev.join("driver")),
-            netdevs: list_dir(&dev.join("net")),
+            infiniband,
+            netdevs,
             rdma_devices: list_dir(&dev.join("infiniband")),
             pf_netdev: list_dir(&self.device(&pf_pci).join("net"))
                 .into_iter()
@@ -90,6 +99,44 @@ impl Sysfs {
         Err(Error::DeviceNotFound(format!(
             "PF {pf_pci} has no virtfn link to VF {vf_pci}; is SR-IOV still enabled on it?"
         )))
+    }
+
+    /// The VF's netdev names now (after a driver rebind they may differ).
+    pub fn netdevs(&self, pci: &str) -> Vec<String> {
+        list_dir(&self.device(pci).join("net"))
+    }
+
+    /// Rebind the VF's driver (`drivers/<drv>/unbind`, then `bind`), as an
+    /// InfiniBand GUID takes effect only then, and wait up to `timeout` for
+    /// its netdev to reappear. The netdev's name afterwards.
+    pub fn rebind(&self, vf: &Vf, timeout: std::time::Duration) -> Result<String> {
+        let driver = vf.driver.as_deref().ok_or_else(|| {
+            Error::DeviceNotFound(format!("VF {} has no driver to rebind", vf.pci))
+        })?;
+        let dir = self.root.join("bus/pci/drivers").join(driver);
+        for op in ["unbind", "bind"] {
+            fs::write(dir.join(op), &vf.pci).map_err(|e| {
+                Error::Netlink(format!(
+                    "cannot {op} VF {} from driver {driver} ({}): {e}",
+                    vf.pci,
+                    dir.join(op).display()
+                ))
+            })?;
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(name) = self.netdevs(&vf.pci).into_iter().next() {
+                return Ok(name);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::DeviceNotFound(format!(
+                    "VF {}'s netdev did not come back within {timeout:?} after rebinding driver {driver}; \
+                     check `dmesg` and the VF's driver",
+                    vf.pci
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 
     /// The PF netdev's MTU, the ceiling for the VF's.

@@ -70,6 +70,8 @@ pub struct CniArgs {
     pub pod_uid: Option<String>,
     pub mac: Option<String>,
     pub ips: Vec<IpAddr>,
+    /// `infinibandGUID=`: the GUID for an InfiniBand VF.
+    pub infiniband_guid: Option<String>,
 }
 
 impl CniArgs {
@@ -105,6 +107,7 @@ impl CniArgs {
                 "K8S_POD_INFRA_CONTAINER_ID" => args.pod_infra_container_id = Some(value),
                 "K8S_POD_UID" => args.pod_uid = Some(value),
                 "MAC" => args.mac = Some(value),
+                "infinibandGUID" => args.infiniband_guid = Some(value),
                 "IP" => {
                     for ip in value.split(',').filter(|s| !s.is_empty()) {
                         let ip = ip.split('/').next().unwrap_or(ip);

@@ -34,6 +34,9 @@ pub struct Settings {
     pub boot_id_path: PathBuf,
     /// `RAILCNI_LOG_DIR`: the only directory a NAD's `logFile` may name.
     pub log_dir: PathBuf,
+    /// `RAILCNI_REBIND_TIMEOUT_MS`: how long an InfiniBand VF's netdev may
+    /// take to come back after its driver is rebound.
+    pub rebind_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -63,6 +66,9 @@ impl Settings {
             devinfo_dir: path("RAILCNI_DEVINFO_DIR", DEFAULT_DEVINFO_DIR),
             boot_id_path: path("RAILCNI_BOOT_ID", DEFAULT_BOOT_ID),
             log_dir: path("RAILCNI_LOG_DIR", DEFAULT_LOG_DIR),
+            rebind_timeout: get("RAILCNI_REBIND_TIMEOUT_MS")
+                .and_then(|v| v.parse().ok())
+                .map_or(Duration::from_secs(10), Duration::from_millis),
         }
     }
 

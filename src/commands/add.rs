@@ -37,10 +37,14 @@ struct Attach<'a> {
     pod: &'a NetNs,
     pod_nl: &'a Netlink,
     home: Home<'a>,
+    /// The MTU the VF gets in the pod: `mtu`, or for an InfiniBand VF
+    /// without one the PF's (IPoIB MTUs are 2044/4092/65520, never 9000).
+    mtu: u32,
 }
 
 pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let vf = ctx.sysfs.resolve(ctx.conf.require_device_id()?)?;
+    check_link_type(ctx, &vf)?;
     let hw = ctx.hw.as_ref();
     let _lock = ctx.store.lock_vf(&vf.pci)?;
     let netns_path = ctx
@@ -62,6 +66,10 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
             host_nl: &host_nl,
             pci: &vf.pci,
             sysfs_names: &vf.netdevs,
+        },
+        mtu: match (vf.infiniband && !ctx.conf.mtu_given, ctx.sysfs.pf_mtu(&vf)) {
+            (true, Some(pf)) => pf,
+            _ => ctx.conf.mtu,
         },
     };
 
@@ -121,6 +129,10 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
                     &ctx.settings.devinfo_dir,
                     &vf,
                     record.rdma_device.as_deref(),
+                    vf.infiniband.then_some(devinfo::Infiniband {
+                        guid: ctx.conf.vf.ib_guid,
+                        pkey: ctx.conf.pkey,
+                    }),
                 );
             }
             log_info!(
@@ -161,6 +173,37 @@ fn new_record(ctx: &Ctx, vf: &Vf, host: HostLink) -> Record {
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
     record.pod = ctx.env.args.pod();
     record
+}
+
+/// Fields that do not apply to the VF's link type are refused, naming them.
+fn check_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
+    if vf.infiniband {
+        if let Some(field) = ctx.conf.ethernet_fields.first() {
+            return Err(Error::config(
+                field,
+                format!(
+                    "VF {} is an InfiniBand VF, which has no Ethernet MAC, VLAN or spoof check; remove {field}",
+                    vf.pci
+                ),
+            ));
+        }
+        match ctx.conf.vf.ib_guid {
+            Some(g) => log_info!("setting GUID {g} on InfiniBand VF {}", vf.pci),
+            None => log_info!(
+                "no GUID given: leaving InfiniBand VF {}'s GUID as it is",
+                vf.pci
+            ),
+        }
+    } else if ctx.conf.vf.ib_guid.is_some() {
+        return Err(Error::config(
+            "guid",
+            format!(
+                "VF {} is an Ethernet VF; a GUID applies to InfiniBand VFs only",
+                vf.pci
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `172.16.0.0/31` (or `no address`), for log lines.
@@ -271,12 +314,12 @@ impl Attach<'_> {
     async fn preflight(&self) -> Result<Option<String>> {
         let (ctx, vf) = (self.ctx, self.vf);
         if let Some(pf_mtu) = ctx.sysfs.pf_mtu(vf) {
-            if ctx.conf.mtu > pf_mtu {
+            if self.mtu > pf_mtu {
                 return Err(Error::config(
                     "mtu",
                     format!(
                         "{} is above the MTU {pf_mtu} of PF {} ({}); lower mtu or raise the PF's",
-                        ctx.conf.mtu,
+                        self.mtu,
                         vf.pf_netdev.as_deref().unwrap_or("?"),
                         vf.pf_pci
                     ),
@@ -296,7 +339,12 @@ impl Attach<'_> {
     /// subsystem is in exclusive netns mode, and logs otherwise; `required`
     /// fails instead of logging.
     fn rdma_to_move(&self) -> Result<Option<String>> {
-        let policy = self.ctx.conf.rdma;
+        // InfiniBand rails are RDMA rails: without its device a VF is useless.
+        let policy = if self.vf.infiniband && !self.ctx.conf.rdma_given {
+            RdmaPolicy::Required
+        } else {
+            self.ctx.conf.rdma
+        };
         if policy == RdmaPolicy::Off {
             return Ok(None);
         }
@@ -369,6 +417,10 @@ impl Attach<'_> {
         if let Some(pf) = pf_settings {
             journal.push(Undo::RestoreVfSettings);
             self.hw.set_vf(pf, vf.index, &ctx.conf.vf)?;
+            if vf.infiniband && ctx.conf.vf.ib_guid.is_some() {
+                // mlx5 applies a VF's GUID only when its driver binds again.
+                ctx.sysfs.rebind(vf, ctx.settings.rebind_timeout)?;
+            }
         }
         Ok(result)
     }
@@ -422,6 +474,20 @@ impl Attach<'_> {
             Ok(())
         })?;
 
+        // A rebind (InfiniBand GUID) gives the VF a new netdev: find it again.
+        let link = if self.vf.infiniband && ctx.conf.vf.ib_guid.is_some() {
+            let names = ctx.sysfs.netdevs(&self.vf.pci);
+            find_in_host(self.home.host_nl, &self.vf.pci, &names, Some(record))
+                .await?
+                .ok_or_else(|| {
+                    Error::DeviceNotFound(format!(
+                        "VF {} has no netdev in the host namespace after its driver was rebound",
+                        self.vf.pci
+                    ))
+                })?
+        } else {
+            link.clone()
+        };
         // From here the undo is a full detach, even if the move seems to
         // fail: a move whose answer was lost may well have happened, and
         // detach looks for the VF wherever it is.
@@ -447,8 +513,8 @@ impl Attach<'_> {
         if let Some(dev) = &rdma {
             self.hw.move_rdma_device(dev, self.pod.fd())?;
         }
-        if moved.mtu != ctx.conf.mtu {
-            pod_nl.set_mtu(moved.index, ctx.conf.mtu).await?;
+        if moved.mtu != self.mtu {
+            pod_nl.set_mtu(moved.index, self.mtu).await?;
         }
         if let Some(mac) = ctx.conf.mac {
             pod_nl.set_mac(moved.index, &mac.0).await?;

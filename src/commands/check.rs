@@ -36,7 +36,13 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
             .iter()
             .find(|i| &i.name == ifname)
             .and_then(|i| i.mac.as_deref()),
-        mtu: ctx.conf.mtu,
+        // What ADD set and reported (an InfiniBand VF's default is the PF's).
+        mtu: prev
+            .interfaces
+            .iter()
+            .find(|i| &i.name == ifname)
+            .and_then(|i| i.mtu)
+            .unwrap_or(ctx.conf.mtu),
         addresses: addresses(&prev.ips),
     };
     let diffs = drift(&compare(&pod, &nl, &record, &expected).await?);

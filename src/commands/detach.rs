@@ -250,7 +250,14 @@ impl Steps for System<'_> {
 /// Put back the PF-side VF attributes the record saved, and only those.
 pub fn restore_vf_settings(ctx: &Ctx, vf: &Vf, record: &Record) -> Result<()> {
     match &record.vf_restore {
-        Some(saved) if !saved.is_empty() => ctx.hw.set_vf(pf_netdev(vf)?, vf.index, saved),
+        Some(saved) if !saved.is_empty() => {
+            ctx.hw.set_vf(pf_netdev(vf)?, vf.index, saved)?;
+            if vf.infiniband && saved.ib_guid.is_some() {
+                // The original GUID takes effect on a fresh bind, as it was set.
+                ctx.sysfs.rebind(vf, ctx.settings.rebind_timeout)?;
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
 }

@@ -35,6 +35,7 @@ pub struct Recorder {
 /// What a fresh VF reports: no admin MAC, no VLAN, spoof check on.
 pub(crate) fn factory_default() -> VfSettings {
     VfSettings {
+        ib_guid: None,
         mac: Some(Mac([0; 6])),
         vlan: Some(Vlan {
             id: 0,
@@ -94,6 +95,7 @@ impl Hardware for Recorder {
         entry.trust = s.trust.or(entry.trust);
         entry.link_state = s.link_state.or(entry.link_state);
         entry.rate = s.rate.or(entry.rate);
+        entry.ib_guid = s.ib_guid.or(entry.ib_guid);
         let shown = serde_json::to_string(s).unwrap_or_default();
         state.calls.push(format!("set_vf {pf} {vf} {shown}"));
         self.save(&state)

@@ -4,6 +4,7 @@
 //! tests select with `RAILCNI_FAKE_HARDWARE=<state file>`.
 
 pub mod fake;
+pub mod guid;
 pub mod kernel;
 pub mod rdma;
 pub mod vf_settings;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::net::Mac;
+pub use guid::Guid;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VlanProto {
@@ -63,6 +65,9 @@ pub struct VfSettings {
     pub link_state: Option<LinkState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
+    /// InfiniBand VFs: the node and port GUID (set to the same value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_guid: Option<Guid>,
 }
 
 impl VfSettings {
@@ -79,6 +84,7 @@ impl VfSettings {
             ("trust", self.trust.is_some()),
             ("link_state", self.link_state.is_some()),
             ("rate", self.rate.is_some()),
+            ("guid", self.ib_guid.is_some()),
         ]
         .into_iter()
         .filter(|(_, set)| *set)
@@ -96,6 +102,7 @@ impl VfSettings {
             trust: self.trust.and(state.trust),
             link_state: self.link_state.and(state.link_state),
             rate: self.rate.and(state.rate),
+            ib_guid: self.ib_guid.and(state.ib_guid),
         }
     }
 }

@@ -3,12 +3,12 @@
 //! `ip link set <pf> vf N …` sends it (tests/fixtures/netlink/vf-*.hex).
 
 use netlink_packet_route::link::{
-    LinkAttribute, LinkExtentMask, LinkMessage, LinkVfInfo, VfInfo, VfInfoLinkState, VfInfoMac,
-    VfInfoRate, VfInfoSpoofCheck, VfInfoTrust, VfInfoVlan, VfLinkState, VfVlan, VfVlanInfo,
-    VlanProtocol,
+    LinkAttribute, LinkExtentMask, LinkMessage, LinkVfInfo, VfInfo, VfInfoGuid, VfInfoLinkState,
+    VfInfoMac, VfInfoRate, VfInfoSpoofCheck, VfInfoTrust, VfInfoVlan, VfLinkState, VfVlan,
+    VfVlanInfo, VlanProtocol,
 };
 
-use super::{LinkState, Rate, VfSettings, Vlan, VlanProto};
+use super::{Guid, LinkState, Rate, VfSettings, Vlan, VlanProto};
 use crate::net::Mac;
 
 fn vf_message(pf_index: u32, info: Vec<VfInfo>) -> LinkMessage {
@@ -59,6 +59,13 @@ pub fn set_messages(pf_index: u32, vf: u32, s: &VfSettings) -> Vec<LinkMessage> 
         out.push(vec![VfInfo::Rate(VfInfoRate::new(
             vf, r.min_mbps, r.max_mbps,
         ))]);
+    }
+    if let Some(g) = s.ib_guid {
+        // iproute2 sends node_guid and port_guid in one message.
+        out.push(vec![
+            VfInfo::IbNodeGuid(VfInfoGuid::new(vf, g.0)),
+            VfInfo::IbPortGuid(VfInfoGuid::new(vf, g.0)),
+        ]);
     }
     out.into_iter()
         .map(|info| vf_message(pf_index, info))
@@ -130,6 +137,7 @@ fn settings_of(infos: &[VfInfo]) -> VfSettings {
                     max_mbps: r.max_tx_rate,
                 })
             }
+            VfInfo::IbNodeGuid(g) => s.ib_guid = Some(Guid(g.guid)),
             _ => {}
         }
     }
@@ -213,6 +221,13 @@ pub(crate) mod tests {
                 },
             ),
             ("vf-vlan", vlan(100, 0, VlanProto::Dot1Q)),
+            (
+                "vf-ib-guid",
+                VfSettings {
+                    ib_guid: Some(Guid(0x0011_2233_4455_6677)),
+                    ..Default::default()
+                },
+            ),
             ("vf-vlan-qos", vlan(100, 5, VlanProto::Dot1Q)),
             ("vf-vlan-qos-8021ad", vlan(100, 5, VlanProto::Dot1Ad)),
             (

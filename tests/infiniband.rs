@@ -1,0 +1,267 @@
+//! InfiniBand VFs on the fake node: sysfs says `type` 32, the GUID is set on
+//! the PF through the recording fake hardware (its message is proven against
+//! iproute2 in src/hw), and the driver rebind lands in the fake sysfs tree's
+//! `unbind`/`bind` files. Needs root.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use common::*;
+use serde_json::{json, Value};
+
+const GUID: &str = "00:11:22:33:44:55:66:77";
+const ORIGINAL: &str = "00:00:00:00:00:00:0a:01";
+
+/// Make `vf` an InfiniBand VF on a 4092-byte IPoIB PF, with an RDMA device.
+fn infiniband(node: &Node, vf: &FakeVf, rdma: &str) {
+    let dev = node.sysfs().join(format!("devices/pci0000:00/{}", vf.pci));
+    std::fs::write(dev.join(format!("net/{}/type", vf.ifname)), "32\n").unwrap();
+    let pf = format!("0000:1{}:00.0", vf.rail);
+    std::fs::write(
+        node.sysfs()
+            .join(format!("devices/pci0000:00/{pf}/net/pf{}/mtu", vf.rail)),
+        "4092\n",
+    )
+    .unwrap();
+    node.give_rdma_device(vf, rdma);
+}
+
+fn driver_file(node: &Node, op: &str) -> PathBuf {
+    node.sysfs().join("bus/pci/drivers/mlx5_core").join(op)
+}
+
+fn written(path: &Path) -> (String, SystemTime) {
+    (
+        std::fs::read_to_string(path).unwrap_or_default(),
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+    )
+}
+
+fn guid_of(node: &Node) -> Value {
+    node.hardware()["vfs"]["pf1/0"]["ibGuid"].clone()
+}
+
+fn ib_conf(vf: &FakeVf) -> Value {
+    let mut c = conf("1.1.0", "ib1", &vf.pci, Node::embedded_ipam(vf.rail));
+    c["guid"] = json!(GUID);
+    c["pkey"] = json!("0x8001");
+    c
+}
+
+#[test]
+fn an_ib_vf_gets_its_guid_through_a_rebind_and_gives_it_back() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let pod = node.pod("pod");
+    let devinfo = node.dir.path().join("devinfo");
+    let mut c = ib_conf(&vf);
+    c["runtimeConfig"] =
+        json!({"CNIDeviceInfoFile": devinfo.join("ib1-c1-net1.json").display().to_string()});
+    let mut add = Req::new("ADD", "c1", &pod, "net1", c);
+    add.env
+        .push(("RAILCNI_DEVINFO_DIR".into(), devinfo.display().to_string()));
+    let r = node.cni(&add).ok();
+
+    assert_eq!(guid_of(&node), GUID, "node and port GUID set on the PF");
+    let calls = node.hardware()["calls"].to_string();
+    assert!(
+        calls.contains("\\\"ibGuid\\\":\\\"00:11:22:33:44:55:66:77\\\""),
+        "{calls}"
+    );
+    let (unbound, t_unbind) = written(&driver_file(&node, "unbind"));
+    let (bound, t_bind) = written(&driver_file(&node, "bind"));
+    assert_eq!(
+        (unbound.as_str(), bound.as_str()),
+        (vf.pci.as_str(), vf.pci.as_str())
+    );
+    assert!(t_unbind <= t_bind, "unbind, then bind");
+    assert_eq!(
+        r["interfaces"][0]["mtu"], 4092,
+        "an IB rail defaults to the PF's MTU"
+    );
+    assert_eq!(
+        r["interfaces"][0]["rdmaDevice"], "mlx5_4",
+        "rdma is required on IB rails"
+    );
+    assert_eq!(r["ips"][0]["address"], "172.16.0.0/31");
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(devinfo.join("ib1-c1-net1.json")).unwrap()).unwrap();
+    assert_eq!(info["pci"]["guid"], GUID);
+    assert_eq!(info["pci"]["pkey"], "0x8001");
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(guid_of(&node), ORIGINAL, "the original GUID is back");
+    let (_, t_rebound) = written(&driver_file(&node, "bind"));
+    assert!(
+        t_rebound > t_bind,
+        "DEL rebinds so the original GUID takes effect"
+    );
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
+    assert!(!node.record_exists(&vf.pci));
+}
+
+#[test]
+fn ethernet_only_fields_and_bad_guids_are_config_errors_naming_the_field() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    for (field, value) in [
+        ("mac", json!("02:00:00:00:00:01")),
+        ("vlan", json!(10)),
+        ("spoofchk", json!("off")),
+    ] {
+        let mut c = ib_conf(&vf);
+        c[field] = value;
+        let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
+        assert!(
+            e["details"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("`{field}`")),
+            "{e}"
+        );
+        assert!(!node.record_exists(&vf.pci), "nothing changed");
+    }
+    let mut c = ib_conf(&vf);
+    c["guid"] = json!("ff:ff:ff:ff:ff:ff:ff:ff");
+    let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
+    assert!(e["details"].as_str().unwrap().contains("`guid`"), "{e}");
+    assert_eq!(
+        written(&driver_file(&node, "bind")).0,
+        "",
+        "no rebind happened"
+    );
+}
+
+#[test]
+fn a_guid_on_an_ethernet_vf_is_refused() {
+    let node = Node::new(1, 1);
+    let pod = node.pod("pod");
+    let mut c = conf("1.1.0", "rail1", &node.vfs[0].pci, Node::embedded_ipam(1));
+    c["guid"] = json!(GUID);
+    let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
+    assert!(
+        e["details"]
+            .as_str()
+            .unwrap()
+            .contains("InfiniBand VFs only"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_failure_after_the_guid_was_set_restores_it() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let pod = node.pod("pod");
+    // The pod already has a net1: the move fails after the GUID was set.
+    sh(&format!(
+        "ip -n {} link add net1 type veth peer name other",
+        Node::ns_of(&pod)
+    ));
+    node.cni(&Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf)))
+        .err(4);
+    assert_eq!(guid_of(&node), ORIGINAL);
+    assert!(!node.record_exists(&vf.pci));
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
+}
+
+#[test]
+fn a_netdev_that_does_not_come_back_is_a_clear_error_and_leaves_nothing() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let pod = node.pod("pod");
+    // Play a driver that loses the netdev on the first rebind and brings it
+    // back on the next (the rollback's). `unbind` and `bind` are FIFOs, so
+    // railcni's writes complete only in step with the watcher: no race.
+    let net = node
+        .sysfs()
+        .join(format!("devices/pci0000:00/{}/net", vf.pci));
+    let hidden = node.dir.path().join("hidden-netdev");
+    let (unbind, bind) = (driver_file(&node, "unbind"), driver_file(&node, "bind"));
+    for fifo in [&unbind, &bind] {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    let watcher = {
+        let (net, hidden, name) = (net.clone(), hidden.clone(), vf.ifname.clone());
+        let (unbind, bind) = (unbind.clone(), bind.clone());
+        std::thread::spawn(move || {
+            for round in 0..2 {
+                let _ = std::fs::read_to_string(&unbind);
+                if round == 0 {
+                    std::fs::rename(net.join(&name), &hidden).unwrap();
+                } else {
+                    std::fs::rename(&hidden, net.join(&name)).unwrap();
+                }
+                let _ = std::fs::read_to_string(&bind);
+            }
+        })
+    };
+    let mut add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
+    add.env
+        .push(("RAILCNI_REBIND_TIMEOUT_MS".into(), "300".into()));
+    let reply = node.cni(&add);
+    // Fewer rebinds than expected: let the watcher go (then fail below).
+    let started = std::time::Instant::now();
+    while !watcher.is_finished() && started.elapsed() < std::time::Duration::from_secs(10) {
+        for fifo in [&unbind, &bind] {
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::libc::O_NONBLOCK)
+                .open(fifo)
+            {
+                let _ = std::io::Write::write_all(&mut f, b"x");
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    watcher.join().unwrap();
+    let e = reply.err(102);
+    assert!(
+        e["details"].as_str().unwrap().contains("did not come back"),
+        "{e}"
+    );
+    assert_eq!(guid_of(&node), ORIGINAL, "rolled back");
+    assert!(!node.record_exists(&vf.pci));
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
+}
+
+#[test]
+fn one_pod_gets_a_roce_rail_and_an_ib_rail() {
+    let node = Node::new(2, 1);
+    let (roce, ib) = (node.vfs[0].clone(), node.vfs[1].clone());
+    infiniband(&node, &ib, "mlx5_9");
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let r1 = node
+        .cni(&Req::new(
+            "ADD",
+            "c1",
+            &pod,
+            "net1",
+            conf("1.1.0", "rail1", &roce.pci, Node::embedded_ipam(1)),
+        ))
+        .ok();
+    let mut c = conf("1.1.0", "ib2", &ib.pci, Node::embedded_ipam(2));
+    c["guid"] = json!(GUID);
+    let r2 = node.cni(&Req::new("ADD", "c1", &pod, "net2", c)).ok();
+    assert_eq!(r1["interfaces"][0]["mtu"], 9000);
+    assert_eq!(r2["interfaces"][0]["mtu"], 4092);
+    assert_eq!(r2["interfaces"][0]["rdmaDevice"], "mlx5_9");
+    let ns = Node::ns_of(&pod);
+    assert!(link_in(&ns, "net1").is_some() && link_in(&ns, "net2").is_some());
+}
