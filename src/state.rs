@@ -56,6 +56,9 @@ pub struct Record {
     /// `namespace/name` of the Kubernetes pod, when the runtime said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
+    /// An InfiniBand attachment's partition key (applied by the subnet manager).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkey: Option<u16>,
     /// A DPDK VF: nothing moved, only IPAM and PF-side settings.
     #[serde(default)]
     pub dpdk: bool,
@@ -94,6 +97,7 @@ impl Record {
             pod_ifindex: None,
             ipam_type: None,
             pod: None,
+            pkey: None,
             dpdk: false,
             vf_restore: None,
             rdma_device: None,

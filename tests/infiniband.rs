@@ -90,6 +90,20 @@ fn an_ib_vf_gets_its_guid_through_a_rebind_and_gives_it_back() {
         "rdma is required on IB rails"
     );
     assert_eq!(r["ips"][0]["address"], "172.16.0.0/31");
+    assert_eq!(
+        r["interfaces"][0]["guid"], GUID,
+        "reported in the 1.1 result"
+    );
+    assert_eq!(r["interfaces"][0]["pkey"], "0x8001");
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(
+            node.state_dir()
+                .join(format!("attachments/{}.json", vf.pci)),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["pkey"], 0x8001, "recorded");
     let info: Value =
         serde_json::from_slice(&std::fs::read(devinfo.join("ib1-c1-net1.json")).unwrap()).unwrap();
     assert_eq!(info["pci"]["guid"], GUID);

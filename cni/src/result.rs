@@ -27,6 +27,11 @@ pub struct Interface {
         skip_serializing_if = "Option::is_none"
     )]
     pub rdma_device: Option<String>,
+    /// An InfiniBand VF's GUID and partition key (railcni's additions, 1.1 only).
+    #[serde(default, rename = "guid", skip_serializing_if = "Option::is_none")]
+    pub guid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkey: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +125,8 @@ impl CniResult {
             for i in &mut interfaces {
                 i.pci_id = None;
                 i.rdma_device = None;
+                i.guid = None;
+                i.pkey = None;
             }
             // Before 1.1 a route cannot name its table: report main-table routes only.
             routes.retain(|r| r.table.is_none());
@@ -170,6 +177,8 @@ mod tests {
                 sandbox: Some("/var/run/netns/pod".into()),
                 pci_id: Some("0000:3b:02.0".into()),
                 rdma_device: Some("mlx5_3".into()),
+                guid: None,
+                pkey: None,
             }],
             ips: vec![IpConfig {
                 address: "172.16.0.0/31".parse().unwrap(),

@@ -172,6 +172,7 @@ fn new_record(ctx: &Ctx, vf: &Vf, host: HostLink) -> Record {
     );
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.kind.clone());
     record.pod = ctx.env.args.pod();
+    record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
     record
 }
 
@@ -554,6 +555,16 @@ impl Attach<'_> {
             sandbox: ctx.env.netns.as_ref().map(|p| p.display().to_string()),
             pci_id: Some(self.vf.pci.clone()),
             rdma_device: record.rdma_device.clone(),
+            guid: self
+                .vf
+                .infiniband
+                .then(|| ctx.conf.vf.ib_guid.map(|g| g.to_string()))
+                .flatten(),
+            pkey: self
+                .vf
+                .infiniband
+                .then(|| ctx.conf.pkey.map(|k| format!("{k:#06x}")))
+                .flatten(),
         }];
         self.finish(record, &result)?;
         Ok(result)
