@@ -200,23 +200,10 @@ impl Node {
     /// Run a day-2 command (`railcni status` …) on this node: exit code,
     /// stdout, stderr.
     pub fn operator(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.host(), PLUGIN])
-            .args(args)
-            .env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("COLUMNS", "200")
-            .env("RAILCNI_SYSFS_ROOT", self.sysfs())
-            .env("RAILCNI_STATE_DIR", self.state_dir())
-            .env("RAILCNI_FAKE_HARDWARE", self.hardware_file())
-            .env("RAILCNI_BOOT_ID", self.dir.path().join("boot_id"))
-            .env("RAILCNI_NODE_NAME", "gpu-0")
-            .env(
-                "RAILCNI_NODE_CONFIG",
-                self.dir.path().join("no-node-file.json"),
-            )
-            .output()
-            .unwrap();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.host(), PLUGIN]).args(args);
+        self.node_env(&mut cmd).env("COLUMNS", "200");
+        let out = cmd.output().unwrap();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -234,23 +221,11 @@ impl Node {
         (code, v)
     }
 
-    /// Run railcni in the node's host namespace with a CNI request.
-    pub fn cni(&self, req: &Req) -> Reply {
-        self.cni_with_path(req, &[REFERENCE_PLUGINS])
-    }
-
-    pub fn cni_with_path(&self, req: &Req, cni_path: &[&str]) -> Reply {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.host()])
-            .args(&req.wrap)
-            .arg(PLUGIN)
-            .env_clear()
+    /// The node's environment, and nothing else: where railcni reads and
+    /// writes on this fake node.
+    fn node_env<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("CNI_COMMAND", &req.command)
-            .env("CNI_CONTAINERID", &req.container_id)
-            .env("CNI_NETNS", req.netns.as_deref().unwrap_or(""))
-            .env("CNI_IFNAME", &req.ifname)
-            .env("CNI_PATH", cni_path.join(":"))
             .env("RAILCNI_SYSFS_ROOT", self.sysfs())
             .env("RAILCNI_STATE_DIR", self.state_dir())
             .env("RAILCNI_FAKE_HARDWARE", self.hardware_file())
@@ -260,7 +235,25 @@ impl Node {
                 "RAILCNI_NODE_CONFIG",
                 self.dir.path().join("no-node-file.json"),
             )
-            .env("RAILCNI_LOG_DIR", self.dir.path().join("logs"));
+            .env("RAILCNI_LOG_DIR", self.dir.path().join("logs"))
+    }
+
+    /// Run railcni in the node's host namespace with a CNI request.
+    pub fn cni(&self, req: &Req) -> Reply {
+        self.cni_with_path(req, &[REFERENCE_PLUGINS])
+    }
+
+    pub fn cni_with_path(&self, req: &Req, cni_path: &[&str]) -> Reply {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.host()])
+            .args(&req.wrap)
+            .arg(PLUGIN);
+        self.node_env(&mut cmd)
+            .env("CNI_COMMAND", &req.command)
+            .env("CNI_CONTAINERID", &req.container_id)
+            .env("CNI_NETNS", req.netns.as_deref().unwrap_or(""))
+            .env("CNI_IFNAME", &req.ifname)
+            .env("CNI_PATH", cni_path.join(":"));
         if let Some(args) = &req.args {
             cmd.env("CNI_ARGS", args);
         }
