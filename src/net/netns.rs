@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 pub struct NetNs {
     file: File,
     label: String,
+    /// The namespace this process runs in: work for it needs no thread.
+    current: bool,
 }
 
 impl NetNs {
@@ -29,6 +31,7 @@ impl NetNs {
         Ok(NetNs {
             file,
             label: path.display().to_string(),
+            current: false,
         })
     }
 
@@ -40,6 +43,7 @@ impl NetNs {
         Ok(NetNs {
             file,
             label: "host".into(),
+            current: true,
         })
     }
 
@@ -55,6 +59,9 @@ impl NetNs {
     /// ends there, so nothing ever has to switch back (a failed switch back
     /// could only abort), and the caller's thread never leaves its own.
     pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        if self.current {
+            return f();
+        }
         let fd = self.file.as_fd();
         let label = &self.label;
         std::thread::scope(|scope| {
