@@ -248,12 +248,15 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
     }
 }
 
+/// Whether the network's leases can be judged: its file reads, or it has
+/// none (then a missing lease is a real finding, not a side effect of a
+/// corrupt file, which is reported on its own).
 fn readable(state: &NodeState, network: &str) -> bool {
     state
         .stores
         .iter()
-        .any(|v| v.network == network && v.leases.is_ok())
-        || !state.stores.iter().any(|v| v.network == network)
+        .find(|v| v.network == network)
+        .is_none_or(|v| v.leases.is_ok())
 }
 
 pub fn pod_of(namespace: Option<&str>, name: Option<&str>) -> Option<String> {
