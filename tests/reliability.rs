@@ -17,6 +17,17 @@ fn leases(node: &Node, network: &str) -> String {
     .unwrap_or_default()
 }
 
+/// ADD of container `name` on `vf` as net1 of rail1, with the embedded /31.
+fn rail1_add(name: &str, pod: &str, vf: &FakeVf) -> Req {
+    Req::new(
+        "ADD",
+        name,
+        pod,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
+    )
+}
+
 fn address(result: &Value) -> String {
     result["ips"][0]["address"]
         .as_str()
@@ -28,15 +39,14 @@ fn address(result: &Value) -> String {
 fn a_missed_del_never_strands_the_address_of_the_same_vf() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
-    let c = conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1));
     let old = node.pod("old");
-    let add_old = Req::new("ADD", "old", &old, "net1", c.clone());
+    let add_old = rail1_add("old", &old, vf);
     let first = node.cni(&add_old).ok();
     assert_eq!(address(&first), "172.16.0.0/31");
     node.kill_pod(&old, &[(vf, "net1")]);
 
     let new = node.pod("new");
-    let add_new = Req::new("ADD", "new", &new, "net1", c);
+    let add_new = rail1_add("new", &new, vf);
     let second = node.cni(&add_new).ok();
     assert_eq!(
         address(&second),
@@ -67,24 +77,12 @@ fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
-    let add_old = Req::new(
-        "ADD",
-        "old",
-        &old,
-        "net1",
-        conf("1.0.0", "rail1", &vf0.pci, Node::embedded_ipam(1)),
-    );
+    let add_old = rail1_add("old", &old, vf0);
     node.cni(&add_old).ok();
     node.kill_pod(&old, &[(vf0, "net1")]);
 
     let new = node.pod("new");
-    let add_new = Req::new(
-        "ADD",
-        "new",
-        &new,
-        "net1",
-        conf("1.0.0", "rail1", &vf1.pci, Node::embedded_ipam(1)),
-    );
+    let add_new = rail1_add("new", &new, vf1);
     let reply = node.cni(&add_new);
     assert!(
         reply.stderr.contains("reclaimed")
@@ -108,24 +106,12 @@ fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
-    let add_old = Req::new(
-        "ADD",
-        "old",
-        &old,
-        "net1",
-        conf("1.0.0", "rail1", &vf0.pci, Node::embedded_ipam(1)),
-    );
+    let add_old = rail1_add("old", &old, vf0);
     node.cni(&add_old).ok();
     node.reboot("boot-2");
 
     let new = node.pod("new");
-    let add_new = Req::new(
-        "ADD",
-        "new",
-        &new,
-        "net1",
-        conf("1.0.0", "rail1", &vf1.pci, Node::embedded_ipam(1)),
-    );
+    let add_new = rail1_add("new", &new, vf1);
     let reply = node.cni(&add_new);
     assert!(
         reply.stderr.contains("reclaimed") && reply.stderr.contains("earlier boot"),
@@ -142,24 +128,9 @@ fn a_live_pods_lease_is_never_taken() {
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let a = node.pod("a");
-    node.cni(&Req::new(
-        "ADD",
-        "a",
-        &a,
-        "net1",
-        conf("1.0.0", "rail1", &vf0.pci, Node::embedded_ipam(1)),
-    ))
-    .ok();
+    node.cni(&rail1_add("a", &a, vf0)).ok();
     let b = node.pod("b");
-    let e = node
-        .cni(&Req::new(
-            "ADD",
-            "b",
-            &b,
-            "net1",
-            conf("1.0.0", "rail1", &vf1.pci, Node::embedded_ipam(1)),
-        ))
-        .err(110);
+    let e = node.cni(&rail1_add("b", &b, vf1)).err(110);
     assert!(
         e["details"].as_str().unwrap_or("").contains("exhausted"),
         "{e}"

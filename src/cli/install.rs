@@ -12,13 +12,27 @@ use serde::Serialize;
 
 use super::{emit, Outcome, Usage};
 
+#[derive(clap::Args)]
 pub struct Args {
+    /// The host's CNI bin dir.
+    #[arg(long, default_value = "/opt/cni/bin")]
     pub bin_dir: PathBuf,
+    /// Where railcni and railcni-ipam are; default: beside this binary.
+    #[arg(long)]
     pub from: Option<PathBuf>,
+    /// The mounted plan ConfigMap (one <node>.json per node).
+    #[arg(long)]
     pub plan_dir: Option<PathBuf>,
+    /// This node; default: $NODE_NAME (downward API spec.nodeName).
+    #[arg(long)]
     pub node: Option<String>,
+    /// Where the node file goes.
+    #[arg(long, default_value = "/etc/cni/railcni/node.json")]
     pub node_file: PathBuf,
+    /// Stay running after installing (the DaemonSet's container).
+    #[arg(long)]
     pub sleep: bool,
+    #[arg(long)]
     pub json: bool,
 }
 

@@ -79,28 +79,7 @@ enum Command {
         node: Option<String>,
     },
     /// Install the binaries and this node's node file (the installer DaemonSet's entry point).
-    Install {
-        /// The host's CNI bin dir.
-        #[arg(long, default_value = "/opt/cni/bin")]
-        bin_dir: std::path::PathBuf,
-        /// Where railcni and railcni-ipam are; default: beside this binary.
-        #[arg(long)]
-        from: Option<std::path::PathBuf>,
-        /// The mounted plan ConfigMap (one <node>.json per node).
-        #[arg(long)]
-        plan_dir: Option<std::path::PathBuf>,
-        /// This node; default: $NODE_NAME (downward API spec.nodeName).
-        #[arg(long)]
-        node: Option<String>,
-        /// Where the node file goes.
-        #[arg(long, default_value = "/etc/cni/railcni/node.json")]
-        node_file: std::path::PathBuf,
-        /// Stay running after installing (the DaemonSet's container).
-        #[arg(long)]
-        sleep: bool,
-        #[arg(long)]
-        json: bool,
-    },
+    Install(install::Args),
     /// The NCCL/UCX environment for a pod's rails, in rail order.
     NcclEnv {
         /// The pod's network namespace path, or its container ID.
@@ -148,23 +127,7 @@ pub fn main() {
             emit,
             node,
         } => plan::run(plan_file, from_cidrpool, emit, node.as_deref()),
-        Command::Install {
-            bin_dir,
-            from,
-            plan_dir,
-            node,
-            node_file,
-            sleep,
-            json,
-        } => install::run(install::Args {
-            bin_dir,
-            from,
-            plan_dir,
-            node,
-            node_file,
-            sleep,
-            json,
-        }),
+        Command::Install(args) => install::run(args),
         Command::NcclEnv {
             target,
             networks,

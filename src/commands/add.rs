@@ -40,6 +40,8 @@ struct Attach<'a> {
     /// The MTU the VF gets in the pod: `mtu`, or for an InfiniBand VF
     /// without one the PF's (IPoIB MTUs are 2044/4092/65520, never 9000).
     mtu: u32,
+    /// The PF's MTU (read once), the ceiling for the VF's.
+    pf_mtu: Option<u32>,
 }
 
 pub async fn add(ctx: &Ctx) -> Result<CniResult> {
@@ -55,6 +57,7 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
     let pod = NetNs::open(netns_path)?;
     let host_nl = Netlink::connect_in(&ctx.host)?;
     let pod_nl = Netlink::connect_in(&pod)?;
+    let pf_mtu = ctx.sysfs.pf_mtu(&vf);
     let a = Attach {
         ctx,
         vf: &vf,
@@ -67,10 +70,11 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
             pci: &vf.pci,
             sysfs_names: &vf.netdevs,
         },
-        mtu: match (vf.infiniband && !ctx.conf.mtu_given, ctx.sysfs.pf_mtu(&vf)) {
+        mtu: match (vf.infiniband && !ctx.conf.mtu_given, pf_mtu) {
             (true, Some(pf)) => pf,
             _ => ctx.conf.mtu,
         },
+        pf_mtu,
     };
 
     let cleared = match ctx.store.load(&vf.pci)? {
@@ -314,7 +318,7 @@ impl Attach<'_> {
     /// device to move with the VF, if any.
     async fn preflight(&self) -> Result<Option<String>> {
         let (ctx, vf) = (self.ctx, self.vf);
-        if let Some(pf_mtu) = ctx.sysfs.pf_mtu(vf) {
+        if let Some(pf_mtu) = self.pf_mtu {
             if self.mtu > pf_mtu {
                 return Err(Error::config(
                     "mtu",
