@@ -18,6 +18,7 @@ mod routing;
 mod run;
 mod sriov;
 mod state;
+mod timing;
 
 fn main() {
     if cni::is_cni_invocation() {

@@ -14,6 +14,7 @@ use crate::net::NetNs;
 
 /// Returns the process exit code.
 pub fn cni_main() -> i32 {
+    crate::timing::start();
     cni::plugin_main("railcni", |request| {
         dispatch(request).inspect_err(|e| crate::log_error!("{e}"))
     })

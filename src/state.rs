@@ -149,6 +149,8 @@ impl Record {
 pub struct Store {
     root: PathBuf,
     lock_timeout: Duration,
+    /// Directories already made private in this process (one mkdir each).
+    made: std::sync::Mutex<Vec<&'static str>>,
 }
 
 /// Holds a VF's lock until dropped.
@@ -164,13 +166,18 @@ impl Store {
         Store {
             root: settings.state_dir.clone(),
             lock_timeout: settings.lock_timeout,
+            made: std::sync::Mutex::default(),
         }
     }
 
-    fn dir(&self, name: &str) -> Result<PathBuf> {
+    fn dir(&self, name: &'static str) -> Result<PathBuf> {
         let dir = self.root.join(name);
-        files::private_dir(&dir)
-            .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))?;
+        let mut made = self.made.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !made.contains(&name) {
+            files::private_dir(&dir)
+                .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))?;
+            made.push(name);
+        }
         Ok(dir)
     }
 

@@ -470,12 +470,20 @@ fn nothing_but_the_result_reaches_stdout() {
     let mut c = conf("1.0.0", "rail1", &vf.pci, json!({}));
     c["logFile"] = json!("railcni.log");
     c["logLevel"] = json!("debug");
-    let reply = node.cni(&Req::new("ADD", "c1", &pod, "net1", c));
+    let reply = node.cni(&Req::new("ADD", "c1", &pod, "net1", c.clone()));
     assert!(reply.success);
     assert_eq!(reply.stdout.trim().lines().count(), 1);
     assert!(reply.json.is_object());
+    node.cni(&Req::new("DEL", "c1", &pod, "net1", c)).ok();
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("attached VF"), "{logged}");
+    // The closing lines say where the time went (the move is the kernel's).
+    for verb in ["attached VF", "detached VF"] {
+        let line = logged.lines().find(|l| l.contains(verb)).unwrap_or("");
+        assert!(
+            line.contains("ms of it the kernel's namespace move)"),
+            "{verb}: {logged}"
+        );
+    }
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);

@@ -140,7 +140,7 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
                 );
             }
             log_info!(
-                "attached VF {} as {} in {}: {}, table {}",
+                "attached VF {} as {} in {}: {}, table {}; {}",
                 vf.pci,
                 ctx.env.ifname,
                 netns_path.display(),
@@ -148,7 +148,8 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
                 record
                     .routing
                     .as_ref()
-                    .map_or_else(|| "none".to_string(), |p| p.table.to_string())
+                    .map_or_else(|| "none".to_string(), |p| p.table.to_string()),
+                crate::timing::summary()
             );
             Ok(result)
         }

@@ -49,7 +49,10 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
             format!("{addresses}, table {table}")
         },
     );
-    log_info!("detached VF {pci} ({cid}/{ifname}): {what}");
+    log_info!(
+        "detached VF {pci} ({cid}/{ifname}): {what}; {}",
+        crate::timing::summary()
+    );
     Ok(())
 }
 

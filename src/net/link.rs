@@ -157,7 +157,10 @@ impl Netlink {
             .setns_by_fd(target.fd().as_raw_fd())
             .name(name.to_string())
             .build();
-        match self.change(msg).await {
+        let started = std::time::Instant::now();
+        let outcome = self.change(msg).await;
+        crate::timing::add_move(started.elapsed());
+        match outcome {
             Ok(()) => Ok(true),
             Err(Failure::Kernel(Errno::EEXIST)) => Ok(false),
             Err(f) => Err(nl_err(

@@ -1,8 +1,9 @@
-//! Network namespace handles, and running work inside one on a thread of its own.
+//! Network namespace handles, and running work inside one.
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sched::{setns, CloneFlags};
 
@@ -55,29 +56,103 @@ impl NetNs {
         &self.label
     }
 
-    /// Run `f` on a short-lived thread inside this namespace. The thread
-    /// ends there, so nothing ever has to switch back (a failed switch back
-    /// could only abort), and the caller's thread never leaves its own.
+    /// Run `f` inside this namespace, on the caller's thread: enter, work,
+    /// come back. Starting a thread instead would cost more than the work
+    /// (a socket, a few sysctls). If coming back ever fails, the thread is
+    /// marked stranded and from then on all namespace work, the host's
+    /// included, runs on a short-lived thread that enters its namespace by
+    /// descriptor, so nothing is done in the wrong place and nothing aborts.
     pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        if STRANDED.load(Ordering::Relaxed) {
+            return self.run_on_thread(f);
+        }
         if self.current {
             return f();
         }
-        let fd = self.file.as_fd();
-        let label = &self.label;
+        self.run_here(f)
+    }
+
+    fn run_here<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let home = File::open("/proc/thread-self/ns/net")
+            .map_err(|e| Error::Netlink(format!("cannot open this thread's network namespace: {e}")))?;
+        self.enter()?;
+        let out = f();
+        if let Err(e) = setns(home.as_fd(), CloneFlags::CLONE_NEWNET) {
+            STRANDED.store(true, Ordering::Relaxed);
+            crate::log_error!(
+                "cannot return from network namespace {} ({e}); namespace work now runs on its own threads",
+                self.label
+            );
+        }
+        out
+    }
+
+    fn run_on_thread<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
-                    setns(fd, CloneFlags::CLONE_NEWNET).map_err(|e| {
-                        Error::Netlink(format!("cannot enter network namespace {label}: {e}"))
-                    })?;
+                    self.enter()?;
                     f()
                 })
                 .join()
                 .unwrap_or_else(|_| {
                     Err(Error::internal(format!(
-                        "work inside network namespace {label} panicked"
+                        "work inside network namespace {} panicked",
+                        self.label
                     )))
                 })
         })
+    }
+
+    fn enter(&self) -> Result<()> {
+        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| {
+            Error::Netlink(format!("cannot enter network namespace {}: {e}", self.label))
+        })
+    }
+}
+
+/// Set once switching back to the caller's namespace has failed.
+static STRANDED: AtomicBool = AtomicBool::new(false);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` in a fresh thread so a namespace switch cannot leak into
+    /// other tests; needs root (unshare).
+    fn in_fresh_thread(f: impl FnOnce() + Send + 'static) {
+        std::thread::spawn(f).join().expect("test thread");
+    }
+
+    fn inode(path: &str) -> u64 {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).expect("ns link"))
+    }
+
+    #[test]
+    fn work_runs_inside_and_the_caller_comes_back() {
+        support::require_root();
+        in_fresh_thread(|| {
+            let host = inode("/proc/thread-self/ns/net");
+            // A second namespace, held open by a thread parked inside it.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+            let holder = std::thread::spawn(move || {
+                nix::sched::unshare(CloneFlags::CLONE_NEWNET).expect("unshare");
+                tx.send(File::open("/proc/thread-self/ns/net").expect("open"))
+                    .expect("send");
+                done_rx.recv().ok();
+            });
+            let other = NetNs {
+                file: rx.recv().expect("ns"),
+                label: "test".into(),
+                current: false,
+            };
+            let seen = other.run(|| Ok(inode("/proc/thread-self/ns/net"))).expect("run");
+            assert_ne!(seen, host, "the work ran inside the other namespace");
+            assert_eq!(inode("/proc/thread-self/ns/net"), host, "and the caller came back");
+            assert!(!STRANDED.load(Ordering::Relaxed));
+            done_tx.send(()).ok();
+            holder.join().expect("holder");
+        });
     }
 }
