@@ -9,10 +9,15 @@
 #    chain host-device + static + tuning(mtu 9000) + sbr; ADD and DEL p50/p95;
 # 2. an 8-rail pod, Multus-style (8 serial ADDs on 8 VFs over 2 PFs, then 8
 #    DELs in reverse): railcni, the reference chain, and the kernel-work
-#    floor (ip -batch doing the same kernel operations, one process a side);
+#    floor (ip -batch doing the same kernel operations, one process a side),
+#    beside what explains the gap: the same ip work split per rail (two ip
+#    processes a rail, as any plugin run once per network must), libcni
+#    running a no-op plugin 8 times, and (from ftrace) what the kernel's
+#    namespace move itself took in each;
 # 3. the bare move floor (ip link set … netns … name, both ways), interleaved;
 # 4. railcni-ipam allocate+release ops/s, in-process and through the binary;
-# 5. VERSION exec time (railcni vs host-device), stripped size, peak RSS of an ADD;
+# 5. VERSION exec time (railcni vs host-device, and the exec floor: a static
+#    no-op and /bin/true), stripped size, peak RSS of an ADD;
 # 6. per ADD and per DEL: namespace moves, netlink sends, fsyncs, syscalls.
 # Writes the table to stdout and JSON to target/bench/bench.json.
 # Do not run it beside a build or a test suite: it measures time.
@@ -33,7 +38,9 @@ work=$(mktemp -d /tmp/railcni-bench.XXXXXX)
 prefix="bn$$"
 out_dir=target/bench
 mkdir -p "$out_dir"
+: >"$out_dir/plugins.log"
 cleanup() {
+  trace_moves off 2>/dev/null || true
   ip netns del "$prefix-pod" 2>/dev/null || true
   scripts/fake-node.sh down "$prefix" "$work/sys" >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -56,12 +63,13 @@ bin=$work/bin
 mkdir -p "$bin"
 install -m 0755 "$static/railcni" "$static/railcni-ipam" "$bin/"
 for p in host-device static tuning sbr; do ln -s "/usr/lib/cni/$p" "$bin/$p"; done
+cc -O2 -static -o "$bin/noop" benches/noop-plugin/noop.c
 export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_NAME=gpu-0 \
   RAILCNI_NODE_CONFIG=$work/none.json RAILCNI_LOG_DIR=$work/log
 
 # Conflists: network n (1..8) on the n-th VF, /31 from rail n's /15.
 mapfile -t vfs < <(awk '{print $3" "$4}' "$work/vfs")
-mkdir -p "$work/railcni" "$work/reference"
+mkdir -p "$work/railcni" "$work/reference" "$work/noop"
 for n in $(seq 1 8); do
   read -r pci name <<<"${vfs[$((n - 1))]}"
   cidr="172.$((14 + 2 * n)).0.0/15" addr="172.$((14 + 2 * n)).0.0" gw="172.$((14 + 2 * n)).0.1"
@@ -69,6 +77,8 @@ for n in $(seq 1 8); do
 {"cniVersion":"1.0.0","name":"rail$n","plugins":[{"type":"railcni","deviceID":"$pci","mtu":9000,
  "ipam":{"type":"railcni-ipam","cidr":"$cidr","nodes":["gpu-0"],"routes":[{"dst":"172.16.0.0/12"}]}}]}
 JSON
+  echo "{\"cniVersion\":\"1.0.0\",\"name\":\"noop$n\",\"plugins\":[{\"type\":\"noop\"}]}" \
+    >"$work/noop/$(printf %02d "$n").conflist"
   cat >"$work/reference/$(printf %02d "$n").conflist" <<JSON
 {"cniVersion":"1.0.0","name":"ref$n","plugins":[
  {"type":"host-device","device":"$name","ipam":{"type":"static",
@@ -110,6 +120,33 @@ batches() {
 }
 batches "" 1 2 3 4 5 6 7 8
 batches 1 1
+for n in $(seq 1 8); do batches "r$n" "$n"; done
+
+# The kernel's own time for each namespace move, from ftrace: every sendto
+# or sendmsg of railcni and ip, with its duration. A move is the one
+# request that waits (for an RCU grace period, rcu_barrier in
+# __dev_change_net_namespace); every other request answers in microseconds,
+# so a send over 1 ms is a move. Without a writable tracefs, "n/a".
+tracefs=/sys/kernel/tracing
+trace_moves() { # on|off
+  local ev=$tracefs/events/raw_syscalls e
+  if [ "$1" = on ]; then
+    [ -d "$ev" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null || return 1
+    [ -w "$ev/sys_enter/filter" ] || return 1
+    trace_kb=$(cat "$tracefs/buffer_size_kb")
+    echo 0 >"$tracefs/tracing_on"; echo 8192 >"$tracefs/buffer_size_kb"; : >"$tracefs/trace"
+    for e in sys_enter sys_exit; do
+      echo '(comm == "railcni" || comm == "ip") && (id == 44 || id == 46)' >"$ev/$e/filter"
+      echo 1 >"$ev/$e/enable"
+    done
+    echo 1 >"$tracefs/tracing_on"
+  elif [ -n "${trace_kb:-}" ]; then
+    echo 0 >"$tracefs/tracing_on"
+    cp "$tracefs/trace" "$work/moves.trace"
+    for e in sys_enter sys_exit; do echo 0 >"$ev/$e/enable"; echo 0 >"$ev/$e/filter"; done
+    : >"$tracefs/trace"; echo "$trace_kb" >"$tracefs/buffer_size_kb"; trace_kb=
+  fi
+}
 
 ms() { echo "$1 $2" | awk '{printf "%.3f", ($2 - $1) * 1000}'; }
 in_host() { ip netns exec "$host" "$@"; }
@@ -122,7 +159,8 @@ single_a=$work/railcni/01.conflist
 sed "s/\"device\":\"$name0\"/\"device\":\"$name1\"/" "$work/reference/01.conflist" >"$work/ref-single.conflist"
 : >"$work/single.jsonl"; : >"$work/floor.txt"
 for c in $(seq 1 $((cycles + warm))); do
-  in_host "$work/libcni-bench" single "$bin" "$pod" 1 0 "$single_a" "$work/ref-single.conflist" >>"$work/single.jsonl"
+  in_host "$work/libcni-bench" single "$bin" "$pod" 1 0 "$single_a" "$work/ref-single.conflist" \
+    >>"$work/single.jsonl" 2>>"$out_dir/plugins.log"
   t0=$EPOCHREALTIME; in_host ip link set dev "$name0" netns "$prefix-pod" name net1; t1=$EPOCHREALTIME
   ip -n "$prefix-pod" link set dev net1 netns "$host" name "$name0"; t2=$EPOCHREALTIME
   in_host ip -batch "$work/host-in1.batch"; ip -n "$prefix-pod" -batch "$work/pod-in1.batch"; t3=$EPOCHREALTIME
@@ -130,17 +168,24 @@ for c in $(seq 1 $((cycles + warm))); do
   ((c > warm)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/floor.txt"
 done
 
-echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch floor" >&2
+echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch floors" >&2
 : >"$work/pod.jsonl"; : >"$work/podfloor.txt"
+trace_moves on || echo "bench.sh: no writable tracefs; the kernel's move times will be n/a" >&2
 for c in $(seq 0 "$pod_cycles"); do
-  in_host "$work/libcni-bench" pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" >>"$work/pod.jsonl"
+  in_host "$work/libcni-bench" pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" \
+    >>"$work/pod.jsonl" 2>>"$out_dir/plugins.log"
   t0=$EPOCHREALTIME
   in_host ip -batch "$work/host-in.batch"; ip -n "$prefix-pod" -batch "$work/pod-in.batch"
   t1=$EPOCHREALTIME
   ip -n "$prefix-pod" -batch "$work/pod-out.batch"; in_host ip -batch "$work/host-out.batch"
   t2=$EPOCHREALTIME
-  ((c > 0)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2")" >>"$work/podfloor.txt"
+  for n in $(seq 1 8); do in_host ip -batch "$work/host-inr$n.batch"; ip -n "$prefix-pod" -batch "$work/pod-inr$n.batch"; done
+  t3=$EPOCHREALTIME
+  for n in $(seq 8 -1 1); do ip -n "$prefix-pod" -batch "$work/pod-outr$n.batch"; in_host ip -batch "$work/host-outr$n.batch"; done
+  t4=$EPOCHREALTIME
+  ((c > 0)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/podfloor.txt"
 done
+trace_moves off
 
 echo "==> 4: railcni-ipam allocate+release" >&2
 bench=target/release/examples/ipam-bench
@@ -172,7 +217,8 @@ for _ in $(seq 1 "$version_runs"); do
   t0=$EPOCHREALTIME; CNI_COMMAND=VERSION "$bin/railcni" </dev/null >/dev/null; t1=$EPOCHREALTIME
   CNI_COMMAND=VERSION "$bin/host-device" </dev/null >/dev/null; t2=$EPOCHREALTIME
   /bin/true; t3=$EPOCHREALTIME
-  echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3")" >>"$work/version.txt"
+  CNI_COMMAND=VERSION "$bin/noop" </dev/null >/dev/null; t4=$EPOCHREALTIME
+  echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/version.txt"
 done
 size=$(stat -c %s "$bin/railcni")
 cni_env=(CNI_CONTAINERID=probe CNI_NETNS="$pod" CNI_IFNAME=net1 CNI_PATH="$bin")
@@ -215,14 +261,42 @@ for line in open(f"{work}/single.jsonl"):
 for k in "AB":
     single[k]["add"] = single[k]["add"][$warm:]; single[k]["del"] = single[k]["del"][$warm:]
 floor = [tuple(map(float, l.split())) for l in open(f"{work}/floor.txt")]
-pod = {"A": {"add": [], "del": []}, "B": {"add": [], "del": []}}
+pod = {k: {"add": [], "del": []} for k in "ABC"}
 for i, line in enumerate(open(f"{work}/pod.jsonl")):
     if i == 0: continue
     d = json.loads(line)
-    for k in "AB":
+    for k in "ABC":
         pod[k]["add"] += ms(d[k]["add"]); pod[k]["del"] += ms(d[k]["del"])
 podfloor = [tuple(map(float, l.split())) for l in open(f"{work}/podfloor.txt")]
 version = [tuple(map(float, l.split())) for l in open(f"{work}/version.txt")]
+
+def moves(path):
+    """The kernel's time per namespace move (sends over 1 ms, see trace_moves),
+    as railcni, as the one-process floor (8 a process) and the per-rail floor
+    (1 a process); None without a trace."""
+    try:
+        lines = open(path)
+    except OSError:
+        return None
+    import re
+    event = re.compile(r"^\s*(.+)-(\d+)\s+\[\d+\].*?\s([\d.]+): (sys_enter|sys_exit):")
+    started, per_process = {}, {}
+    for line in lines:
+        m = event.match(line)
+        if not m: continue
+        comm, pid, ts, kind = m.group(1), m.group(2), float(m.group(3)), m.group(4)
+        if kind == "sys_enter":
+            started[pid] = ts
+        elif pid in started:
+            took = (ts - started.pop(pid)) * 1000
+            if took > 1.0:
+                per_process.setdefault((comm, pid), []).append(took)
+    sets = {"railcni": [], "oneProcess": [], "perRail": []}
+    for (comm, _), took in per_process.items():
+        key = "railcni" if comm == "railcni" else ("oneProcess" if len(took) == 8 else "perRail")
+        sets[key] += took
+    return {k: (statistics.median(v) if v else None) for k, v in sets.items()} | {"count": {k: len(v) for k, v in sets.items()}}
+move_ms = moves(f"{work}/moves.trace")
 r = {
   "singleRail": {
     "railcni": {"add": {"p50": q(single["A"]["add"], .5), "p95": q(single["A"]["add"], .95)},
@@ -239,12 +313,15 @@ r = {
     "railcni": {"attach": statistics.median(pod["A"]["add"]), "detach": statistics.median(pod["A"]["del"])},
     "reference": {"attach": statistics.median(pod["B"]["add"]), "detach": statistics.median(pod["B"]["del"])},
     "kernelFloor": {"attach": statistics.median([f[0] for f in podfloor]), "detach": statistics.median([f[1] for f in podfloor])},
+    "kernelFloorPerRail": {"attach": statistics.median([f[2] for f in podfloor]), "detach": statistics.median([f[3] for f in podfloor])},
+    "noopPlugin": {"attach": statistics.median(pod["C"]["add"]), "detach": statistics.median(pod["C"]["del"])},
+    "moveMs": move_ms,
     "cycles": len(podfloor),
   },
   "ipam": {"inProcess1": int("$ipam_inproc"), "inProcess32": int("$ipam_inproc32"),
            "binary1": int("$ipam_bin"), "binary32": int("$ipam_bin32"), "unit": "allocate+release pairs/s"},
   "version": {"railcni": statistics.median([v[0] for v in version]), "hostDevice": statistics.median([v[1] for v in version]),
-              "binTrue": statistics.median([v[2] for v in version])},
+              "binTrue": statistics.median([v[2] for v in version]), "staticNoop": statistics.median([v[3] for v in version])},
   "strippedBytes": $size, "addPeakRssKiB": int("$rss"),
   "perAdd": {"syscalls": $add_sys, "netlinkSends": $add_send, "fsyncs": $add_fsync, "netnsMoves": $add_moves},
   "perDel": {"syscalls": $del_sys, "netlinkSends": $del_send, "fsyncs": $del_fsync, "netnsMoves": $del_moves},
@@ -260,15 +337,31 @@ for verb, fl in (("add", kadd), ("del", kdel)):
     print(f"  reference {verb.upper()} (host-device+static+tuning+sbr)     {b['p50']:7.2f}  {b['p95']:7.2f}   {b['p50'] - fl:+7.2f}")
 print(f"  kernel-work floor (ip -batch, 2 execs): ADD {kadd:.2f} ms, DEL {kdel:.2f} ms (p50)")
 print(f"  bare move floor (one ip exec): in {fin:.2f} ms, out {fout:.2f} ms (p50; p95 {s['moveFloor']['in']['p95']:.2f} / {s['moveFloor']['out']['p95']:.2f})")
-print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)   attach ms   detach ms")
-for name in ("railcni", "reference", "kernelFloor"):
-    a, d = p[name]["attach"], p[name]["detach"]
-    extra = "" if name == "kernelFloor" else f"   floor {a - p['kernelFloor']['attach']:+.1f} / {d - p['kernelFloor']['detach']:+.1f} ms"
-    print(f"  {name:<12}                                 {a:8.1f}   {d:8.1f}{extra}")
+print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)       attach ms   detach ms   above the floor (ratio)")
+fa, fd = p["kernelFloor"]["attach"], p["kernelFloor"]["detach"]
+rows = (("railcni", "railcni"), ("reference", "reference chain (24 execs)"),
+        ("kernelFloor", "kernel-work floor: ip, 1 process a side"),
+        ("kernelFloorPerRail", "same ip work, 2 processes a rail"),
+        ("noopPlugin", "libcni + a no-op plugin, 8 execs"))
+for key, label in rows:
+    a, d = p[key]["attach"], p[key]["detach"]
+    extra = "" if key in ("kernelFloor", "noopPlugin") else \
+        f"   {a - fa:+6.1f} ({a / fa:.2f}x) / {d - fd:+6.1f} ({d / fd:.2f}x)"
+    print(f"  {label:<44}{a:8.1f}   {d:8.1f}{extra}")
+mv = p["moveMs"]
+if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
+    print(f"  the kernel's namespace move (ftrace p50, ms): {mv['oneProcess']:.2f} in the one-process floor, "
+          f"{mv['perRail']:.2f} in the per-rail floor, {mv['railcni']:.2f} in railcni")
+    ra = (p["railcni"]["attach"] + p["railcni"]["detach"] - p["noopPlugin"]["attach"] - p["noopPlugin"]["detach"]) / 8 - 2 * mv["railcni"]
+    fl = (fa + fd) / 8 - 2 * mv["oneProcess"]
+    print(f"  per rail, ADD+DEL outside the moves and the harness: railcni {ra:.2f} ms, one-process floor {fl:.2f} ms ({ra - fl:+.2f})")
+else:
+    print("  the kernel's namespace move: n/a (no writable tracefs)")
 i = r["ipam"]
 print(f"railcni-ipam pairs/s: in-process {i['inProcess1']} (32 procs {i['inProcess32']}), binary {i['binary1']} (32 callers {i['binary32']})")
 v = r["version"]
-print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms ({v['railcni'] / v['hostDevice']:.2f}x); exec of /bin/true {v['binTrue']:.2f} ms")
+print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms ({v['railcni'] / v['hostDevice']:.2f}x); "
+      f"exec floor: static no-op {v['staticNoop']:.2f} ms ({v['railcni'] / v['staticNoop']:.2f}x), /bin/true {v['binTrue']:.2f} ms")
 print(f"stripped size {r['strippedBytes']} bytes; peak RSS of an ADD {r['addPeakRssKiB']} KiB")
 for verb in ("perAdd", "perDel"):
     c = r[verb]

@@ -3,7 +3,8 @@
 # iproute2 and ping (namespaces, packets), strace (netlink captures), Go and
 # containernetworking's libcni sources (the real-client test), and the
 # reference plugins (host-local, host-device) railcni is compared with,
-# podman (the installer image test) and containerd's go-cni (a second client).
+# podman (the installer image test), containerd's go-cni (a second client)
+# and a C compiler with static libc (the benchmark's no-op plugin).
 set -euo pipefail
 
 need=()
@@ -16,6 +17,8 @@ command -v go >/dev/null || need+=(golang-go)
 command -v podman >/dev/null || need+=(podman)
 [ -x /usr/bin/time ] || need+=(time)
 [ -d /usr/share/gocode/src/github.com/containerd/go-cni ] || need+=(golang-github-containerd-go-cni-dev)
+command -v cc >/dev/null || need+=(gcc)
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 
 if ((${#need[@]})); then
   echo "install-test-deps: installing ${need[*]}"

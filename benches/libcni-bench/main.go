@@ -1,13 +1,15 @@
 // libcni-bench times ADD and DEL through containernetworking's libcni, the
 // way runtimes call plugins, for scripts/bench.sh.
 //
-//	libcni-bench single <plugin-dir> <netns> <cycles> <warmup> <A.conflist> <B.conflist>
-//	    one network on net1; A and B alternate every cycle (interleaved)
-//	libcni-bench pod <plugin-dir> <netns> <cycles> <warmup> <A-dir> <B-dir>
+//	libcni-bench single <plugin-dir> <netns> <cycles> <warmup> <A.conflist> <B.conflist>...
+//	    one network on net1
+//	libcni-bench pod <plugin-dir> <netns> <cycles> <warmup> <A-dir> <B-dir>...
 //	    every conflist of a dir in name order as net1..netN, Multus-style
-//	    (serially), then DEL in reverse; A and B alternate every cycle
+//	    (serially), then DEL in reverse
 //
-// Prints {"A": {"add": [ns...], "del": [ns...]}, "B": {...}} on stdout.
+// The sets take turns within every cycle, and which goes first rotates from
+// cycle to cycle (interleaved). Prints {"A": {"add": [ns...], "del":
+// [ns...]}, "B": {...}, ...} on stdout, one letter per set in argument order.
 package main
 
 import (
@@ -55,28 +57,33 @@ func dir(d string) []string {
 }
 
 func main() {
-	if len(os.Args) != 8 {
-		fail(fmt.Errorf("usage: libcni-bench single|pod <plugin-dir> <netns> <cycles> <warmup> <A> <B>"))
+	if len(os.Args) < 7 || len(os.Args) > 6+26 {
+		fail(fmt.Errorf("usage: libcni-bench single|pod <plugin-dir> <netns> <cycles> <warmup> <A> [<B>...]"))
 	}
 	mode, pluginDir, netns := os.Args[1], os.Args[2], os.Args[3]
 	cycles, _ := strconv.Atoi(os.Args[4])
 	warmup, _ := strconv.Atoi(os.Args[5])
-	var sets [2][]*libcni.NetworkConfigList
-	switch mode {
-	case "single":
-		sets[0], sets[1] = load([]string{os.Args[6]}), load([]string{os.Args[7]})
-	case "pod":
-		sets[0], sets[1] = load(dir(os.Args[6])), load(dir(os.Args[7]))
-	default:
-		fail(fmt.Errorf("unknown mode %s", mode))
+	n := len(os.Args) - 6
+	sets := make([][]*libcni.NetworkConfigList, n)
+	names := make([]string, n)
+	out := map[string]*timings{}
+	for i, arg := range os.Args[6:] {
+		switch mode {
+		case "single":
+			sets[i] = load([]string{arg})
+		case "pod":
+			sets[i] = load(dir(arg))
+		default:
+			fail(fmt.Errorf("unknown mode %s", mode))
+		}
+		names[i] = string(rune('A' + i))
+		out[names[i]] = &timings{}
 	}
 	cni := libcni.NewCNIConfig([]string{pluginDir}, nil)
 	ctx := context.Background()
-	out := map[string]*timings{"A": {}, "B": {}}
-	names := [2]string{"A", "B"}
 	for c := 0; c < warmup+cycles; c++ {
-		for k := 0; k < 2; k++ {
-			s := (c + k) % 2 // alternate which set goes first
+		for k := 0; k < n; k++ {
+			s := (c + k) % n // rotate which set goes first
 			rts := make([]*libcni.RuntimeConf, len(sets[s]))
 			for i := range sets[s] {
 				rts[i] = &libcni.RuntimeConf{
