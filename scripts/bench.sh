@@ -212,14 +212,9 @@ t1=$EPOCHREALTIME
 ipam_bin32=$(echo "$t0 $t1 $(((n / 32 + 1) * 32))" | awk '{printf "%.0f", $3 / ($2 - $1)}')
 
 echo "==> 5: VERSION exec, size, RSS" >&2
-: >"$work/version.txt"
-for _ in $(seq 1 "$version_runs"); do
-  t0=$EPOCHREALTIME; CNI_COMMAND=VERSION "$bin/railcni" </dev/null >/dev/null; t1=$EPOCHREALTIME
-  CNI_COMMAND=VERSION "$bin/host-device" </dev/null >/dev/null; t2=$EPOCHREALTIME
-  /bin/true; t3=$EPOCHREALTIME
-  CNI_COMMAND=VERSION "$bin/noop" </dev/null >/dev/null; t4=$EPOCHREALTIME
-  echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/version.txt"
-done
+# Exec'd from the Go harness the way libcni runs a plugin (no shell's fork in
+# the way), interleaved with host-device, a static no-op and /bin/true.
+"$work/libcni-bench" version "$version_runs" "$bin/railcni" "$bin/host-device" "$bin/noop" /bin/true >"$work/version.json"
 size=$(stat -c %s "$bin/railcni")
 cni_env=(CNI_CONTAINERID=probe CNI_NETNS="$pod" CNI_IFNAME=net1 CNI_PATH="$bin")
 probe_conf=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); c=l["plugins"][0]; c["cniVersion"]=l["cniVersion"]; c["name"]=l["name"]; print(json.dumps(c))' "$single_a")
@@ -268,7 +263,8 @@ for i, line in enumerate(open(f"{work}/pod.jsonl")):
     for k in "ABC":
         pod[k]["add"] += ms(d[k]["add"]); pod[k]["del"] += ms(d[k]["del"])
 podfloor = [tuple(map(float, l.split())) for l in open(f"{work}/podfloor.txt")]
-version = [tuple(map(float, l.split())) for l in open(f"{work}/version.txt")]
+version = {k: ms(v) for k, v in json.load(open(f"{work}/version.json")).items()}
+vp50 = lambda name: statistics.median(next(v for k, v in version.items() if k.endswith("/" + name)))
 
 def moves(path):
     """The kernel's time per namespace move (sends over 1 ms, see trace_moves),
@@ -320,8 +316,8 @@ r = {
   },
   "ipam": {"inProcess1": int("$ipam_inproc"), "inProcess32": int("$ipam_inproc32"),
            "binary1": int("$ipam_bin"), "binary32": int("$ipam_bin32"), "unit": "allocate+release pairs/s"},
-  "version": {"railcni": statistics.median([v[0] for v in version]), "hostDevice": statistics.median([v[1] for v in version]),
-              "binTrue": statistics.median([v[2] for v in version]), "staticNoop": statistics.median([v[3] for v in version])},
+  "version": {"railcni": vp50("railcni"), "hostDevice": vp50("host-device"),
+              "binTrue": vp50("true"), "staticNoop": vp50("noop")},
   "strippedBytes": $size, "addPeakRssKiB": int("$rss"),
   "perAdd": {"syscalls": $add_sys, "netlinkSends": $add_send, "fsyncs": $add_fsync, "netnsMoves": $add_moves},
   "perDel": {"syscalls": $del_sys, "netlinkSends": $del_send, "fsyncs": $del_fsync, "netnsMoves": $del_moves},

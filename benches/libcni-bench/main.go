@@ -7,16 +7,22 @@
 //	    every conflist of a dir in name order as net1..netN, Multus-style
 //	    (serially), then DEL in reverse
 //
+//	libcni-bench version <cycles> <plugin>...
+//	    exec each plugin with CNI_COMMAND=VERSION the way libcni does (stdin
+//	    the config, stdout captured), taking turns; prints {"<plugin>": [ns...]}
+//
 // The sets take turns within every cycle, and which goes first rotates from
 // cycle to cycle (interleaved). Prints {"A": {"add": [ns...], "del":
 // [ns...]}, "B": {...}, ...} on stdout, one letter per set in argument order.
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -56,7 +62,34 @@ func dir(d string) []string {
 	return files
 }
 
+// execVersion times VERSION execs of each plugin, interleaved: what a
+// runtime pays per exec, without a shell's fork in the way.
+func execVersion(cycles int, plugins []string) {
+	out := map[string][]int64{}
+	stdin := []byte(`{"cniVersion":"1.1.0"}`)
+	for c := 0; c < cycles; c++ {
+		for _, p := range plugins {
+			cmd := exec.Command(p)
+			cmd.Env = []string{"CNI_COMMAND=VERSION"}
+			cmd.Stdin = bytes.NewReader(stdin)
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			t0 := time.Now()
+			if err := cmd.Run(); err != nil {
+				fail(fmt.Errorf("VERSION of %s: %w", p, err))
+			}
+			out[p] = append(out[p], time.Since(t0).Nanoseconds())
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
 func main() {
+	if len(os.Args) >= 4 && os.Args[1] == "version" {
+		cycles, _ := strconv.Atoi(os.Args[2])
+		execVersion(cycles, os.Args[3:])
+		return
+	}
 	if len(os.Args) < 7 || len(os.Args) > 6+26 {
 		fail(fmt.Errorf("usage: libcni-bench single|pod <plugin-dir> <netns> <cycles> <warmup> <A> [<B>...]"))
 	}
