@@ -354,7 +354,8 @@ if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
 else:
     print("  the kernel's namespace move: n/a (no writable tracefs)")
 i = r["ipam"]
-print(f"railcni-ipam pairs/s: in-process {i['inProcess1']} (32 procs {i['inProcess32']}), binary {i['binary1']} (32 callers {i['binary32']})")
+print(f"railcni-ipam allocate+release pairs/s, every change durable: in-process {i['inProcess1']} "
+      f"(= {2 * i['inProcess1']} ops/s; 32 procs {i['inProcess32']}), binary {i['binary1']} (32 callers {i['binary32']})")
 v = r["version"]
 print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms ({v['railcni'] / v['hostDevice']:.2f}x); "
       f"exec floor: static no-op {v['staticNoop']:.2f} ms ({v['railcni'] / v['staticNoop']:.2f}x), /bin/true {v['binTrue']:.2f} ms")
