@@ -32,18 +32,6 @@ impl NsId {
 /// This boot's id (`/proc/sys/kernel/random/boot_id`, or where the settings
 /// point), `None` when it cannot be read.
 pub fn boot_id(path: &Path) -> Option<String> {
-    // It cannot change while a process lives: read it once per process.
-    static FIRST: std::sync::OnceLock<(std::path::PathBuf, Option<String>)> =
-        std::sync::OnceLock::new();
-    let (first_path, id) = FIRST.get_or_init(|| (path.to_path_buf(), read_boot_id(path)));
-    if first_path == path {
-        id.clone()
-    } else {
-        read_boot_id(path)
-    }
-}
-
-fn read_boot_id(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
         .ok()
         .map(|s| s.trim().to_string())
