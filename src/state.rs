@@ -172,7 +172,10 @@ impl Store {
 
     fn dir(&self, name: &'static str) -> Result<PathBuf> {
         let dir = self.root.join(name);
-        let mut made = self.made.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut made = self
+            .made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !made.contains(&name) {
             files::private_dir(&dir)
                 .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))?;

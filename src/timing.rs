@@ -24,7 +24,10 @@ pub fn add_move(took: Duration) {
 /// "took 21.3 ms (18.9 ms of it the kernel's namespace move)".
 pub fn summary() -> String {
     let total = STARTED.get().map(Instant::elapsed).unwrap_or_default();
-    describe(total, Duration::from_nanos(MOVING_NS.load(Ordering::Relaxed)))
+    describe(
+        total,
+        Duration::from_nanos(MOVING_NS.load(Ordering::Relaxed)),
+    )
 }
 
 fn describe(total: Duration, moving: Duration) -> String {

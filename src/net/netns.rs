@@ -73,8 +73,9 @@ impl NetNs {
     }
 
     fn run_here<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let home = File::open("/proc/thread-self/ns/net")
-            .map_err(|e| Error::Netlink(format!("cannot open this thread's network namespace: {e}")))?;
+        let home = File::open("/proc/thread-self/ns/net").map_err(|e| {
+            Error::Netlink(format!("cannot open this thread's network namespace: {e}"))
+        })?;
         self.enter()?;
         let out = f();
         if let Err(e) = setns(home.as_fd(), CloneFlags::CLONE_NEWNET) {
@@ -106,7 +107,10 @@ impl NetNs {
 
     fn enter(&self) -> Result<()> {
         setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| {
-            Error::Netlink(format!("cannot enter network namespace {}: {e}", self.label))
+            Error::Netlink(format!(
+                "cannot enter network namespace {}: {e}",
+                self.label
+            ))
         })
     }
 }
@@ -147,9 +151,15 @@ mod tests {
                 label: "test".into(),
                 current: false,
             };
-            let seen = other.run(|| Ok(inode("/proc/thread-self/ns/net"))).expect("run");
+            let seen = other
+                .run(|| Ok(inode("/proc/thread-self/ns/net")))
+                .expect("run");
             assert_ne!(seen, host, "the work ran inside the other namespace");
-            assert_eq!(inode("/proc/thread-self/ns/net"), host, "and the caller came back");
+            assert_eq!(
+                inode("/proc/thread-self/ns/net"),
+                host,
+                "and the caller came back"
+            );
             assert!(!STRANDED.load(Ordering::Relaxed));
             done_tx.send(()).ok();
             holder.join().expect("holder");
