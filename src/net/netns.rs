@@ -1,9 +1,9 @@
 //! Network namespace handles, and running work inside one.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sched::{setns, CloneFlags};
 
@@ -57,13 +57,15 @@ impl NetNs {
     }
 
     /// Run `f` inside this namespace, on the caller's thread: enter, work,
-    /// come back. Starting a thread instead would cost more than the work
-    /// (a socket, a few sysctls). If coming back ever fails, the thread is
-    /// marked stranded and from then on all namespace work, the host's
-    /// included, runs on a short-lived thread that enters its namespace by
-    /// descriptor, so nothing is done in the wrong place and nothing aborts.
+    /// come back. A thread of its own would cost more than the work (a
+    /// socket, a few sysctls), and a thread ending just before the move
+    /// measurably slows the kernel's move. If coming back ever fails, the
+    /// caller's thread is marked stranded, and from then on its namespace
+    /// work, the host's included, runs on a short-lived thread that enters
+    /// its namespace by descriptor: nothing is done in the wrong place and
+    /// nothing aborts.
     pub fn run<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-        if STRANDED.load(Ordering::Relaxed) {
+        if STRANDED.get() {
             return self.run_on_thread(f);
         }
         if self.current {
@@ -77,15 +79,12 @@ impl NetNs {
             Error::Netlink(format!("cannot open this thread's network namespace: {e}"))
         })?;
         self.enter()?;
-        let out = f();
-        if let Err(e) = setns(home.as_fd(), CloneFlags::CLONE_NEWNET) {
-            STRANDED.store(true, Ordering::Relaxed);
-            crate::log_error!(
-                "cannot return from network namespace {} ({e}); namespace work now runs on its own threads",
-                self.label
-            );
-        }
-        out
+        // Comes back when dropped, after `f` returns or unwinds.
+        let _back = ComeBack {
+            home,
+            from: &self.label,
+        };
+        f()
     }
 
     fn run_on_thread<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
@@ -115,8 +114,28 @@ impl NetNs {
     }
 }
 
-/// Set once switching back to the caller's namespace has failed.
-static STRANDED: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    /// Set once this thread failed to return to its namespace.
+    static STRANDED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Returns the caller's thread to its namespace when dropped.
+struct ComeBack<'a> {
+    home: File,
+    from: &'a str,
+}
+
+impl Drop for ComeBack<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = setns(self.home.as_fd(), CloneFlags::CLONE_NEWNET) {
+            STRANDED.set(true);
+            crate::log_error!(
+                "cannot return from network namespace {} ({e}); namespace work now runs on its own threads",
+                self.from
+            );
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -160,9 +179,27 @@ mod tests {
                 host,
                 "and the caller came back"
             );
-            assert!(!STRANDED.load(Ordering::Relaxed));
             done_tx.send(()).ok();
             holder.join().expect("holder");
+        });
+    }
+
+    #[test]
+    fn a_stranded_caller_still_does_host_work_in_the_host() {
+        support::require_root();
+        in_fresh_thread(|| {
+            let host = NetNs::current().expect("host");
+            let host_inode = inode("/proc/thread-self/ns/net");
+            // What a failed return leaves: the caller's thread elsewhere.
+            nix::sched::unshare(CloneFlags::CLONE_NEWNET).expect("unshare");
+            STRANDED.set(true);
+            let seen = host
+                .run(|| Ok(inode("/proc/thread-self/ns/net")))
+                .expect("run");
+            assert_eq!(
+                seen, host_inode,
+                "host work ran in the host, not where the caller is"
+            );
         });
     }
 }
