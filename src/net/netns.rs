@@ -179,6 +179,7 @@ mod tests {
                 host,
                 "and the caller came back"
             );
+            assert!(!STRANDED.get());
             done_tx.send(()).ok();
             holder.join().expect("holder");
         });
