@@ -242,7 +242,7 @@ strace_c DEL "$work/DEL.c"; plain ADD; strace_s DEL "$work/DEL.s"
 read -r add_sys add_send add_fsync add_moves < <(tally "$work/ADD.c" "$work/ADD.s")
 read -r del_sys del_send del_fsync del_moves < <(tally "$work/DEL.c" "$work/DEL.s")
 
-python3 - "$work" "$out_dir/bench.json" <<PY
+python3 - "$work" "$out_dir/bench.json" "$out_dir/plugins.log" <<PY
 import json, statistics, sys
 work, out = sys.argv[1], sys.argv[2]
 def q(xs, p):
@@ -291,8 +291,24 @@ def moves(path):
     for (comm, _), took in per_process.items():
         key = "railcni" if comm == "railcni" else ("oneProcess" if len(took) == 8 else "perRail")
         sets[key] += took
-    return {k: (statistics.median(v) if v else None) for k, v in sets.items()} | {"count": {k: len(v) for k, v in sets.items()}}
+    return {k: (statistics.median(v) if v else None) for k, v in sets.items()} | {
+        "mean": {k: (statistics.fmean(v) if v else None) for k, v in sets.items()},
+        "count": {k: len(v) for k, v in sets.items()}}
 move_ms = moves(f"{work}/moves.trace")
+
+def own_log(path):
+    """railcni's closing log lines: what each ADD and DEL took, and how much
+    of it was the kernel's move (p50 of each, ms)."""
+    import re
+    took = {"attached": [], "detached": []}
+    for line in open(path, errors="replace"):
+        m = re.search(r"\] (attached|detached) .*; took ([\d.]+) ms \(([\d.]+) ms of it", line)
+        if m:
+            took[m.group(1)].append((float(m.group(2)), float(m.group(3))))
+    return {verb: {"took": statistics.median([t for t, _ in v]), "outsideMove": statistics.median([t - m for t, m in v]),
+                   "count": len(v)} if v else None
+            for verb, v in (("add", took["attached"]), ("del", took["detached"]))}
+own = own_log(sys.argv[3])
 r = {
   "singleRail": {
     "railcni": {"add": {"p50": q(single["A"]["add"], .5), "p95": q(single["A"]["add"], .95)},
@@ -319,6 +335,7 @@ r = {
   "version": {"railcni": vp50("railcni"), "hostDevice": vp50("host-device"),
               "binTrue": vp50("true"), "staticNoop": vp50("noop")},
   "strippedBytes": $size, "addPeakRssKiB": int("$rss"),
+  "railcniLog": own,
   "perAdd": {"syscalls": $add_sys, "netlinkSends": $add_send, "fsyncs": $add_fsync, "netnsMoves": $add_moves},
   "perDel": {"syscalls": $del_sys, "netlinkSends": $del_send, "fsyncs": $del_fsync, "netnsMoves": $del_moves},
 }
@@ -346,13 +363,19 @@ for key, label in rows:
     print(f"  {label:<44}{a:8.1f}   {d:8.1f}{extra}")
 mv = p["moveMs"]
 if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
-    print(f"  the kernel's namespace move (ftrace p50, ms): {mv['oneProcess']:.2f} in the one-process floor, "
-          f"{mv['perRail']:.2f} in the per-rail floor, {mv['railcni']:.2f} in railcni")
-    ra = (p["railcni"]["attach"] + p["railcni"]["detach"] - p["noopPlugin"]["attach"] - p["noopPlugin"]["detach"]) / 8 - 2 * mv["railcni"]
-    fl = (fa + fd) / 8 - 2 * mv["oneProcess"]
+    mean = mv["mean"]
+    print(f"  the kernel's namespace move (ftrace, p50 / mean ms): {mv['oneProcess']:.2f} / {mean['oneProcess']:.2f} in the "
+          f"one-process floor, {mv['perRail']:.2f} / {mean['perRail']:.2f} in the per-rail floor, "
+          f"{mv['railcni']:.2f} / {mean['railcni']:.2f} in railcni")
+    # A pod's time is a sum of moves, so the means go with it.
+    ra = (p["railcni"]["attach"] + p["railcni"]["detach"] - p["noopPlugin"]["attach"] - p["noopPlugin"]["detach"]) / 8 - 2 * mean["railcni"]
+    fl = (fa + fd) / 8 - 2 * mean["oneProcess"]
     print(f"  per rail, ADD+DEL outside the moves and the harness: railcni {ra:.2f} ms, one-process floor {fl:.2f} ms ({ra - fl:+.2f})")
 else:
     print("  the kernel's namespace move: n/a (no writable tracefs)")
+if own["add"] and own["del"]:
+    print(f"  railcni's own log, p50 over every ADD / DEL of this run: took {own['add']['took']:.2f} / {own['del']['took']:.2f} ms, "
+          f"outside the kernel's move {own['add']['outsideMove']:.2f} / {own['del']['outsideMove']:.2f} ms")
 i = r["ipam"]
 print(f"railcni-ipam allocate+release pairs/s, every change durable: in-process {i['inProcess1']} "
       f"(= {2 * i['inProcess1']} ops/s; 32 procs {i['inProcess32']}), binary {i['binary1']} (32 callers {i['binary32']})")
