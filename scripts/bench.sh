@@ -367,10 +367,6 @@ if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
     print(f"  the kernel's namespace move (ftrace, p50 / mean ms): {mv['oneProcess']:.2f} / {mean['oneProcess']:.2f} in the "
           f"one-process floor, {mv['perRail']:.2f} / {mean['perRail']:.2f} in the per-rail floor, "
           f"{mv['railcni']:.2f} / {mean['railcni']:.2f} in railcni")
-    # A pod's time is a sum of moves, so the means go with it.
-    ra = (p["railcni"]["attach"] + p["railcni"]["detach"] - p["noopPlugin"]["attach"] - p["noopPlugin"]["detach"]) / 8 - 2 * mean["railcni"]
-    fl = (fa + fd) / 8 - 2 * mean["oneProcess"]
-    print(f"  per rail, ADD+DEL outside the moves and the harness: railcni {ra:.2f} ms, one-process floor {fl:.2f} ms ({ra - fl:+.2f})")
 else:
     print("  the kernel's namespace move: n/a (no writable tracefs)")
 if own["add"] and own["del"]:
