@@ -131,7 +131,7 @@ tracefs=/sys/kernel/tracing
 trace_moves() { # on|off
   local ev=$tracefs/events/raw_syscalls e
   if [ "$1" = on ]; then
-    [ -d "$ev" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null || return 1
+    if [ ! -d "$ev" ]; then mount -t tracefs nodev "$tracefs" 2>/dev/null && trace_mounted=1 || return 1; fi
     [ -w "$ev/sys_enter/filter" ] || return 1
     trace_kb=$(cat "$tracefs/buffer_size_kb")
     echo 0 >"$tracefs/tracing_on"; echo 8192 >"$tracefs/buffer_size_kb"; : >"$tracefs/trace"
@@ -145,6 +145,7 @@ trace_moves() { # on|off
     cp "$tracefs/trace" "$work/moves.trace"
     for e in sys_enter sys_exit; do echo 0 >"$ev/$e/enable"; echo 0 >"$ev/$e/filter"; done
     : >"$tracefs/trace"; echo "$trace_kb" >"$tracefs/buffer_size_kb"; trace_kb=
+    if [ -n "${trace_mounted:-}" ]; then umount "$tracefs"; trace_mounted=; fi
   fi
 }
 
