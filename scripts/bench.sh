@@ -244,7 +244,7 @@ read -r add_sys add_send add_fsync add_moves < <(tally "$work/ADD.c" "$work/ADD.
 read -r del_sys del_send del_fsync del_moves < <(tally "$work/DEL.c" "$work/DEL.s")
 
 python3 - "$work" "$out_dir/bench.json" "$out_dir/plugins.log" <<PY
-import json, statistics, sys
+import json, re, statistics, sys
 work, out = sys.argv[1], sys.argv[2]
 def q(xs, p):
     xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
@@ -275,7 +275,6 @@ def moves(path):
         lines = open(path)
     except OSError:
         return None
-    import re
     event = re.compile(r"^\s*(.+)-(\d+)\s+\[\d+\].*?\s([\d.]+): (sys_enter|sys_exit):")
     started, per_process = {}, {}
     for line in lines:
@@ -300,7 +299,6 @@ move_ms = moves(f"{work}/moves.trace")
 def own_log(path):
     """railcni's closing log lines: what each ADD and DEL took, and how much
     of it was the kernel's move (p50 of each, ms)."""
-    import re
     took = {"attached": [], "detached": []}
     for line in open(path, errors="replace"):
         m = re.search(r"\] (attached|detached) .*; took ([\d.]+) ms \(([\d.]+) ms of it", line)

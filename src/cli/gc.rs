@@ -105,11 +105,7 @@ pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usag
     };
     emit(&report, json, print);
     let unsettled = report.actions.iter().any(|a| a.result != "done");
-    Ok(if unsettled {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
+    Ok(Outcome::found(unsettled))
 }
 
 /// The plugin's own detach, with a context made from the record: a DEL of

@@ -52,11 +52,7 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
         drift,
     };
     emit(&report, json, print);
-    Ok(if drift {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
+    Ok(Outcome::found(drift))
 }
 
 async fn inspect_one(r: &Record) -> Interface {

@@ -108,6 +108,17 @@ pub enum Outcome {
     Problems,
 }
 
+impl Outcome {
+    /// Exit 1 when the command found a problem, else 0.
+    pub fn found(problems: bool) -> Self {
+        if problems {
+            Outcome::Problems
+        } else {
+            Outcome::Clean
+        }
+    }
+}
+
 /// A usage error (exit 2): the command cannot run as asked.
 pub struct Usage(pub String);
 

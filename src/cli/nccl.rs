@@ -97,11 +97,7 @@ pub fn run(
         problems,
     };
     emit(&report, json, print);
-    Ok(if report.problems.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(Outcome::found(!report.problems.is_empty()))
 }
 
 fn print(r: &Report) {

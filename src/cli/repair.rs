@@ -107,11 +107,7 @@ pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Us
         error,
     };
     emit(&report, json, print);
-    Ok(if report.error.is_some() {
-        Outcome::Problems
-    } else {
-        Outcome::Clean
-    })
+    Ok(Outcome::found(report.error.is_some()))
 }
 
 fn print(r: &Report) {

@@ -81,11 +81,7 @@ pub fn run(settings: &Settings, network: Option<&str>, json: bool) -> Result<Out
     let state = NodeState::load(settings)?;
     let report = build(settings, &state, network);
     emit(&report, json, print);
-    Ok(if report.problems.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::Problems
-    })
+    Ok(Outcome::found(!report.problems.is_empty()))
 }
 
 pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Report {
