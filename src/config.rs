@@ -84,12 +84,13 @@ struct RawRuntimeConfig {
 
 #[derive(Debug, Clone)]
 pub struct IpamConf {
-    pub kind: String,
+    /// `ipam.type`: the plugin's name.
+    pub plugin: String,
 }
 
 impl IpamConf {
     pub fn is_embedded(&self) -> bool {
-        self.kind == EMBEDDED_IPAM
+        self.plugin == EMBEDDED_IPAM
     }
 }
 
@@ -136,130 +137,36 @@ impl NetConf {
         if conf.kind.as_deref().unwrap_or("").is_empty() {
             return Err(Error::config("type", "is required"));
         }
-
-        let mac = match (&conf.runtime_config.mac, &env.args.mac, &conf.mac) {
-            (Some(m), _, _) => Some(parse_mac(m, "runtimeConfig.mac")?),
-            (None, Some(m), _) => Some(parse_mac(m, "CNI_ARGS MAC")?),
-            (None, None, Some(m)) => Some(parse_mac(m, "mac")?),
-            (None, None, None) => None,
-        };
+        check_log_level(conf.log_level.as_deref())?;
+        let mac = pick_mac(&conf, env)?;
         let mut vf = vf_settings(&conf, mac)?;
-        vf.ib_guid = match (
-            &conf.runtime_config.infiniband_guid,
-            &env.args.infiniband_guid,
-            &conf.guid,
-        ) {
-            (Some(g), _, _) => Some(parse_guid(g, "runtimeConfig.infinibandGUID")?),
-            (None, Some(g), _) => Some(parse_guid(g, "CNI_ARGS infinibandGUID")?),
-            (None, None, Some(g)) => Some(parse_guid(g, "guid")?),
-            (None, None, None) => None,
-        };
-        let pkey = match conf.pkey.as_deref() {
-            None => None,
-            Some(p) => Some(
-                u16::from_str_radix(p.trim_start_matches("0x"), 16)
-                    .ok()
-                    .filter(|k| k & 0x7fff != 0)
-                    .ok_or_else(|| {
-                        Error::config("pkey", format!("{p:?} is not a partition key like 0x8001"))
-                    })?,
-            ),
-        };
-        let ethernet_fields: Vec<&'static str> = [
-            ("mac", mac.is_some()),
-            ("vlan", conf.vlan.is_some()),
-            ("vlanQoS", conf.vlan_qos.is_some()),
-            ("vlanProto", conf.vlan_proto.is_some()),
-            ("spoofchk", conf.spoofchk.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(f, set)| set.then_some(f))
-        .collect();
-        let device_id = conf
-            .runtime_config
-            .device_id
-            .or(conf.device_id)
-            .or(conf.pci_bus_id)
-            .filter(|d| !d.is_empty());
-
-        let mtu = parse_mtu(conf.mtu.as_ref())?;
-
-        let ipam = match &conf.ipam {
-            None => None,
-            Some(v) if v.as_object().is_some_and(|o| o.is_empty()) => None,
-            Some(v) => {
-                let kind = v
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| Error::config("ipam.type", "is required when ipam is set"))?;
-                if kind.contains('/') || kind.starts_with('.') {
-                    return Err(Error::config(
-                        "ipam.type",
-                        format!("{kind:?} must be a plugin name, not a path"),
-                    ));
-                }
-                Some(IpamConf {
-                    kind: kind.to_string(),
-                })
-            }
-        };
-
-        let requested_ips = cni::args::requested_ips(&raw, &env.args)?;
-
-        // Logging was set up from the raw config already; a bad level is
-        // still the operator's to fix.
-        if let Some(l) = conf.log_level.as_deref().filter(|l| !l.is_empty()) {
-            if Level::parse(l).is_none() {
-                return Err(Error::config(
-                    "logLevel",
-                    format!("{l:?} is not one of error, warning, info, debug"),
-                ));
-            }
-        }
-
-        // The embedded IPAM's pool is the rail CIDR the main table routes to.
-        let ipam_cidr = match &ipam {
-            Some(i) if i.is_embedded() => raw
-                .pointer("/ipam/cidr")
-                .and_then(Value::as_str)
-                .and_then(|c| c.parse().ok()),
-            _ => None,
-        };
-        let routing = RoutingConf::parse(conf.routing.as_ref(), ipam_cidr)?;
-        let rdma = match conf.rdma.as_deref() {
-            None | Some("auto") => RdmaPolicy::Auto,
-            Some("required") => RdmaPolicy::Required,
-            Some("off") => RdmaPolicy::Off,
-            Some(other) => {
-                return Err(Error::config(
-                    "rdma",
-                    format!("{other:?} is not one of auto, required, off"),
-                ))
-            }
-        };
-
-        let mtu_given = conf.mtu.is_some();
-        let rdma_given = conf.rdma.is_some();
+        vf.ib_guid = pick_guid(&conf, env)?;
+        let ipam = ipam_conf(conf.ipam.as_ref())?;
+        let routing = RoutingConf::parse(conf.routing.as_ref(), embedded_cidr(ipam.as_ref(), &raw)?)?;
         Ok(NetConf {
-            mtu_given,
-            rdma_given,
-            pkey,
-            ethernet_fields,
+            mtu_given: conf.mtu.is_some(),
+            rdma_given: conf.rdma.is_some(),
+            mtu: parse_mtu(conf.mtu.as_ref())?,
+            rdma: parse_rdma(conf.rdma.as_deref())?,
+            pkey: parse_pkey(conf.pkey.as_deref())?,
+            ethernet_fields: ethernet_fields(&conf, mac),
+            requested_ips: cni::args::requested_ips(&raw, &env.args)?,
             routing,
             vf,
-            rdma,
             device_info_file: conf
                 .runtime_config
                 .device_info_file
                 .filter(|f| !f.is_empty())
                 .map(PathBuf::from),
             name,
-            device_id,
-            mtu,
+            device_id: conf
+                .runtime_config
+                .device_id
+                .or(conf.device_id)
+                .or(conf.pci_bus_id)
+                .filter(|d| !d.is_empty()),
             mac,
             ipam,
-            requested_ips,
             prev_result: conf.prev_result,
             raw,
         })
@@ -273,6 +180,114 @@ impl NetConf {
                 "no VF PCI address: set runtimeConfig.deviceID (SR-IOV device plugin via Multus), deviceID or pciBusID",
             )
         })
+    }
+}
+
+/// runtimeConfig.mac > CNI_ARGS MAC= > config mac.
+fn pick_mac(conf: &RawConf, env: &Env) -> Result<Option<Mac>> {
+    match (&conf.runtime_config.mac, &env.args.mac, &conf.mac) {
+        (Some(m), _, _) => parse_mac(m, "runtimeConfig.mac").map(Some),
+        (None, Some(m), _) => parse_mac(m, "CNI_ARGS MAC").map(Some),
+        (None, None, Some(m)) => parse_mac(m, "mac").map(Some),
+        (None, None, None) => Ok(None),
+    }
+}
+
+/// runtimeConfig.infinibandGUID > CNI_ARGS infinibandGUID= > config guid.
+fn pick_guid(conf: &RawConf, env: &Env) -> Result<Option<crate::hw::Guid>> {
+    let given = [
+        (&conf.runtime_config.infiniband_guid, "runtimeConfig.infinibandGUID"),
+        (&env.args.infiniband_guid, "CNI_ARGS infinibandGUID"),
+        (&conf.guid, "guid"),
+    ];
+    match given.into_iter().find_map(|(v, field)| v.as_ref().map(|g| (g, field))) {
+        Some((g, field)) => parse_guid(g, field).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn parse_pkey(p: Option<&str>) -> Result<Option<u16>> {
+    let Some(p) = p else { return Ok(None) };
+    u16::from_str_radix(p.trim_start_matches("0x"), 16)
+        .ok()
+        .filter(|k| k & 0x7fff != 0)
+        .map(Some)
+        .ok_or_else(|| Error::config("pkey", format!("{p:?} is not a partition key like 0x8001")))
+}
+
+/// The Ethernet-only fields the config sets (refused on InfiniBand VFs).
+fn ethernet_fields(conf: &RawConf, mac: Option<Mac>) -> Vec<&'static str> {
+    [
+        ("mac", mac.is_some()),
+        ("vlan", conf.vlan.is_some()),
+        ("vlanQoS", conf.vlan_qos.is_some()),
+        ("vlanProto", conf.vlan_proto.is_some()),
+        ("spoofchk", conf.spoofchk.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(f, set)| set.then_some(f))
+    .collect()
+}
+
+/// `ipam`: absent or `{}` for none; a plugin name, never a path.
+fn ipam_conf(v: Option<&Value>) -> Result<Option<IpamConf>> {
+    let Some(v) = v.filter(|v| !v.as_object().is_some_and(serde_json::Map::is_empty)) else {
+        return Ok(None);
+    };
+    let kind = v
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Error::config("ipam.type", "is required when ipam is set"))?;
+    if kind.contains('/') || kind.starts_with('.') {
+        return Err(Error::config(
+            "ipam.type",
+            format!("{kind:?} must be a plugin name, not a path"),
+        ));
+    }
+    Ok(Some(IpamConf {
+        plugin: kind.to_string(),
+    }))
+}
+
+/// The embedded IPAM's `cidr`: the rail the main table routes to.
+fn embedded_cidr(ipam: Option<&IpamConf>, raw: &Value) -> Result<Option<ipnet::IpNet>> {
+    if !ipam.is_some_and(IpamConf::is_embedded) {
+        return Ok(None);
+    }
+    match raw.pointer("/ipam/cidr") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(c)) => c.parse().map(Some).map_err(|_| {
+            Error::config("ipam.cidr", format!("{c:?} is not a prefix like 172.16.0.0/15"))
+        }),
+        Some(other) => Err(Error::config(
+            "ipam.cidr",
+            format!("{other} must be a string such as \"172.16.0.0/15\""),
+        )),
+    }
+}
+
+fn parse_rdma(v: Option<&str>) -> Result<RdmaPolicy> {
+    match v {
+        None | Some("auto") => Ok(RdmaPolicy::Auto),
+        Some("required") => Ok(RdmaPolicy::Required),
+        Some("off") => Ok(RdmaPolicy::Off),
+        Some(other) => Err(Error::config(
+            "rdma",
+            format!("{other:?} is not one of auto, required, off"),
+        )),
+    }
+}
+
+/// Logging was set up from the raw config already; a bad level is still
+/// the operator's to fix.
+fn check_log_level(level: Option<&str>) -> Result<()> {
+    match level.filter(|l| !l.is_empty()) {
+        Some(l) if Level::parse(l).is_none() => Err(Error::config(
+            "logLevel",
+            format!("{l:?} is not one of error, warning, info, debug"),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -439,6 +454,20 @@ mod tests {
 
     fn parse(json: &str) -> Result<NetConf> {
         parse_with(json, &env_with_args(""))
+    }
+
+    #[test]
+    fn a_malformed_ipam_cidr_names_the_field() {
+        for cidr in [r#""172.16.0.0/33""#, r#""rail-one""#, "17"] {
+            let json = format!(
+                r#"{{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{{"type":"railcni-ipam","cidr":{cidr}}}}}"#
+            );
+            let e = parse(&json).unwrap_err();
+            assert_eq!(e.code(), 7, "{cidr}: {e}");
+            assert!(e.details().contains("ipam.cidr"), "{cidr}: {e}");
+        }
+        let ok = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","ipam":{"type":"railcni-ipam","cidr":"172.16.0.0/15"}}"#;
+        assert!(parse(ok).is_ok());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::{Component, Path};
 use cni::files::write_atomic;
 use serde_json::json;
 
-use crate::sriov::Vf;
+use crate::vf::Vf;
 
 /// Only files under Multus' directory (`allowed_dir`, from the settings) are
 /// written, so a NAD's runtimeConfig cannot point root's write anywhere else.

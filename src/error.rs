@@ -29,6 +29,35 @@ pub enum Error {
     State(String),
     /// 107: CHECK found the attachment differs from prevResult.
     CheckFailed(String),
+    /// Teardown left work undone: every failed step, with its own error.
+    /// Its code is the most actionable of theirs (see `actionable`).
+    Teardown {
+        what: String,
+        failures: Vec<StepFailure>,
+    },
+}
+
+/// One teardown step that failed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFailure {
+    pub step: &'static str,
+    pub error: Error,
+}
+
+/// How much a code tells the runtime or operator to do, lower first:
+/// try again later (a retry fixes it), the state store, the config, the
+/// IPAM, the device, and last a netlink failure (look at the kernel).
+fn actionable(code: u32) -> u32 {
+    match code {
+        11 => 0,
+        106 => 1,
+        1..=10 => 2,
+        110..=113 => 3,
+        105 => 4,
+        101..=103 => 5,
+        104 => 6,
+        _ => 7,
+    }
 }
 
 impl Error {
@@ -81,6 +110,11 @@ impl Reply for Error {
             Error::IpamPlugin { .. } => 105,
             Error::State(_) => 106,
             Error::CheckFailed(_) => 107,
+            Error::Teardown { failures, .. } => failures
+                .iter()
+                .map(|f| f.error.code())
+                .min_by_key(|c| actionable(*c))
+                .unwrap_or(104),
         }
     }
 
@@ -94,6 +128,7 @@ impl Reply for Error {
             Error::Ipam(_) | Error::IpamPlugin { .. } => "IPAM failed",
             Error::State(_) => "attachment store failed",
             Error::CheckFailed(_) => "attachment check failed",
+            Error::Teardown { .. } => "attachment not fully given back",
         }
     }
 
@@ -108,6 +143,14 @@ impl Reply for Error {
             | Error::Netlink(msg)
             | Error::State(msg)
             | Error::CheckFailed(msg) => msg.clone(),
+            Error::Teardown { what, failures } => format!(
+                "giving back {what} left work undone: {}",
+                failures
+                    .iter()
+                    .map(|f| format!("{}: {}", f.step, f.error.details()))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
         }
     }
 }
@@ -160,6 +203,32 @@ mod tests {
         assert_eq!(Error::State(String::new()).code(), 106);
         assert_eq!(Error::from(IpamError::Exhausted(String::new())).code(), 110);
         assert_eq!(Error::from(IpamError::config("ipam.cidr", "x")).code(), 7);
+    }
+
+    #[test]
+    fn teardown_answers_its_most_actionable_code_and_lists_every_failure() {
+        let failed = |step, error| StepFailure { step, error };
+        let e = Error::Teardown {
+            what: "VF 0000:3b:02.0".into(),
+            failures: vec![
+                failed("return VF", Error::Netlink("EBUSY".into())),
+                failed("release address", Error::try_again_later("lease file locked")),
+                failed("remove record", Error::State("read-only".into())),
+            ],
+        };
+        assert_eq!(e.code(), 11, "a retry is what fixes a held lock");
+        let d = e.details();
+        for part in ["return VF: EBUSY", "release address: lease file locked", "remove record: read-only"] {
+            assert!(d.contains(part), "{d}");
+        }
+        let e = Error::Teardown {
+            what: String::new(),
+            failures: vec![
+                failed("return VF", Error::Netlink(String::new())),
+                failed("remove record", Error::State(String::new())),
+            ],
+        };
+        assert_eq!(e.code(), 106);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 
 use std::cell::OnceCell;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command as Proc, Stdio};
 
 use cni::{CniResult, Env, Settings};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::{IpamConf, NetConf};
@@ -19,6 +20,25 @@ pub struct Ipam<'a> {
     settings: &'a Settings,
     /// The embedded pool, loaded (node file read) once per invocation.
     loaded: &'a OnceCell<railcni_ipam::Ipam>,
+}
+
+/// An external IPAM plugin as ADD ran it: what teardown needs to run its
+/// DEL later without the network config (the operator's `gc`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalIpam {
+    /// The plugin binary ADD found in CNI_PATH.
+    pub plugin: PathBuf,
+    /// The network config it was given on stdin.
+    pub conf: Value,
+}
+
+impl ExternalIpam {
+    /// Release the lease of (`container_id`, `ifname`) with the plugin's DEL.
+    pub fn release(&self, container_id: &str, ifname: &str) -> Result<()> {
+        let dir: Vec<PathBuf> = self.plugin.parent().map(Path::to_path_buf).into_iter().collect();
+        exec_plugin(&self.plugin, "DEL", &self.conf, &dir, Some((container_id, ifname))).map(drop)
+    }
 }
 
 impl<'a> Ipam<'a> {
@@ -38,8 +58,8 @@ impl<'a> Ipam<'a> {
         })
     }
 
-    fn kind(&self) -> &IpamConf {
-        self.ipam
+    pub fn network(&self) -> &str {
+        &self.conf.name
     }
 
     fn embedded(&self) -> Result<&railcni_ipam::Ipam> {
@@ -51,26 +71,25 @@ impl<'a> Ipam<'a> {
         Ok(self.loaded.get_or_init(|| loaded))
     }
 
-    fn holder(&self) -> railcni_ipam::Holder {
-        let a = &self.env.args;
-        railcni_ipam::Holder {
-            container_id: self.env.container_id.clone(),
-            ifname: self.env.ifname.clone(),
-            pod_namespace: a.pod_namespace.clone(),
-            pod_name: a.pod_name.clone(),
-            pod_uid: a.pod_uid.clone(),
-            netns: self.env.netns.clone(),
+    /// The external plugin and its config, for the record (`None` when embedded).
+    pub fn external(&self) -> Result<Option<ExternalIpam>> {
+        if self.ipam.is_embedded() {
+            return Ok(None);
         }
+        Ok(Some(ExternalIpam {
+            plugin: self.find_plugin()?,
+            conf: self.conf.raw.clone(),
+        }))
     }
 
     /// Addresses, routes and DNS for the attachment; `ips[].interface` unset.
     pub fn add(&self) -> Result<CniResult> {
-        if !self.kind().is_embedded() {
-            let out = self.exec("ADD", &self.conf.raw)?;
+        if !self.ipam.is_embedded() {
+            let out = self.exec("ADD", None)?;
             let v: Value = serde_json::from_slice(&out).map_err(|e| {
                 Error::ipam_plugin(format!(
                     "IPAM plugin {} printed an unreadable result: {e}",
-                    self.kind().kind
+                    self.ipam.plugin
                 ))
             })?;
             let mut r = CniResult::from_value(&v)?;
@@ -79,7 +98,7 @@ impl<'a> Ipam<'a> {
         }
         let allocation = self
             .embedded()?
-            .allocate(&self.holder(), &self.conf.requested_ips)?;
+            .allocate(&railcni_ipam::Holder::of(self.env), &self.conf.requested_ips)?;
         for lease in &allocation.reclaimed {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }
@@ -89,10 +108,8 @@ impl<'a> Ipam<'a> {
     /// Release the lease of attachment (`container_id`, `ifname`), which
     /// need not be this invocation's (a stale record's, GC's).
     pub fn release(&self, container_id: &str, ifname: &str) -> Result<()> {
-        if !self.kind().is_embedded() {
-            return self
-                .exec_for("DEL", &self.conf.raw, Some((container_id, ifname)))
-                .map(drop);
+        if !self.ipam.is_embedded() {
+            return self.exec("DEL", Some((container_id, ifname))).map(drop);
         }
         log_released(self.embedded()?.release(container_id, ifname)?);
         Ok(())
@@ -101,7 +118,7 @@ impl<'a> Ipam<'a> {
     /// Release the embedded pool's leases whose holders are provably gone
     /// (an external IPAM keeps its own books).
     pub fn reclaim_dead(&self) -> Result<()> {
-        if !self.kind().is_embedded() {
+        if !self.ipam.is_embedded() {
             return Ok(());
         }
         for lease in self.embedded()?.reclaim_dead()? {
@@ -111,8 +128,8 @@ impl<'a> Ipam<'a> {
     }
 
     pub fn check(&self) -> Result<()> {
-        if !self.kind().is_embedded() {
-            return self.exec("CHECK", &self.conf.raw).map(drop);
+        if !self.ipam.is_embedded() {
+            return self.exec("CHECK", None).map(drop);
         }
         self.embedded()?
             .check(&self.env.container_id, &self.env.ifname)?;
@@ -120,8 +137,8 @@ impl<'a> Ipam<'a> {
     }
 
     pub fn gc(&self, valid: &[(String, String)]) -> Result<()> {
-        if !self.kind().is_embedded() {
-            return self.exec("GC", &self.conf.raw).map(drop);
+        if !self.ipam.is_embedded() {
+            return self.exec("GC", None).map(drop);
         }
         for ip in self.embedded()?.gc(valid)? {
             crate::log_info!("GC released {ip}");
@@ -130,8 +147,8 @@ impl<'a> Ipam<'a> {
     }
 
     pub fn status(&self) -> Result<()> {
-        if !self.kind().is_embedded() {
-            return self.exec("STATUS", &self.conf.raw).map(drop);
+        if !self.ipam.is_embedded() {
+            return self.exec("STATUS", None).map(drop);
         }
         self.embedded()?
             .status()
@@ -139,7 +156,7 @@ impl<'a> Ipam<'a> {
     }
 
     fn find_plugin(&self) -> Result<PathBuf> {
-        let name = &self.kind().kind;
+        let name = &self.ipam.plugin;
         self.env
             .path
             .iter()
@@ -153,66 +170,79 @@ impl<'a> Ipam<'a> {
             })
     }
 
-    /// Run the IPAM plugin like a runtime would: same env, CNI_COMMAND set,
-    /// the network config on stdin; its error JSON becomes our error.
-    fn exec(&self, command: &str, stdin: &Value) -> Result<Vec<u8>> {
-        self.exec_for(command, stdin, None)
+    /// Run the IPAM plugin with this network's config; `key` overrides the
+    /// attachment it acts on (container ID, ifname).
+    fn exec(&self, command: &str, key: Option<(&str, &str)>) -> Result<Vec<u8>> {
+        exec_plugin(&self.find_plugin()?, command, &self.conf.raw, &self.env.path, key)
     }
+}
 
-    /// `key` overrides the attachment the plugin acts on (container ID, ifname).
-    fn exec_for(&self, command: &str, stdin: &Value, key: Option<(&str, &str)>) -> Result<Vec<u8>> {
-        let plugin = self.find_plugin()?;
-        let name = &self.kind().kind;
-        let mut proc = Proc::new(&plugin);
-        if let Some((container_id, ifname)) = key {
-            proc.env("CNI_CONTAINERID", container_id)
-                .env("CNI_IFNAME", ifname);
-        }
-        let mut child = proc
-            .env("CNI_COMMAND", command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Error::ipam_plugin(format!("cannot run IPAM plugin {}: {e}", plugin.display()))
-            })?;
-        let input = serde_json::to_vec(stdin)
-            .map_err(|e| Error::internal(format!("encode config: {e}")))?;
-        if let Some(mut pipe) = child.stdin.take() {
-            // A plugin may exit without reading stdin; its exit status says what happened.
-            let _ = pipe.write_all(&input);
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| Error::ipam_plugin(format!("IPAM plugin {name} {command}: {e}")))?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !stderr.trim().is_empty() {
-            crate::log_debug!("IPAM plugin {name} {command} stderr: {}", stderr.trim());
-        }
-        if out.status.success() {
-            return Ok(out.stdout);
-        }
-        let err: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        let code = err
-            .get("code")
-            .and_then(Value::as_u64)
-            .and_then(|c| u32::try_from(c).ok())
-            .unwrap_or(105);
-        let msg = err
-            .get("msg")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let details = err.get("details").and_then(Value::as_str).unwrap_or("");
-        Err(Error::IpamPlugin {
-            code,
-            msg: format!(
-                "IPAM plugin {name} {command} failed ({}): {msg}{}{details}",
-                out.status,
-                if details.is_empty() { "" } else { ": " }
-            ),
-        })
+/// Run an IPAM plugin like a runtime would: our environment with
+/// CNI_COMMAND (and the attachment `key`, CNI_PATH) set, the network config on
+/// stdin; its error JSON becomes our error.
+fn exec_plugin(
+    plugin: &Path,
+    command: &str,
+    stdin: &Value,
+    cni_path: &[PathBuf],
+    key: Option<(&str, &str)>,
+) -> Result<Vec<u8>> {
+    let name = plugin
+        .file_name()
+        .map_or_else(|| plugin.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let mut proc = Proc::new(plugin);
+    if let Some((container_id, ifname)) = key {
+        proc.env("CNI_CONTAINERID", container_id)
+            .env("CNI_IFNAME", ifname);
+    }
+    if let Ok(path) = std::env::join_paths(cni_path) {
+        proc.env("CNI_PATH", path);
+    }
+    let mut child = proc
+        .env("CNI_COMMAND", command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            Error::ipam_plugin(format!("cannot run IPAM plugin {}: {e}", plugin.display()))
+        })?;
+    let input =
+        serde_json::to_vec(stdin).map_err(|e| Error::internal(format!("encode config: {e}")))?;
+    if let Some(mut pipe) = child.stdin.take() {
+        // A plugin may exit without reading stdin; its exit status says what happened.
+        let _ = pipe.write_all(&input);
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::ipam_plugin(format!("IPAM plugin {name} {command}: {e}")))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.trim().is_empty() {
+        crate::log_debug!("IPAM plugin {name} {command} stderr: {}", stderr.trim());
+    }
+    if out.status.success() {
+        return Ok(out.stdout);
+    }
+    Err(plugin_error(&name, command, out.status, &out.stdout))
+}
+
+/// A failed plugin's error JSON as our error: its spec code passes on.
+fn plugin_error(name: &str, command: &str, status: std::process::ExitStatus, stdout: &[u8]) -> Error {
+    let err: Value = serde_json::from_slice(stdout).unwrap_or(Value::Null);
+    let text = |key: &str| err.get(key).and_then(Value::as_str).unwrap_or("");
+    let code = err
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u32::try_from(c).ok())
+        .unwrap_or(105);
+    let details = text("details");
+    Error::IpamPlugin {
+        code,
+        msg: format!(
+            "IPAM plugin {name} {command} failed ({status}): {}{}{details}",
+            text("msg"),
+            if details.is_empty() { "" } else { ": " }
+        ),
     }
 }
 
@@ -227,7 +257,7 @@ fn log_released(released: railcni_ipam::Released) {
 }
 
 /// Release a lease from the embedded store of `network`, without its pool
-/// config (a stale record of another network).
+/// config (a stale record of another network, the operator's `gc`).
 pub fn release_embedded(
     settings: &Settings,
     network: &str,

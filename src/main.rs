@@ -3,22 +3,24 @@
 //! Started by a runtime (any `CNI_*` variable set) it speaks CNI on
 //! stdin/stdout; otherwise it is a human command-line tool.
 
+mod attachment;
 mod cli;
 mod commands;
 mod config;
 mod devinfo;
 mod error;
+mod fabric;
 mod hw;
 mod ipam;
 mod journal;
 mod log;
 mod net;
-mod plan;
+mod node;
 mod routing;
 mod run;
-mod sriov;
 mod state;
 mod timing;
+mod vf;
 
 fn main() {
     if cni::is_cni_invocation() {

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::log::Level;
-use crate::net::NetNs;
+use crate::node::Node;
 
 /// Returns the process exit code.
 pub fn cni_main() -> i32 {
@@ -51,7 +51,7 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
         ),
     );
     let conf = NetConf::parse(config, &env)?;
-    let ctx = Ctx::new(env, conf, settings, NetNs::current()?);
+    let ctx = Ctx::new(env, conf, Node::new(settings)?);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -64,7 +64,7 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
             Verb::Del => commands::del::del(&ctx).await.map(|()| None),
             Verb::Check => commands::check::check(&ctx).await.map(|()| None),
             Verb::Gc => commands::gc::gc(&ctx).await.map(|()| None),
-            Verb::Status => commands::status::status(&ctx).map(|()| None),
+            Verb::Status => commands::ready::status(&ctx).map(|()| None),
         }
     })
 }

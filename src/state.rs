@@ -53,6 +53,10 @@ pub struct Record {
     /// The network's `ipam.type`: a stale record of another network can
     /// still have its embedded lease released.
     pub ipam_type: Option<String>,
+    /// An external IPAM plugin and the config ADD ran it with, so its lease
+    /// can be released without the network config (the operator's `gc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_ipam: Option<crate::ipam::ExternalIpam>,
     /// `namespace/name` of the Kubernetes pod, when the runtime said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
@@ -70,7 +74,7 @@ pub struct Record {
     pub rdma_device: Option<String>,
     /// The rail routing ADD installed (table, rules, routes, sysctls).
     #[serde(default)]
-    pub routing: Option<crate::routing::Plan>,
+    pub routing: Option<crate::routing::RailRoutes>,
     pub phase: Phase,
     /// The ADD result in the 1.1 shape, replayed for a repeated ADD.
     pub result: Option<Value>,
@@ -96,6 +100,7 @@ impl Record {
             host,
             pod_ifindex: None,
             ipam_type: None,
+            external_ipam: None,
             pod: None,
             pkey: None,
             dpdk: false,

@@ -31,6 +31,20 @@ pub struct Holder {
     pub netns: Option<std::path::PathBuf>,
 }
 
+impl Holder {
+    /// The holder a CNI request names.
+    pub fn of(env: &cni::Env) -> Self {
+        Holder {
+            container_id: env.container_id.clone(),
+            ifname: env.ifname.clone(),
+            pod_namespace: env.args.pod_namespace.clone(),
+            pod_name: env.args.pod_name.clone(),
+            pod_uid: env.args.pod_uid.clone(),
+            netns: env.netns.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllocatedIp {
     pub address: IpNet,
@@ -38,7 +52,7 @@ pub struct AllocatedIp {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RouteSpec {
+pub struct PoolRoute {
     pub dst: IpNet,
     pub gw: Option<IpAddr>,
 }
@@ -46,7 +60,7 @@ pub struct RouteSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Allocation {
     pub ips: Vec<AllocatedIp>,
-    pub routes: Vec<RouteSpec>,
+    pub routes: Vec<PoolRoute>,
     /// Leases of provably gone holders released to make room, in words.
     pub reclaimed: Vec<String>,
 }
@@ -138,7 +152,7 @@ impl Ipam {
                 .config
                 .routes
                 .iter()
-                .map(|r| RouteSpec {
+                .map(|r| PoolRoute {
                     dst: r.dst,
                     gw: gateway,
                 })
@@ -519,7 +533,7 @@ mod tests {
         assert_eq!(a.ips[0].gateway, Some("172.16.0.1".parse().unwrap()));
         assert_eq!(
             a.routes,
-            vec![RouteSpec {
+            vec![PoolRoute {
                 dst: "172.16.0.0/12".parse().unwrap(),
                 gw: Some("172.16.0.1".parse().unwrap())
             }]

@@ -39,16 +39,8 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
     let ipam = Ipam::load(network, ipam_conf, &request.settings)?;
     match request.verb {
         Verb::Add => {
-            let holder = Holder {
-                container_id: env.container_id.clone(),
-                ifname: env.ifname.clone(),
-                pod_namespace: env.args.pod_namespace.clone(),
-                pod_name: env.args.pod_name.clone(),
-                pod_uid: env.args.pod_uid.clone(),
-                netns: env.netns.clone(),
-            };
             let requested = requested_ips(conf, &env.args)?;
-            let allocation = ipam.allocate(&holder, &requested)?;
+            let allocation = ipam.allocate(&Holder::of(env), &requested)?;
             for lease in &allocation.reclaimed {
                 eprintln!("railcni-ipam: reclaimed {lease}");
             }

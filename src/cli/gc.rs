@@ -4,16 +4,14 @@
 //! Nothing whose namespace is alive is touched. Without `--apply` it only
 //! says what it would do.
 
-use cni::{CniArgs, Command, Env, Settings};
+use cni::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;
 use super::status::judged;
 use super::{emit, runtime, Outcome, Usage};
-use crate::commands::detach::{detach, Attachment};
-use crate::commands::Ctx;
-use crate::config::NetConf;
-use crate::net::NetNs;
+use crate::attachment::detach::{detach, Attachment, Lease};
+use crate::node::Node;
 use crate::state::Record;
 
 #[derive(Serialize)]
@@ -41,9 +39,11 @@ pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usag
     let mut actions = Vec::new();
     let dead: Vec<&Record> = state.records.iter().filter(|r| !state.alive(r)).collect();
     let rt = runtime()?;
+    let node = Node::new(settings.clone())
+        .map_err(|e| Usage(format!("cannot open this node's network namespace: {e}")))?;
     for r in &dead {
         let result = if apply {
-            match rt.block_on(give_back(settings, r)) {
+            match rt.block_on(detach_dead(&node, r)) {
                 Ok(()) => "done".into(),
                 Err(e) => e,
             }
@@ -108,29 +108,17 @@ pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usag
     Ok(Outcome::found(unsettled))
 }
 
-/// The plugin's own detach, with a context made from the record: a DEL of
-/// that attachment whose pod is gone.
-async fn give_back(settings: &Settings, r: &Record) -> Result<(), String> {
-    let env = Env {
-        command: Command::Del,
-        container_id: r.container_id.clone(),
-        netns: None,
-        ifname: r.ifname.clone(),
-        args: CniArgs::default(),
-        path: Vec::new(),
-    };
-    let conf = serde_json::json!({"cniVersion": "1.1.0", "name": r.network, "type": "railcni"});
-    let conf = NetConf::parse(conf, &env).map_err(|e| e.to_string())?;
-    let host = NetNs::current().map_err(|e| e.to_string())?;
-    let ctx = Ctx::new(env, conf, settings.clone(), host);
-    let _lock = ctx.store.lock_vf(&r.pci).map_err(|e| e.to_string())?;
+/// The plugin's own detach of an attachment whose pod is gone, on this
+/// node, releasing its lease as the record says.
+async fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
+    let _lock = node.store.lock_vf(&r.pci).map_err(|e| e.to_string())?;
     // Act only on what is read under the lock.
-    match ctx.store.load(&r.pci) {
+    match node.store.load(&r.pci) {
         Ok(Some(now))
             if now.is_for(&r.container_id, &r.ifname)
-                && !now.netns_alive(settings.boot_id().as_deref()) =>
+                && !now.netns_alive(node.settings.boot_id().as_deref()) =>
         {
-            detach(&ctx, &Attachment::of(&now), None, None)
+            detach(node, &Attachment::of(&now), &Lease::Recorded, None, None)
                 .await
                 .map_err(|e| e.to_string())
         }

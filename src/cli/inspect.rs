@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use cni::{CniResult, Settings};
+use cni::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;
 use super::table::{self, or_dash};
 use super::{emit, runtime, Outcome, Usage};
-use crate::commands::verify::{self, Expected, Finding};
+use crate::attachment::verify::{self, Expected, Finding};
 use crate::net::{NetNs, Netlink};
 use crate::state::Record;
 
@@ -76,12 +76,6 @@ async fn inspect_one(r: &Record) -> Interface {
 }
 
 async fn findings(r: &Record) -> crate::error::Result<Vec<Finding>> {
-    let result = r
-        .result
-        .as_ref()
-        .map(CniResult::from_value)
-        .transpose()?
-        .unwrap_or_default();
     if r.dpdk {
         return Ok(vec![Finding {
             what: "dpdk".into(),
@@ -90,16 +84,10 @@ async fn findings(r: &Record) -> crate::error::Result<Vec<Finding>> {
             ok: true,
         }]);
     }
+    let expected = Expected::from_record(r)?;
     let path = r.netns().unwrap_or_default();
     let pod = NetNs::open(Path::new(path))?;
     let nl = Netlink::connect_in(&pod)?;
-    let iface = result.interfaces.iter().find(|i| i.name == r.ifname);
-    let expected = Expected {
-        ifname: &r.ifname,
-        mac: iface.and_then(|i| i.mac.as_deref()),
-        mtu: iface.and_then(|i| i.mtu).unwrap_or(r.host.mtu),
-        addresses: verify::addresses(&result.ips),
-    };
     verify::compare(&pod, &nl, r, &expected).await
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::{Outcome, Usage};
-use crate::plan::{cidrpool, Plan};
+use crate::fabric::{cidrpool, Plan};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Emit {
@@ -46,11 +46,11 @@ pub fn run(
         Emit::Csv => Ok(resolved.csv()),
         Emit::Pod => resolved.pod(),
         Emit::Json => serde_json::to_string_pretty(&resolved.allocations)
-            .map_err(|e| crate::plan::PlanError(e.to_string())),
+            .map_err(|e| crate::fabric::PlanError(e.to_string())),
         Emit::NodeFile => {
             let node = node.ok_or_else(|| Usage("--emit node-file needs --node NAME".into()))?;
             resolved.node_file(node).and_then(|v| {
-                serde_json::to_string_pretty(&v).map_err(|e| crate::plan::PlanError(e.to_string()))
+                serde_json::to_string_pretty(&v).map_err(|e| crate::fabric::PlanError(e.to_string()))
             })
         }
     }

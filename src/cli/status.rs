@@ -86,7 +86,7 @@ pub fn run(settings: &Settings, network: Option<&str>, json: bool) -> Result<Out
 
 pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Report {
     let wanted = |n: &str| only.is_none_or(|o| o == n);
-    let sysfs = crate::sriov::Sysfs::new(&settings.sysfs_root);
+    let sysfs = crate::vf::Sysfs::new(&settings.sysfs_root);
     let mut problems = Vec::new();
     let mut networks = Vec::new();
     let mut leased_keys = BTreeSet::new();

@@ -1,6 +1,7 @@
-//! CHECK: the attachment still looks like prevResult says it should.
+//! CHECK: the attachment still looks like ADD left it (its record), and the
+//! runtime's prevResult says the same.
 
-use super::verify::{addresses, compare, drift, Expected};
+use crate::attachment::verify::{compare, drift, Expected};
 use super::Ctx;
 use crate::error::{Error, Result};
 use crate::net::{NetNs, Netlink};
@@ -14,42 +15,27 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
     let prev = CniResult::from_value(prev)?;
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
     let record = ctx
+        .node
         .store
         .find(cid, ifname)?
         .ok_or_else(|| Error::CheckFailed(format!("no attachment record for {cid}/{ifname}")))?;
-
-    if record.dpdk {
-        // Nothing was moved: only the address reservation can be checked.
-        return ctx.ipam().map_or(Ok(()), |ipam| ipam.check());
+    let expected = Expected::from_record(&record)?;
+    let mut diffs = expected.disagreements(&prev);
+    if !record.dpdk {
+        let netns = ctx
+            .env
+            .netns
+            .as_deref()
+            .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for CHECK"))?;
+        let pod = NetNs::open(netns)?;
+        let nl = Netlink::connect_in(&pod)?;
+        diffs.extend(drift(&compare(&pod, &nl, &record, &expected).await?));
     }
-    let netns = ctx
-        .env
-        .netns
-        .as_deref()
-        .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for CHECK"))?;
-    let pod = NetNs::open(netns)?;
-    let nl = Netlink::connect_in(&pod)?;
-    let expected = Expected {
-        ifname,
-        mac: prev
-            .interfaces
-            .iter()
-            .find(|i| &i.name == ifname)
-            .and_then(|i| i.mac.as_deref()),
-        // What ADD set and reported (an InfiniBand VF's default is the PF's).
-        mtu: prev
-            .interfaces
-            .iter()
-            .find(|i| &i.name == ifname)
-            .and_then(|i| i.mtu)
-            .unwrap_or(ctx.conf.mtu),
-        addresses: addresses(&prev.ips),
-    };
-    let diffs = drift(&compare(&pod, &nl, &record, &expected).await?);
+    // A DPDK VF was not moved: only the address reservation is checked.
     if !diffs.is_empty() {
         return Err(Error::CheckFailed(format!(
-            "{ifname} in {}: {}",
-            netns.display(),
+            "{ifname} of VF {}: {}",
+            record.pci,
             diffs.join("; ")
         )));
     }

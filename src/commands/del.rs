@@ -1,15 +1,15 @@
 //! DEL: give the attachment back (see `detach`). Converges from any state:
 //! netns gone or empty, record missing, repeated DEL.
 
-use super::detach::{detach, Attachment};
+use crate::attachment::detach::{detach, Attachment};
 use super::Ctx;
 use crate::error::Result;
-use crate::sriov::normalize_pci;
+use crate::vf::normalize_pci;
 use crate::{log_info, log_warn};
 
 pub async fn del(ctx: &Ctx) -> Result<()> {
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
-    let pci = match (ctx.store.find(cid, ifname)?, &ctx.conf.device_id) {
+    let pci = match (ctx.node.store.find(cid, ifname)?, &ctx.conf.device_id) {
         (Some(r), _) => r.pci,
         (None, Some(d)) => normalize_pci(d)?,
         (None, None) => {
@@ -17,9 +17,9 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
             return release_own_lease(ctx);
         }
     };
-    let _lock = ctx.store.lock_vf(&pci)?;
+    let _lock = ctx.node.store.lock_vf(&pci)?;
     // Re-read under the lock: another invocation may have changed it.
-    let current = ctx.store.load(&pci)?;
+    let current = ctx.node.store.load(&pci)?;
     if current.as_ref().is_some_and(|r| !r.is_for(cid, ifname)) {
         log_info!("VF {pci} now belongs to another attachment; releasing only this one's IPAM");
         return release_own_lease(ctx);
@@ -30,7 +30,14 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
         ifname,
         record: current.as_ref(),
     };
-    detach(ctx, &attachment, ctx.env.netns.as_deref(), None).await?;
+    detach(
+        &ctx.node,
+        &attachment,
+        &ctx.lease(),
+        ctx.env.netns.as_deref(),
+        None,
+    )
+    .await?;
     let what = current.as_ref().map_or_else(
         || "no record".to_string(),
         |r| {

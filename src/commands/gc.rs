@@ -3,22 +3,22 @@
 
 use std::path::Path;
 
-use super::detach::{detach, Attachment};
+use crate::attachment::detach::{detach, Attachment};
 use super::Ctx;
 use crate::error::Result;
 use crate::{log_info, log_warn};
 
 pub async fn gc(ctx: &Ctx) -> Result<()> {
     let valid = cni::args::valid_attachments(&ctx.conf.raw)?;
-    let boot = ctx.settings.boot_id();
-    for listed in ctx.store.list()? {
+    let boot = ctx.node.settings.boot_id();
+    for listed in ctx.node.store.list()? {
         let key = (listed.container_id.clone(), listed.ifname.clone());
         if listed.network != ctx.conf.name || valid.contains(&key) {
             continue;
         }
-        let _lock = ctx.store.lock_vf(&listed.pci)?;
+        let _lock = ctx.node.store.lock_vf(&listed.pci)?;
         // Act only on what is read under the lock.
-        let Some(record) = ctx.store.load(&listed.pci)? else {
+        let Some(record) = ctx.node.store.load(&listed.pci)? else {
             continue;
         };
         if !record.is_for(&key.0, &key.1) {
@@ -34,7 +34,7 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
             .netns()
             .filter(|_| record.netns_alive(boot.as_deref()))
             .map(Path::new);
-        if let Err(e) = detach(ctx, &Attachment::of(&record), netns, None).await {
+        if let Err(e) = detach(&ctx.node, &Attachment::of(&record), &ctx.lease(), netns, None).await {
             log_warn!("GC: {e}");
         }
     }

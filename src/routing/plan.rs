@@ -62,7 +62,7 @@ pub struct RouteSpec {
 /// What one rail interface needs, computed before anything is touched; kept
 /// in the attachment record so DEL and CHECK work from what ADD did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct RailRoutes {
     pub table: u32,
     pub priority: u32,
     pub rules: Vec<RuleSpec>,
@@ -89,7 +89,7 @@ pub fn choose_table(ifname: &str, conf: &RoutingConf, used: &[u32]) -> (u32, u32
     (table, conf.rule_priority.unwrap_or(table))
 }
 
-pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> Plan {
+pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> RailRoutes {
     let gateway_for = |dst: &IpNet| {
         ipam.ips
             .iter()
@@ -163,7 +163,7 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
         .map(|(k, v)| (SysctlKey::ipv4(k), (*v).to_string()))
         .collect();
     sysctls.extend(conf.sysctl.clone());
-    Plan {
+    RailRoutes {
         table,
         priority,
         rules,
@@ -175,7 +175,7 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
     }
 }
 
-impl Plan {
+impl RailRoutes {
     /// The routes for the CNI result (1.1 carries table and scope).
     pub fn result_routes(&self) -> Vec<Route> {
         self.routes

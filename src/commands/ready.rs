@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::error::Result;
 
 pub fn status(ctx: &Ctx) -> Result<()> {
-    ctx.store.probe_writable()?;
+    ctx.node.store.probe_writable()?;
     if let Some(ipam) = ctx.ipam() {
         ipam.status()?;
     }

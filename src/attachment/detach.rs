@@ -1,22 +1,23 @@
 //! The one way an attachment is given back. DEL, GC, the clearing of a
-//! stale record during ADD, and ADD's rollback after the move all call
-//! `detach`, so they cannot drift apart.
+//! stale record during ADD, ADD's rollback after the move and the
+//! operator's `gc` all call `detach`, so they cannot drift apart.
 //!
 //! Every step runs even when an earlier one failed, and every failure is
-//! reported. The lease is given up only when the VF is really home, and
-//! the record only when every step succeeded: a later DEL can then finish.
-//! The order lives in `give_back`, over the small `Steps` trait, so it is
-//! unit-tested without root; `System` is the real implementation.
+//! reported with its own error. The lease is given up only when the VF is
+//! really home, and the record only when every step succeeded: a later DEL
+//! can then finish. The order lives in `give_back`, over the small `Steps`
+//! trait, so it is unit-tested without root; `System` is the real
+//! implementation, on the node alone (no CNI request needed).
 
 use std::path::Path;
 
-use super::home::Home;
-use super::rail;
-use super::Ctx;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StepFailure};
+use crate::ipam::Ipam;
 use crate::net::{Link, NetNs, Netlink};
-use crate::sriov::Vf;
+use crate::node::Node;
 use crate::state::Record;
+use crate::vf::home::Home;
+use crate::vf::{settings, Vf};
 use crate::{log_info, log_warn};
 
 /// What is being given back: the VF at `pci`, attached under the CNI key
@@ -39,6 +40,15 @@ impl<'a> Attachment<'a> {
     }
 }
 
+/// How the attachment's address is released.
+pub enum Lease<'a> {
+    /// Through this CNI call's IPAM when the record is of its network (DEL,
+    /// GC, ADD's own rollback), else as the record says.
+    Config(Option<Ipam<'a>>),
+    /// As the record says (the operator's `gc`, which has no network config).
+    Recorded,
+}
+
 /// The operations a detach is made of.
 #[allow(async_fn_in_trait)] // used generically, never as `dyn`
 pub trait Steps {
@@ -54,9 +64,9 @@ pub trait Steps {
     fn remove_record(&mut self) -> Result<()>;
 }
 
-/// Run every step in order; the failures, in words. A VF that is not home
-/// keeps its lease and record.
-pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<String> {
+/// Run every step in order; the failures. A VF that is not home keeps its
+/// lease and record.
+pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<StepFailure> {
     let mut failures = Vec::new();
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
         note(
@@ -108,12 +118,12 @@ pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<S
     failures
 }
 
-/// Record a step's failure in words; whether it succeeded.
-fn note(failures: &mut Vec<String>, step: &str, r: Result<()>) -> bool {
+/// Keep a step's failure; whether it succeeded.
+fn note(failures: &mut Vec<StepFailure>, step: &'static str, r: Result<()>) -> bool {
     match r {
         Ok(()) => true,
-        Err(e) => {
-            failures.push(format!("{step}: {}", e.details()));
+        Err(error) => {
+            failures.push(StepFailure { step, error });
             false
         }
     }
@@ -123,16 +133,18 @@ fn note(failures: &mut Vec<String>, step: &str, r: Result<()>) -> bool {
 /// where to look for the pod (a gone namespace is not an error); `pod_nl` an
 /// already-open socket there, if the caller has one.
 pub async fn detach(
-    ctx: &Ctx,
+    node: &Node,
     a: &Attachment<'_>,
+    lease: &Lease<'_>,
     netns: Option<&Path>,
     pod_nl: Option<&Netlink>,
 ) -> Result<()> {
     let mut system = System {
-        ctx,
+        node,
         a,
+        lease,
         netns,
-        vf: ctx.sysfs.resolve(a.pci).ok(),
+        vf: node.sysfs.resolve(a.pci).ok(),
         given_pod: pod_nl,
         opened_pod: None,
         host_nl: None,
@@ -143,18 +155,16 @@ pub async fn detach(
     }
     let what = format!("VF {} ({}/{})", a.pci, a.container_id, a.ifname);
     for f in &failures {
-        log_warn!("giving back {what}: {f}");
+        log_warn!("giving back {what}: {}: {}", f.step, f.error.details());
     }
-    Err(Error::Netlink(format!(
-        "giving back {what} left work undone: {}",
-        failures.join("; ")
-    )))
+    Err(Error::Teardown { what, failures })
 }
 
 /// The steps on the real system.
 struct System<'a> {
-    ctx: &'a Ctx,
+    node: &'a Node,
     a: &'a Attachment<'a>,
+    lease: &'a Lease<'a>,
     netns: Option<&'a Path>,
     vf: Option<Vf>,
     given_pod: Option<&'a Netlink>,
@@ -170,14 +180,14 @@ impl System<'_> {
     /// A host socket, opened on first use and kept.
     fn home(&mut self) -> Result<(Home<'_>, Option<&Netlink>)> {
         if self.host_nl.is_none() {
-            self.host_nl = Some(Netlink::connect_in(&self.ctx.host)?);
+            self.host_nl = Some(Netlink::connect_in(&self.node.host)?);
         }
         let host_nl = self
             .host_nl
             .as_ref()
             .ok_or_else(|| Error::internal("host netlink socket missing"))?;
         let home = Home {
-            host: &self.ctx.host,
+            host: &self.node.host,
             host_nl,
             pci: self.a.pci,
             sysfs_names: self.vf.as_ref().map_or(&[], |v| v.netdevs.as_slice()),
@@ -188,7 +198,7 @@ impl System<'_> {
 
 impl Steps for System<'_> {
     fn return_rdma(&mut self, device: &str) -> Result<()> {
-        self.ctx.hw.move_rdma_device(device, self.ctx.host.fd())
+        self.node.hw.move_rdma_device(device, self.node.host.fd())
     }
 
     fn open_pod(&mut self) -> Result<bool> {
@@ -216,7 +226,7 @@ impl Steps for System<'_> {
 
     async fn remove_routing(&mut self, record: &Record) -> Result<()> {
         match (self.pod(), &record.routing) {
-            (Some(nl), Some(plan)) => rail::remove(nl, plan).await,
+            (Some(nl), Some(routes)) => crate::routing::apply::remove(nl, routes).await,
             _ => Ok(()),
         }
     }
@@ -228,8 +238,15 @@ impl Steps for System<'_> {
     }
 
     fn restore_vf_settings(&mut self, record: &Record) -> Result<()> {
+        let node = self.node;
         match &self.vf {
-            Some(vf) => restore_vf_settings(self.ctx, vf, record),
+            Some(vf) => settings::restore(
+                node.hw.as_ref(),
+                &node.sysfs,
+                vf,
+                record,
+                node.settings.rebind_timeout,
+            ),
             None => Ok(()),
         }
     }
@@ -239,60 +256,46 @@ impl Steps for System<'_> {
     }
 
     fn release_lease(&mut self) -> Result<()> {
-        release_lease(self.ctx, self.a)
+        release_lease(self.node, self.a, self.lease)
     }
 
     fn remove_record(&mut self) -> Result<()> {
-        self.ctx.store.remove(self.a.pci)
+        self.node.store.remove(self.a.pci)
     }
 }
 
-/// Put back the PF-side VF attributes the record saved, and only those.
-pub fn restore_vf_settings(ctx: &Ctx, vf: &Vf, record: &Record) -> Result<()> {
-    match &record.vf_restore {
-        Some(saved) if !saved.is_empty() => {
-            ctx.hw.set_vf(pf_netdev(vf)?, vf.index, saved)?;
-            if vf.infiniband && saved.ib_guid.is_some() {
-                // The original GUID takes effect on a fresh bind, as it was set.
-                ctx.sysfs.rebind(vf, ctx.settings.rebind_timeout)?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
-pub fn pf_netdev(vf: &Vf) -> Result<&str> {
-    vf.pf_netdev.as_deref().ok_or_else(|| {
-        Error::DeviceNotFound(format!(
-            "PF {} of VF {} has no netdev; VF settings are set through it",
-            vf.pf_pci, vf.pci
-        ))
-    })
-}
-
-/// The attachment's lease: straight from the embedded store of the record's
-/// network, else through this network's IPAM (an external plugin).
-fn release_lease(ctx: &Ctx, a: &Attachment<'_>) -> Result<()> {
-    match a.record {
+/// The attachment's lease: from the embedded store of the record's
+/// network, through this call's IPAM when the record is of its network,
+/// else through the external plugin the record names.
+fn release_lease(node: &Node, a: &Attachment<'_>, lease: &Lease<'_>) -> Result<()> {
+    let config = match lease {
+        Lease::Config(ipam) => ipam.as_ref(),
+        Lease::Recorded => None,
+    };
+    let Some(r) = a.record else {
+        // No record: only this call's IPAM can know the lease.
+        return config.map_or(Ok(()), |ipam| ipam.release(a.container_id, a.ifname));
+    };
+    if r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM) {
         // The embedded store needs only the network's name, not its config.
-        Some(r) if r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM) => {
-            crate::ipam::release_embedded(&ctx.settings, &r.network, a.container_id, a.ifname)
-        }
-        Some(r) if r.network != ctx.conf.name => {
+        return crate::ipam::release_embedded(&node.settings, &r.network, a.container_id, a.ifname);
+    }
+    if let Some(ipam) = config.filter(|i| i.network() == r.network) {
+        return ipam.release(a.container_id, a.ifname);
+    }
+    match (&r.external_ipam, &r.ipam_type) {
+        (Some(external), _) => external.release(a.container_id, a.ifname),
+        (None, Some(plugin)) => {
             log_warn!(
-                "attachment {}/{} belongs to network {}, whose IPAM ({}) this config cannot run; \
-                 its address is left to that network's GC",
+                "attachment {}/{} of network {} has a lease of IPAM plugin {plugin}, but its record \
+                 (from an older railcni) does not say how to run it; release it with that plugin",
                 a.container_id,
                 a.ifname,
-                r.network,
-                r.ipam_type.as_deref().unwrap_or("none")
+                r.network
             );
             Ok(())
         }
-        _ => ctx
-            .ipam()
-            .map_or(Ok(()), |ipam| ipam.release(a.container_id, a.ifname)),
+        (None, None) => Ok(()),
     }
 }
 
@@ -305,13 +308,17 @@ mod tests {
     struct Recorder {
         calls: Vec<&'static str>,
         fail: Vec<&'static str>,
+        /// Steps that fail with this error rather than a netlink one.
+        fail_with: Vec<(&'static str, Error)>,
         pod_gone: bool,
     }
 
     impl Recorder {
         fn step(&mut self, name: &'static str) -> Result<()> {
             self.calls.push(name);
-            if self.fail.contains(&name) {
+            if let Some((_, e)) = self.fail_with.iter().find(|(n, _)| *n == name) {
+                Err(e.clone())
+            } else if self.fail.contains(&name) {
                 Err(Error::Netlink(format!("{name} refused")))
             } else {
                 Ok(())
@@ -349,7 +356,7 @@ mod tests {
     fn record() -> Record {
         let mut r = Record::sample();
         r.rdma_device = Some("mlx5_3".into());
-        r.routing = Some(crate::routing::Plan {
+        r.routing = Some(crate::routing::RailRoutes {
             table: 1001,
             priority: 1001,
             rules: vec![],
@@ -360,10 +367,34 @@ mod tests {
     }
 
     fn run(rec: &mut Recorder, r: Option<&Record>) -> Vec<String> {
+        let failures = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(give_back(rec, r));
+        failures
+            .iter()
+            .map(|f| format!("{}: {}", f.step, f.error.details()))
+            .collect()
+    }
+
+    fn run_typed(rec: &mut Recorder, r: Option<&Record>) -> Vec<StepFailure> {
         tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
             .block_on(give_back(rec, r))
+    }
+
+    #[test]
+    fn failures_keep_their_own_errors() {
+        let mut rec = Recorder {
+            fail: vec!["routing"],
+            fail_with: vec![("lease", Error::try_again_later("lease file locked"))],
+            ..Recorder::default()
+        };
+        let failures = run_typed(&mut rec, Some(&record()));
+        let steps: Vec<_> = failures.iter().map(|f| (f.step, f.error.code())).collect();
+        assert_eq!(steps, [("remove rules and rail routes", 104), ("release address", 11)]);
+        assert!(!rec.calls.contains(&"record"), "a failed teardown keeps its record");
     }
 
     #[test]

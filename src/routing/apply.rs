@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::log_info;
 use crate::net::route::{RouteAdded, Rule, MAIN_TABLE};
 use crate::net::{sysctl, NetNs, Netlink};
-use crate::routing::Plan;
+use crate::routing::RailRoutes;
 use crate::routing::RouteSpec;
 use rtnetlink::IpVersion;
 
@@ -51,7 +51,7 @@ pub async fn install(
     nl: &Netlink,
     ifname: &str,
     index: u32,
-    plan: &Plan,
+    plan: &RailRoutes,
     known: Option<&InUse>,
 ) -> Result<Vec<RouteSpec>> {
     let writes: Vec<_> = plan
@@ -94,7 +94,7 @@ pub async fn install(
 
 /// Rules from the plan's source addresses: ours, or stale ones for the same
 /// address. A rule of another attachment (another source) is never touched.
-async fn remove_rules(nl: &Netlink, plan: &Plan, rules: Vec<Rule>) -> Result<()> {
+async fn remove_rules(nl: &Netlink, plan: &RailRoutes, rules: Vec<Rule>) -> Result<()> {
     for rule in rules {
         if plan.rules.iter().any(|spec| rule.src == Some(spec.src)) {
             nl.del_rule(&rule).await?;
@@ -103,7 +103,7 @@ async fn remove_rules(nl: &Netlink, plan: &Plan, rules: Vec<Rule>) -> Result<()>
     Ok(())
 }
 
-fn families(plan: &Plan) -> Vec<IpVersion> {
+fn families(plan: &RailRoutes) -> Vec<IpVersion> {
     let mut f = Vec::new();
     if plan.rules.iter().any(|r| r.src.addr().is_ipv4()) {
         f.push(IpVersion::V4);
@@ -117,7 +117,7 @@ fn families(plan: &Plan) -> Vec<IpVersion> {
 /// Remove the rules, which outlive the device, so this runs even when the
 /// VF is already gone. The rail table's routes all go through the VF: the
 /// kernel flushes them when it leaves the namespace (or went with it).
-pub async fn remove(nl: &Netlink, plan: &Plan) -> Result<()> {
+pub async fn remove(nl: &Netlink, plan: &RailRoutes) -> Result<()> {
     let rules = nl.rules_of(&families(plan)).await?;
     remove_rules(nl, plan, rules).await
 }

@@ -106,37 +106,9 @@ impl Sysfs {
         list_dir(&self.device(pci).join("net"))
     }
 
-    /// Rebind the VF's driver (`drivers/<drv>/unbind`, then `bind`), as an
-    /// InfiniBand GUID takes effect only then, and wait up to `timeout` for
-    /// its netdev to reappear. The netdev's name afterwards.
-    pub fn rebind(&self, vf: &Vf, timeout: std::time::Duration) -> Result<String> {
-        let driver = vf.driver.as_deref().ok_or_else(|| {
-            Error::DeviceNotFound(format!("VF {} has no driver to rebind", vf.pci))
-        })?;
-        let dir = self.root.join("bus/pci/drivers").join(driver);
-        for op in ["unbind", "bind"] {
-            fs::write(dir.join(op), &vf.pci).map_err(|e| {
-                Error::Netlink(format!(
-                    "cannot {op} VF {} from driver {driver} ({}): {e}",
-                    vf.pci,
-                    dir.join(op).display()
-                ))
-            })?;
-        }
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            if let Some(name) = self.netdevs(&vf.pci).into_iter().next() {
-                return Ok(name);
-            }
-            if std::time::Instant::now() >= deadline {
-                return Err(Error::DeviceNotFound(format!(
-                    "VF {}'s netdev did not come back within {timeout:?} after rebinding driver {driver}; \
-                     check `dmesg` and the VF's driver",
-                    vf.pci
-                )));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+    /// The directory of a PCI driver (`bus/pci/drivers/<driver>`).
+    pub fn driver_dir(&self, driver: &str) -> PathBuf {
+        self.root.join("bus/pci/drivers").join(driver)
     }
 
     /// The PF netdev's MTU, the ceiling for the VF's.

@@ -1,0 +1,233 @@
+//! Record versus kernel, line by line: what CHECK fails on and what
+//! `railcni inspect` prints. One comparison, so the two never disagree.
+
+use ipnet::IpNet;
+use serde::Serialize;
+
+use crate::vf::home::is_vf_in_pod;
+use cni::CniResult;
+
+use crate::error::{Error, Result};
+use crate::net::mac::format_hw_addr;
+use crate::net::route::MAIN_TABLE;
+use crate::net::{sysctl, NetNs, Netlink};
+use crate::state::Record;
+
+/// One thing railcni set, and whether the kernel still has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// In iproute2's words: `link`, `mtu`, `rule`, `route`, `sysctl` …
+    pub what: String,
+    pub expected: String,
+    pub actual: String,
+    pub ok: bool,
+}
+
+impl Finding {
+    fn new(what: &str, expected: impl ToString, actual: impl ToString) -> Self {
+        let (expected, actual) = (expected.to_string(), actual.to_string());
+        Finding {
+            what: what.to_string(),
+            ok: expected == actual,
+            expected,
+            actual,
+        }
+    }
+
+    fn present(what: String, ok: bool) -> Self {
+        Finding {
+            what,
+            expected: "present".into(),
+            actual: if ok { "present" } else { "missing" }.into(),
+            ok,
+        }
+    }
+}
+
+/// What the interface should look like: what ADD reported, as its record
+/// keeps it. CHECK and `railcni inspect` both start from here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub ifname: String,
+    pub mac: Option<String>,
+    /// `None`: the result did not say (nothing to compare).
+    pub mtu: Option<u32>,
+    pub addresses: Vec<IpNet>,
+}
+
+impl Expected {
+    pub fn from_record(record: &Record) -> Result<Self> {
+        let value = record.result.as_ref().ok_or_else(|| {
+            Error::CheckFailed(format!(
+                "the ADD of {}/{} on VF {} has not finished (phase adding); DEL it and ADD again",
+                record.container_id, record.ifname, record.pci
+            ))
+        })?;
+        Ok(Self::from_result(&record.ifname, &CniResult::from_value(value)?))
+    }
+
+    fn from_result(ifname: &str, result: &CniResult) -> Self {
+        let iface = result.interfaces.iter().find(|i| i.name == ifname);
+        Expected {
+            ifname: ifname.to_string(),
+            mac: iface.and_then(|i| i.mac.as_deref()).map(str::to_ascii_lowercase),
+            mtu: iface.and_then(|i| i.mtu),
+            addresses: result.ips.iter().map(|ip| ip.address).collect(),
+        }
+    }
+
+    /// Where a runtime's prevResult says something else than ADD returned.
+    pub fn disagreements(&self, prev: &CniResult) -> Vec<String> {
+        let said = Self::from_result(&self.ifname, prev);
+        let mut out = Vec::new();
+        let (mut ours, mut theirs) = (self.addresses.clone(), said.addresses.clone());
+        ours.sort();
+        theirs.sort();
+        if ours != theirs {
+            out.push(format!(
+                "prevResult lists addresses {theirs:?}, ADD assigned {ours:?}"
+            ));
+        }
+        if said.mac.is_some() && said.mac != self.mac {
+            out.push(format!(
+                "prevResult says mac {}, ADD reported {}",
+                said.mac.as_deref().unwrap_or("-"),
+                self.mac.as_deref().unwrap_or("-")
+            ));
+        }
+        out
+    }
+}
+
+/// Compare one attachment in its pod with what was set up.
+pub async fn compare(
+    pod: &NetNs,
+    nl: &Netlink,
+    record: &Record,
+    expected: &Expected,
+) -> Result<Vec<Finding>> {
+    let ifname = expected.ifname.as_str();
+    let Some(link) = nl.link_by_name(ifname).await? else {
+        return Ok(vec![Finding::present(format!("link {ifname}"), false)]);
+    };
+    if !is_vf_in_pod(&link, &record.pci, Some(record)) {
+        return Ok(vec![Finding::new(
+            "link",
+            format!("{ifname} is VF {}", record.pci),
+            format!("{ifname} is another device"),
+        )]);
+    }
+    let mut out = vec![Finding::present(format!("link {ifname}"), true)];
+    if let Some(mac) = &expected.mac {
+        out.push(Finding::new("link/ether", mac, format_hw_addr(&link.mac)));
+    }
+    if let Some(mtu) = expected.mtu {
+        out.push(Finding::new("mtu", mtu, link.mtu));
+    }
+    out.push(Finding::new(
+        "state",
+        "UP",
+        if link.up { "UP" } else { "DOWN" },
+    ));
+    let addresses = nl.addresses(link.index).await?;
+    for a in &expected.addresses {
+        out.push(Finding::present(format!("inet {a}"), addresses.contains(a)));
+    }
+    if let Some(plan) = &record.routing {
+        let rules = nl.rules().await?;
+        for spec in &plan.rules {
+            out.push(Finding::present(
+                format!(
+                    "rule from {} lookup {} prio {}",
+                    spec.src, spec.table, spec.priority
+                ),
+                rules.iter().any(|r| r.matches(spec)),
+            ));
+        }
+        let routes = nl.routes().await?;
+        for spec in &plan.routes {
+            let via = spec.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+            let table = spec.table.unwrap_or(MAIN_TABLE);
+            let name = if table == MAIN_TABLE {
+                "main".to_string()
+            } else {
+                table.to_string()
+            };
+            out.push(Finding::present(
+                format!("route {}{via} table {name}", spec.dst),
+                routes.iter().any(|r| r.matches(spec, MAIN_TABLE)),
+            ));
+        }
+        for s in &plan.sysctls {
+            let path = s.key.path(ifname);
+            let actual = sysctl::read_in(pod, &path)?;
+            out.push(Finding::new(
+                &format!("sysctl {}", s.key.to_string().replace("IFNAME", ifname)),
+                &s.value,
+                actual,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The drifted lines, in words, for an error message.
+pub fn drift(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .filter(|f| !f.ok)
+        .map(|f| {
+            if f.expected == "present" {
+                format!("{} is missing", f.what)
+            } else {
+                format!("{} is {}, expected {}", f.what, f.actual, f.expected)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record_with(result: serde_json::Value) -> Record {
+        let mut r = Record::sample();
+        r.result = Some(result);
+        r
+    }
+
+    #[test]
+    fn expected_comes_from_what_add_returned() {
+        let r = record_with(serde_json::json!({
+            "cniVersion": "1.1.0",
+            "interfaces": [{"name": "net1", "mac": "02:AA:00:00:00:01", "mtu": 4092}],
+            "ips": [{"address": "172.16.0.0/31", "interface": 0}]
+        }));
+        let e = Expected::from_record(&r).unwrap();
+        assert_eq!(e.mtu, Some(4092), "the MTU ADD set, not a config default");
+        assert_eq!(e.mac.as_deref(), Some("02:aa:00:00:00:01"));
+        assert_eq!(e.addresses, ["172.16.0.0/31".parse::<IpNet>().unwrap()]);
+    }
+
+    #[test]
+    fn an_unfinished_add_has_nothing_to_expect() {
+        let e = Expected::from_record(&Record::sample()).unwrap_err();
+        assert_eq!(e.code(), 107);
+        assert!(e.details().contains("has not finished"), "{e}");
+    }
+
+    #[test]
+    fn a_prev_result_that_differs_is_named() {
+        let ours = record_with(serde_json::json!({
+            "cniVersion": "1.1.0",
+            "ips": [{"address": "172.16.0.0/31"}]
+        }));
+        let e = Expected::from_record(&ours).unwrap();
+        let same = CniResult::from_value(&serde_json::json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.0.0/31"}]})).unwrap();
+        assert!(e.disagreements(&same).is_empty());
+        let other = CniResult::from_value(&serde_json::json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.0.2/31"}]})).unwrap();
+        let d = e.disagreements(&other);
+        assert_eq!(d.len(), 1);
+        assert!(d[0].contains("172.16.0.2/31"), "{d:?}");
+    }
+}

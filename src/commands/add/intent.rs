@@ -1,0 +1,97 @@
+//! ADD's first phase: the VF and what the config asks of it, resolved and
+//! checked before anything is touched.
+
+use std::path::Path;
+
+use super::Ctx;
+use crate::error::{Error, Result};
+use crate::log_info;
+use crate::vf::Vf;
+
+/// The VF and the MTU it gets, for one ADD.
+pub struct Intent<'a> {
+    pub vf: Vf,
+    /// The pod's namespace path (CNI_NETNS).
+    pub netns: &'a Path,
+    /// The MTU the VF gets in the pod: `mtu`, or for an InfiniBand VF
+    /// without one the PF's (IPoIB MTUs are 2044/4092/65520, never 9000).
+    pub mtu: u32,
+    /// The PF's MTU (read once), the ceiling for the VF's.
+    pub pf_mtu: Option<u32>,
+}
+
+impl<'a> Intent<'a> {
+    pub fn resolve(ctx: &'a Ctx) -> Result<Self> {
+        let vf = ctx.node.sysfs.resolve(ctx.conf.require_device_id()?)?;
+        check_link_type(ctx, &vf)?;
+        let netns = ctx
+            .env
+            .netns
+            .as_deref()
+            .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for ADD"))?;
+        let pf_mtu = ctx.node.sysfs.pf_mtu(&vf);
+        let mtu = match (vf.infiniband && !ctx.conf.mtu_given, pf_mtu) {
+            (true, Some(pf)) => pf,
+            _ => ctx.conf.mtu,
+        };
+        Ok(Intent {
+            vf,
+            netns,
+            mtu,
+            pf_mtu,
+        })
+    }
+
+    /// The VF's MTU must fit under its PF's.
+    pub fn check_mtu(&self) -> Result<()> {
+        match self.pf_mtu {
+            Some(pf_mtu) if self.mtu > pf_mtu => Err(Error::config(
+                "mtu",
+                format!(
+                    "{} is above the MTU {pf_mtu} of PF {} ({}); lower mtu or raise the PF's",
+                    self.mtu,
+                    self.vf.pf_netdev.as_deref().unwrap_or("?"),
+                    self.vf.pf_pci
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// An InfiniBand VF whose GUID ADD sets: its driver is rebound, and its
+    /// netdev comes back under a new name and ifindex.
+    pub fn rebinds(&self, ctx: &Ctx) -> bool {
+        self.vf.infiniband && ctx.conf.vf.ib_guid.is_some()
+    }
+}
+
+/// Fields that do not apply to the VF's link type are refused, naming them.
+fn check_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
+    if vf.infiniband {
+        if let Some(field) = ctx.conf.ethernet_fields.first() {
+            return Err(Error::config(
+                field,
+                format!(
+                    "VF {} is an InfiniBand VF, which has no Ethernet MAC, VLAN or spoof check; remove {field}",
+                    vf.pci
+                ),
+            ));
+        }
+        match ctx.conf.vf.ib_guid {
+            Some(g) => log_info!("setting GUID {g} on InfiniBand VF {}", vf.pci),
+            None => log_info!(
+                "no GUID given: leaving InfiniBand VF {}'s GUID as it is",
+                vf.pci
+            ),
+        }
+    } else if ctx.conf.vf.ib_guid.is_some() {
+        return Err(Error::config(
+            "guid",
+            format!(
+                "VF {} is an Ethernet VF; a GUID applies to InfiniBand VFs only",
+                vf.pci
+            ),
+        ));
+    }
+    Ok(())
+}

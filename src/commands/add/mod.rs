@@ -1,0 +1,50 @@
+//! ADD: move the VF into the pod as CNI_IFNAME, configure it, address it.
+//! A DPDK VF (no netdev) only gets its PF-side settings and an address.
+//!
+//! The phases, in order:
+//! 1. `intent`: the VF and what the config asks of it, checked (no change);
+//! 2. `previous`: judge a record the VF already has (replay, refuse, clear);
+//! 3. `prepare`: the host link and preflight checks (no change);
+//! 4. `steps`: the ordered host changes, each with its undo (`attach`);
+//! 5. `report`: device-info file and the closing log line.
+
+mod intent;
+mod previous;
+mod report;
+mod steps;
+mod system;
+
+use cni::CniResult;
+
+use super::Ctx;
+use crate::error::Result;
+use crate::net::{NetNs, Netlink};
+use intent::Intent;
+use previous::Previous;
+use system::System;
+
+pub use report::summary_addresses;
+
+pub async fn add(ctx: &Ctx) -> Result<CniResult> {
+    let intent = Intent::resolve(ctx)?;
+    let _lock = ctx.node.store.lock_vf(&intent.vf.pci)?;
+    let pod = NetNs::open(intent.netns)?;
+    let host_nl = Netlink::connect_in(&ctx.node.host)?;
+    let pod_nl = Netlink::connect_in(&pod)?;
+    let sockets = system::Sockets {
+        pod: &pod,
+        pod_nl: &pod_nl,
+        host_nl: &host_nl,
+    };
+    let cleared = match ctx.node.store.load(&intent.vf.pci)? {
+        Some(existing) => match previous::settle(ctx, &intent, &sockets, &existing).await? {
+            Previous::Replay(result) => return Ok(result),
+            Previous::Cleared(link) => link,
+        },
+        None => None,
+    };
+    let mut system = System::prepare(ctx, &intent, sockets, cleared).await?;
+    let result = steps::attach(&mut system).await?;
+    report::attached(ctx, &intent, system.record(), &result);
+    Ok(result)
+}

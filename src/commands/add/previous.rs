@@ -1,0 +1,131 @@
+//! ADD's second phase: the VF already has a record. Replay a finished ADD
+//! of the same attachment, refuse a VF held by another live pod, else give
+//! back what is left (our own interrupted ADD, or a dead pod's) first.
+
+use cni::CniResult;
+
+use super::intent::Intent;
+use super::system::Sockets;
+use super::Ctx;
+use crate::attachment::detach::{detach, Attachment};
+use crate::error::{Error, Result};
+use crate::net::Link;
+use crate::state::{Phase, Record};
+use crate::vf::home::find_in_host;
+use crate::{log_info, log_warn};
+
+pub enum Previous {
+    Replay(CniResult),
+    /// The old attachment was undone; the VF's host link, if found.
+    Cleared(Option<Link>),
+}
+
+/// What to do about a record that already exists for the VF.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    /// The same attachment finished: return its result again.
+    Replay,
+    /// Another attachment in a live namespace holds the VF.
+    Busy,
+    /// Our own interrupted ADD (`same`) or a dead pod's: give it back first.
+    Clear { same: bool },
+}
+
+fn judge(existing: &Record, container_id: &str, ifname: &str, netns_alive: bool) -> Verdict {
+    let same = existing.is_for(container_id, ifname);
+    if same && existing.phase == Phase::Attached && existing.result.is_some() {
+        Verdict::Replay
+    } else if !same && netns_alive {
+        Verdict::Busy
+    } else {
+        Verdict::Clear { same }
+    }
+}
+
+pub async fn settle(
+    ctx: &Ctx,
+    intent: &Intent<'_>,
+    sockets: &Sockets<'_>,
+    existing: &Record,
+) -> Result<Previous> {
+    let alive = existing.netns_alive(ctx.node.settings.boot_id().as_deref());
+    let same = match judge(existing, &ctx.env.container_id, &ctx.env.ifname, alive) {
+        Verdict::Replay => {
+            log_info!(
+                "repeated ADD for {}/{}: returning the recorded result",
+                existing.container_id,
+                existing.ifname
+            );
+            let recorded = existing.result.as_ref().unwrap_or(&serde_json::Value::Null);
+            return Ok(Previous::Replay(CniResult::from_value(recorded)?));
+        }
+        Verdict::Busy => return Err(busy(existing)),
+        Verdict::Clear { same } => same,
+    };
+    log_warn!(
+        "clearing {} record of VF {} (container {}, {})",
+        if same { "an interrupted" } else { "a stale" },
+        existing.pci,
+        existing.container_id,
+        existing.ifname
+    );
+    let (netns, pod_nl) = if same {
+        (Some(intent.netns), Some(sockets.pod_nl))
+    } else {
+        // Dead: never look inside whatever the path names now.
+        (None, None)
+    };
+    let attachment = Attachment::of(existing);
+    detach(&ctx.node, &attachment, &ctx.lease(), netns, pod_nl).await?;
+    if let Some(ipam) = ctx.ipam() {
+        // A missed DEL rarely comes alone (a reboot, a kubelet restart).
+        ipam.reclaim_dead()?;
+    }
+    if existing.dpdk {
+        return Ok(Previous::Cleared(None));
+    }
+    let names = &intent.vf.netdevs;
+    let link = find_in_host(sockets.host_nl, &existing.pci, names, Some(existing)).await?;
+    Ok(Previous::Cleared(link))
+}
+
+fn busy(existing: &Record) -> Error {
+    Error::DeviceBusy(format!(
+        "VF {} is attached to container {} as {} in live namespace {}; DEL that attachment first",
+        existing.pci,
+        existing.container_id,
+        existing.ifname,
+        existing.netns().unwrap_or("?")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(phase: Phase, result: bool) -> Record {
+        let mut r = Record::sample();
+        r.phase = phase;
+        r.result = result.then(|| serde_json::json!({}));
+        r
+    }
+
+    #[test]
+    fn an_existing_record_is_replayed_refused_or_cleared() {
+        let done = record(Phase::Attached, true);
+        assert_eq!(judge(&done, "c1", "net1", true), Verdict::Replay);
+        assert_eq!(judge(&done, "c2", "net1", true), Verdict::Busy);
+        assert_eq!(
+            judge(&done, "c2", "net1", false),
+            Verdict::Clear { same: false },
+            "a dead pod's record never blocks"
+        );
+        let interrupted = record(Phase::Adding, false);
+        assert_eq!(
+            judge(&interrupted, "c1", "net1", true),
+            Verdict::Clear { same: true },
+            "our own interrupted ADD is redone, not replayed"
+        );
+        assert_eq!(judge(&interrupted, "c1", "net2", true), Verdict::Busy);
+    }
+}

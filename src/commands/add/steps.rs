@@ -1,0 +1,227 @@
+//! ADD's host changes as ordered steps, each pushing its undo onto a
+//! journal; on any failure the journal unwinds newest first. The order
+//! lives here, over the small `Steps` trait, so it is unit-tested without
+//! root; `system::System` is the real implementation.
+//!
+//! 1. lease the address (undo: release it);
+//! 2. write the record durably, before the first host change, with the
+//!    routing plan and the PF's original VF settings (undo: remove it);
+//! 3. set the PF-side VF settings (undo: restore them);
+//! 4. move the netdev into the pod; from here the undo is a full detach,
+//!    which covers every earlier step (a move whose answer was lost may
+//!    well have happened, and detach looks for the VF wherever it is);
+//! 5. configure it (RDMA device, MTU, MAC, up, addresses);
+//! 6. install the rail routing;
+//! 7. report what the kernel confirms, and mark the record attached.
+//!
+//! A DPDK VF has no netdev: steps 4 to 6 are skipped.
+
+use cni::CniResult;
+
+use crate::error::Result;
+use crate::journal::Journal;
+use crate::log_warn;
+
+/// How to undo a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undo {
+    ReleaseLease,
+    RemoveRecord,
+    RestoreVfSettings,
+    /// Give everything back the way DEL does.
+    Detach,
+}
+
+#[allow(async_fn_in_trait)] // used generically, never as `dyn`
+pub trait Steps {
+    /// Whether the VF has a netdev to move (not DPDK).
+    fn moves(&self) -> bool;
+    /// Whether the config sets PF-side VF settings.
+    fn sets_vf(&self) -> bool;
+    /// The IPAM result (empty without IPAM).
+    fn lease(&mut self) -> Result<CniResult>;
+    async fn record(&mut self, ipam: &CniResult) -> Result<()>;
+    fn set_vf(&mut self) -> Result<()>;
+    async fn move_in(&mut self) -> Result<()>;
+    async fn configure(&mut self, result: &mut CniResult) -> Result<()>;
+    async fn route(&mut self, result: &mut CniResult) -> Result<()>;
+    async fn report(&mut self, result: &mut CniResult) -> Result<()>;
+    fn finish(&mut self, result: &CniResult) -> Result<()>;
+    async fn undo(&mut self, step: Undo) -> Result<()>;
+}
+
+/// Run the steps; on failure undo what was done and return the error.
+pub async fn attach(steps: &mut impl Steps) -> Result<CniResult> {
+    let mut journal = Journal::default();
+    let outcome = run(steps, &mut journal).await;
+    if let Err(err) = &outcome {
+        log_warn!("ADD failed ({err}); undoing");
+        for failure in journal.unwind(async |u| steps.undo(u).await).await {
+            crate::log_error!("undo step failed: {failure}");
+        }
+    }
+    outcome
+}
+
+async fn run(steps: &mut impl Steps, journal: &mut Journal<Undo>) -> Result<CniResult> {
+    let mut result = steps.lease()?;
+    journal.push(Undo::ReleaseLease);
+    steps.record(&result).await?;
+    journal.push(Undo::RemoveRecord);
+    if steps.sets_vf() {
+        // Pushed first: a half-applied setting is restored too.
+        journal.push(Undo::RestoreVfSettings);
+        steps.set_vf()?;
+    }
+    if steps.moves() {
+        journal.replace_all(Undo::Detach);
+        steps.move_in().await?;
+        steps.configure(&mut result).await?;
+        steps.route(&mut result).await?;
+    }
+    steps.report(&mut result).await?;
+    steps.finish(&result)?;
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    /// Records each step and undo; fails the step named in `fail`.
+    struct Recorder {
+        calls: Vec<String>,
+        fail: Option<&'static str>,
+        dpdk: bool,
+        vf_settings: bool,
+    }
+
+    impl Recorder {
+        fn new(fail: Option<&'static str>) -> Self {
+            Recorder {
+                calls: Vec::new(),
+                fail,
+                dpdk: false,
+                vf_settings: true,
+            }
+        }
+
+        fn step(&mut self, name: &'static str) -> Result<()> {
+            self.calls.push(name.to_string());
+            match self.fail {
+                Some(f) if f == name => Err(Error::Netlink(format!("{name} refused"))),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    impl Steps for Recorder {
+        fn moves(&self) -> bool {
+            !self.dpdk
+        }
+        fn sets_vf(&self) -> bool {
+            self.vf_settings
+        }
+        fn lease(&mut self) -> Result<CniResult> {
+            self.step("lease").map(|()| CniResult::default())
+        }
+        async fn record(&mut self, _: &CniResult) -> Result<()> {
+            self.step("record")
+        }
+        fn set_vf(&mut self) -> Result<()> {
+            self.step("set_vf")
+        }
+        async fn move_in(&mut self) -> Result<()> {
+            self.step("move_in")
+        }
+        async fn configure(&mut self, _: &mut CniResult) -> Result<()> {
+            self.step("configure")
+        }
+        async fn route(&mut self, _: &mut CniResult) -> Result<()> {
+            self.step("route")
+        }
+        async fn report(&mut self, _: &mut CniResult) -> Result<()> {
+            self.step("report")
+        }
+        fn finish(&mut self, _: &CniResult) -> Result<()> {
+            self.step("finish")
+        }
+        async fn undo(&mut self, step: Undo) -> Result<()> {
+            self.calls.push(format!("undo {step:?}"));
+            Ok(())
+        }
+    }
+
+    fn attach_with(rec: &mut Recorder) -> Result<CniResult> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(attach(rec))
+    }
+
+    const ALL: [&str; 8] = [
+        "lease",
+        "record",
+        "set_vf",
+        "move_in",
+        "configure",
+        "route",
+        "report",
+        "finish",
+    ];
+
+    #[test]
+    fn every_step_in_order_and_nothing_undone_on_success() {
+        let mut rec = Recorder::new(None);
+        assert!(attach_with(&mut rec).is_ok());
+        assert_eq!(rec.calls, ALL);
+    }
+
+    #[test]
+    fn a_failure_undoes_exactly_what_was_done_newest_first() {
+        let undo = |steps: &[&str]| -> Vec<String> {
+            steps.iter().map(|s| format!("undo {s}")).collect()
+        };
+        let cases: [(&str, Vec<String>); 8] = [
+            ("lease", vec![]),
+            ("record", undo(&["ReleaseLease"])),
+            (
+                "set_vf",
+                undo(&["RestoreVfSettings", "RemoveRecord", "ReleaseLease"]),
+            ),
+            ("move_in", undo(&["Detach"])),
+            ("configure", undo(&["Detach"])),
+            ("route", undo(&["Detach"])),
+            ("report", undo(&["Detach"])),
+            ("finish", undo(&["Detach"])),
+        ];
+        for (fail, undone) in cases {
+            let mut rec = Recorder::new(Some(fail));
+            let err = attach_with(&mut rec).unwrap_err();
+            assert_eq!(err.code(), 104, "{fail}: the step's own error is returned");
+            let at = ALL.iter().position(|s| *s == fail).unwrap();
+            let mut expected: Vec<String> = ALL[..=at].iter().map(|s| s.to_string()).collect();
+            expected.extend(undone);
+            assert_eq!(rec.calls, expected, "failing at {fail}");
+        }
+    }
+
+    #[test]
+    fn dpdk_moves_nothing_and_settings_are_optional() {
+        let mut rec = Recorder::new(None);
+        rec.dpdk = true;
+        rec.vf_settings = false;
+        attach_with(&mut rec).unwrap();
+        assert_eq!(rec.calls, ["lease", "record", "report", "finish"]);
+
+        let mut rec = Recorder::new(Some("finish"));
+        rec.dpdk = true;
+        attach_with(&mut rec).unwrap_err();
+        assert_eq!(
+            rec.calls[rec.calls.len() - 3..],
+            ["undo RestoreVfSettings", "undo RemoveRecord", "undo ReleaseLease"],
+            "nothing moved: the earlier undos, not a detach"
+        );
+    }
+}

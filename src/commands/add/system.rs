@@ -1,0 +1,391 @@
+//! ADD's steps on the real system (see `steps` for the order), and the
+//! preparation before them: the VF's host link and the checks that need
+//! the system but change nothing.
+
+use cni::liveness::Proof;
+use cni::{CniResult, Interface};
+
+use super::intent::Intent;
+use super::steps::{Steps, Undo};
+use super::Ctx;
+use crate::attachment::detach::{detach, Attachment};
+use crate::config::RdmaPolicy;
+use crate::error::{Error, Result};
+use crate::hw::RdmaNetnsMode;
+use crate::log_info;
+use crate::net::mac::format_hw_addr;
+use crate::net::{Link, Mac, NetNs, Netlink};
+use crate::routing::apply::{self as rail, InUse};
+use crate::state::{HostLink, Phase, Record};
+use crate::vf::home::find_in_host;
+use crate::vf::settings;
+use crate::{log_warn, routing};
+
+/// The sockets one ADD works through.
+pub struct Sockets<'a> {
+    pub pod: &'a NetNs,
+    pub pod_nl: &'a Netlink,
+    pub host_nl: &'a Netlink,
+}
+
+pub struct System<'a> {
+    ctx: &'a Ctx,
+    intent: &'a Intent<'a>,
+    sockets: Sockets<'a>,
+    /// The VF's netdev on the host (`None`: DPDK).
+    link: Option<Link>,
+    /// The RDMA device to move with the VF.
+    rdma: Option<String>,
+    /// The pod's rules and tables, read once when the table is chosen.
+    in_use: Option<InUse>,
+    /// The netdev once it is in the pod.
+    moved: Option<Link>,
+    record: Record,
+}
+
+impl<'a> System<'a> {
+    /// Find the VF's host link (`cleared`: as a cleared record left it) and
+    /// run the checks that change nothing.
+    pub async fn prepare(
+        ctx: &'a Ctx,
+        intent: &'a Intent<'a>,
+        sockets: Sockets<'a>,
+        cleared: Option<Link>,
+    ) -> Result<Self> {
+        let vf = &intent.vf;
+        let (link, rdma) = if vf.is_dpdk() {
+            (None, None)
+        } else {
+            let link = match cleared {
+                Some(link) => link,
+                None => find_in_host(sockets.host_nl, &vf.pci, &vf.netdevs, None)
+                    .await?
+                    .ok_or_else(|| {
+                        Error::DeviceNotFound(format!(
+                            "VF {} has no netdev in the host namespace (sysfs lists {:?}); is it attached elsewhere?",
+                            vf.pci, vf.netdevs
+                        ))
+                    })?,
+            };
+            intent.check_mtu()?;
+            if sockets.pod_nl.link_by_name(&ctx.env.ifname).await?.is_some() {
+                return Err(Error::invalid_env(format!(
+                    "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
+                    ctx.env.ifname
+                )));
+            }
+            (Some(link), rdma_to_move(ctx, intent)?)
+        };
+        let record = new_record(ctx, intent, link.as_ref());
+        Ok(System {
+            ctx,
+            intent,
+            sockets,
+            link,
+            rdma,
+            in_use: None,
+            moved: None,
+            record,
+        })
+    }
+
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    fn moved(&self) -> Result<&Link> {
+        self.moved
+            .as_ref()
+            .ok_or_else(|| Error::internal("the VF has not been moved"))
+    }
+
+    /// The table is chosen against what the pod holds now (the VF adds no
+    /// rule), so the whole plan goes into the one durable record write:
+    /// rules outlive the VF, and DEL needs the plan to remove them.
+    async fn plan_routing(&mut self, ipam: &CniResult) -> Result<()> {
+        let conf = &self.ctx.conf.routing;
+        if conf.table.is_none() {
+            self.in_use = Some(InUse::read(self.sockets.pod_nl).await?);
+        }
+        let ours: Vec<_> = ipam.ips.iter().map(|ip| ip.address.addr()).collect();
+        let used = self
+            .in_use
+            .as_ref()
+            .map(|u| u.except(&ours))
+            .unwrap_or_default();
+        let (table, priority) = routing::choose_table(&self.ctx.env.ifname, conf, &used);
+        self.record.routing = Some(routing::plan(ipam, conf, table, priority));
+        Ok(())
+    }
+}
+
+impl Steps for System<'_> {
+    fn moves(&self) -> bool {
+        self.link.is_some()
+    }
+
+    fn sets_vf(&self) -> bool {
+        !self.ctx.conf.vf.is_empty()
+    }
+
+    fn lease(&mut self) -> Result<CniResult> {
+        match self.ctx.ipam() {
+            Some(ipam) => {
+                self.record.external_ipam = ipam.external()?;
+                ipam.add()
+            }
+            None => Ok(CniResult::default()),
+        }
+    }
+
+    /// The PF's current VF settings and the routing plan, then ONE durable
+    /// record write before the first host change: a crash anywhere after
+    /// leaves a record DEL can finish from.
+    async fn record(&mut self, ipam: &CniResult) -> Result<()> {
+        let (ctx, vf) = (self.ctx, &self.intent.vf);
+        if self.sets_vf() {
+            let current = ctx.node.hw.vf_state(settings::pf_netdev(vf)?, vf.index)?;
+            self.record.vf_restore = Some(ctx.conf.vf.originals(&current));
+        }
+        if self.moves() {
+            self.plan_routing(ipam).await?;
+            self.record.rdma_device = self.rdma.clone();
+        }
+        ctx.node.store.save(&self.record)
+    }
+
+    fn set_vf(&mut self) -> Result<()> {
+        let node = &self.ctx.node;
+        let timeout = node.settings.rebind_timeout;
+        let vf = &self.intent.vf;
+        settings::apply(node.hw.as_ref(), &node.sysfs, vf, &self.ctx.conf.vf, timeout)
+    }
+
+    async fn move_in(&mut self) -> Result<()> {
+        let (ctx, vf) = (self.ctx, &self.intent.vf);
+        let ifname = &ctx.env.ifname;
+        let link = if self.intent.rebinds(ctx) {
+            // The rebind gave the VF a new netdev: find it again.
+            let names = ctx.node.sysfs.netdevs(&vf.pci);
+            find_in_host(self.sockets.host_nl, &vf.pci, &names, Some(&self.record))
+                .await?
+                .ok_or_else(|| {
+                    Error::DeviceNotFound(format!(
+                        "VF {} has no netdev in the host namespace after its driver was rebound",
+                        vf.pci
+                    ))
+                })?
+        } else {
+            self.link
+                .clone()
+                .ok_or_else(|| Error::internal("no host link to move"))?
+        };
+        if !self
+            .sockets
+            .host_nl
+            .move_to(link.index, self.sockets.pod, ifname)
+            .await?
+        {
+            return Err(Error::invalid_env(format!(
+                "CNI_IFNAME {ifname} already exists in the pod namespace"
+            )));
+        }
+        let moved = self.sockets.pod_nl.link_by_name(ifname).await?;
+        let moved = moved.ok_or_else(|| {
+            Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
+        })?;
+        // The kernel renumbers a moved link whose ifindex is taken in the pod;
+        // kept with the final record write (until then DEL knows the VF by
+        // its host ifindex or MAC).
+        self.record.pod_ifindex = Some(moved.index);
+        self.moved = Some(moved);
+        Ok(())
+    }
+
+    async fn configure(&mut self, result: &mut CniResult) -> Result<()> {
+        let (ctx, nl) = (self.ctx, self.sockets.pod_nl);
+        let moved = self.moved()?;
+        if let Some(dev) = &self.rdma {
+            ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
+        }
+        if moved.mtu != self.intent.mtu {
+            nl.set_mtu(moved.index, self.intent.mtu).await?;
+        }
+        if let Some(mac) = ctx.conf.mac {
+            nl.set_mac(moved.index, &mac.0).await?;
+        }
+        nl.set_up(moved.index).await?;
+        for ip in &mut result.ips {
+            nl.add_address(moved.index, ip.address).await?;
+            ip.interface = Some(0);
+        }
+        Ok(())
+    }
+
+    async fn route(&mut self, result: &mut CniResult) -> Result<()> {
+        let index = self.moved()?.index;
+        // Cloned, not taken: a rollback from here needs the plan in the record.
+        let mut plan = self
+            .record
+            .routing
+            .clone()
+            .ok_or_else(|| Error::internal("the routing plan was not recorded"))?;
+        let left_out = rail::install(
+            self.sockets.pod,
+            self.sockets.pod_nl,
+            &self.ctx.env.ifname,
+            index,
+            &plan,
+            self.in_use.as_ref(),
+        )
+        .await?;
+        plan.routes.retain(|r| !left_out.contains(r));
+        result.routes = plan.result_routes();
+        self.record.routing = Some(plan);
+        Ok(())
+    }
+
+    /// The interface as the kernel confirms it (a DPDK VF: its PCI address).
+    async fn report(&mut self, result: &mut CniResult) -> Result<()> {
+        let ctx = self.ctx;
+        let mut iface = Interface {
+            name: ctx.env.ifname.clone(),
+            sandbox: ctx.env.netns.as_ref().map(|p| p.display().to_string()),
+            pci_id: Some(self.intent.vf.pci.clone()),
+            ..Interface::default()
+        };
+        match &self.moved {
+            Some(moved) => {
+                let now = self.sockets.pod_nl.link_by_index(moved.index).await?;
+                let now = now.ok_or_else(|| {
+                    Error::Netlink(format!("{} vanished from the pod during ADD", iface.name))
+                })?;
+                iface.mac = Some(format_hw_addr(&now.mac));
+                iface.mtu = Some(now.mtu);
+                iface.rdma_device = self.record.rdma_device.clone();
+                if self.intent.vf.infiniband {
+                    iface.guid = ctx.conf.vf.ib_guid.map(|g| g.to_string());
+                    iface.pkey = ctx.conf.pkey.map(|k| format!("{k:#06x}"));
+                }
+            }
+            None => {
+                for ip in &mut result.ips {
+                    ip.interface = Some(0);
+                }
+                log_info!(
+                    "VF {} is bound to {} (DPDK): addressed, not moved",
+                    self.intent.vf.pci,
+                    self.intent.vf.driver.as_deref().unwrap_or("?")
+                );
+            }
+        }
+        result.interfaces = vec![iface];
+        Ok(())
+    }
+
+    /// Mark the record attached, with the result to replay. Not made durable:
+    /// after a crash the durable "adding" record says more, not less (DEL
+    /// and a retried ADD handle it), so this write needs no fsync.
+    fn finish(&mut self, result: &CniResult) -> Result<()> {
+        self.record.phase = Phase::Attached;
+        self.record.result = Some(
+            serde_json::to_value(result)
+                .map_err(|e| Error::internal(format!("encode result: {e}")))?,
+        );
+        self.ctx.node.store.save_relaxed(&self.record)
+    }
+
+    async fn undo(&mut self, step: Undo) -> Result<()> {
+        let (ctx, node) = (self.ctx, &self.ctx.node);
+        match step {
+            Undo::Detach => {
+                let attachment = Attachment::of(&self.record);
+                // Fresh sockets: the failure may have been the socket's.
+                detach(node, &attachment, &ctx.lease(), Some(self.intent.netns), None).await
+            }
+            Undo::ReleaseLease => ctx.ipam().map_or(Ok(()), |i| {
+                i.release(&ctx.env.container_id, &ctx.env.ifname)
+            }),
+            Undo::RestoreVfSettings => settings::restore(
+                node.hw.as_ref(),
+                &node.sysfs,
+                &self.intent.vf,
+                &self.record,
+                node.settings.rebind_timeout,
+            ),
+            Undo::RemoveRecord => node.store.remove(&self.intent.vf.pci),
+        }
+    }
+}
+
+fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
+    let vf = &intent.vf;
+    let host = match link {
+        Some(link) => HostLink {
+            name: link.name.clone(),
+            mac: Mac::from_slice(&link.mac),
+            mtu: link.mtu,
+            ifindex: link.index,
+        },
+        None => HostLink {
+            name: String::new(),
+            mac: None,
+            mtu: 0,
+            ifindex: 0,
+        },
+    };
+    let proof = Proof::now(Some(intent.netns), ctx.node.settings.boot_id());
+    let env = &ctx.env;
+    let mut record = Record::new(&vf.pci, &ctx.conf.name, &env.container_id, &env.ifname, proof, host);
+    record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.plugin.clone());
+    record.pod = env.args.pod();
+    record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
+    record.dpdk = link.is_none();
+    record
+}
+
+/// `rdma: auto` moves the VF's RDMA device when there is one and the
+/// subsystem is in exclusive netns mode, and logs otherwise; `required`
+/// fails instead of logging. InfiniBand rails are RDMA rails: without its
+/// device a VF is useless, so they default to `required`.
+fn rdma_to_move(ctx: &Ctx, intent: &Intent<'_>) -> Result<Option<String>> {
+    let vf = &intent.vf;
+    let policy = if vf.infiniband && !ctx.conf.rdma_given {
+        RdmaPolicy::Required
+    } else {
+        ctx.conf.rdma
+    };
+    if policy == RdmaPolicy::Off {
+        return Ok(None);
+    }
+    let required = policy == RdmaPolicy::Required;
+    let Some(dev) = vf.rdma_devices.first() else {
+        if required {
+            return Err(Error::UnsupportedDevice(format!(
+                "rdma is required but VF {} has no RDMA device (no infiniband/ entry in sysfs)",
+                vf.pci
+            )));
+        }
+        log_info!("VF {} has no RDMA device; attaching the netdev only", vf.pci);
+        return Ok(None);
+    };
+    match ctx.node.hw.rdma_netns_mode() {
+        Ok(RdmaNetnsMode::Exclusive) => Ok(Some(dev.clone())),
+        Ok(RdmaNetnsMode::Shared) if required => Err(Error::UnsupportedDevice(format!(
+            "rdma is required but the RDMA subsystem is in shared netns mode, so {dev} cannot follow the VF; \
+             run `rdma system set netns exclusive` (ib_core netns_mode=0) or set rdma to auto"
+        ))),
+        Ok(RdmaNetnsMode::Shared) => {
+            log_info!("RDMA netns mode is shared: {dev} stays visible everywhere, nothing to move");
+            Ok(None)
+        }
+        Err(e) if required => Err(Error::UnsupportedDevice(format!(
+            "rdma is required but the RDMA netns mode cannot be read ({}); load ib_core or set rdma to auto",
+            e.details()
+        ))),
+        Err(e) => {
+            log_warn!("cannot query the RDMA netns mode ({e}); not moving {dev}");
+            Ok(None)
+        }
+    }
+}

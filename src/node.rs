@@ -1,0 +1,33 @@
+//! The node a command works on: where state lives, how the VFs and the PF
+//! are reached, and the namespace VFs go home to. CNI verbs add the request
+//! to it (`commands::Ctx`); teardown and the day-2 commands need only this.
+
+use cni::Settings;
+
+use crate::error::Result;
+use crate::hw::Hardware;
+use crate::net::NetNs;
+use crate::state::Store;
+use crate::vf::Sysfs;
+
+pub struct Node {
+    pub settings: Settings,
+    pub store: Store,
+    pub sysfs: Sysfs,
+    pub hw: Box<dyn Hardware>,
+    /// The namespace railcni runs in; VFs return here.
+    pub host: NetNs,
+}
+
+impl Node {
+    /// The node as the settings describe it, with the current namespace as host.
+    pub fn new(settings: Settings) -> Result<Self> {
+        Ok(Node {
+            store: Store::new(&settings),
+            sysfs: Sysfs::new(&settings.sysfs_root),
+            hw: crate::hw::backend(&settings),
+            host: NetNs::current()?,
+            settings,
+        })
+    }
+}
