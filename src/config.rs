@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::hw::{LinkState, Rate, VfSettings, Vlan, VlanProto};
-use crate::log::Level;
 use crate::net::Mac;
 use crate::routing::RoutingConf;
 use cni::Env;
@@ -46,10 +45,6 @@ struct RawConf {
     mtu: Option<Value>,
     mac: Option<String>,
     ipam: Option<Value>,
-    /// Type-checked here; `run.rs` sets logging up from the raw config.
-    #[allow(dead_code)]
-    log_file: Option<String>,
-    log_level: Option<String>,
     prev_result: Option<Value>,
     routing: Option<Value>,
     vlan: Option<Value>,
@@ -137,12 +132,12 @@ impl NetConf {
         if conf.kind.as_deref().unwrap_or("").is_empty() {
             return Err(Error::config("type", "is required"));
         }
-        check_log_level(conf.log_level.as_deref())?;
         let mac = pick_mac(&conf, env)?;
         let mut vf = vf_settings(&conf, mac)?;
         vf.ib_guid = pick_guid(&conf, env)?;
         let ipam = ipam_conf(conf.ipam.as_ref())?;
-        let routing = RoutingConf::parse(conf.routing.as_ref(), embedded_cidr(ipam.as_ref(), &raw)?)?;
+        let routing =
+            RoutingConf::parse(conf.routing.as_ref(), embedded_cidr(ipam.as_ref(), &raw)?)?;
         Ok(NetConf {
             mtu_given: conf.mtu.is_some(),
             rdma_given: conf.rdma.is_some(),
@@ -196,11 +191,17 @@ fn pick_mac(conf: &RawConf, env: &Env) -> Result<Option<Mac>> {
 /// runtimeConfig.infinibandGUID > CNI_ARGS infinibandGUID= > config guid.
 fn pick_guid(conf: &RawConf, env: &Env) -> Result<Option<crate::hw::Guid>> {
     let given = [
-        (&conf.runtime_config.infiniband_guid, "runtimeConfig.infinibandGUID"),
+        (
+            &conf.runtime_config.infiniband_guid,
+            "runtimeConfig.infinibandGUID",
+        ),
         (&env.args.infiniband_guid, "CNI_ARGS infinibandGUID"),
         (&conf.guid, "guid"),
     ];
-    match given.into_iter().find_map(|(v, field)| v.as_ref().map(|g| (g, field))) {
+    match given
+        .into_iter()
+        .find_map(|(v, field)| v.as_ref().map(|g| (g, field)))
+    {
         Some((g, field)) => parse_guid(g, field).map(Some),
         None => Ok(None),
     }
@@ -258,7 +259,10 @@ fn embedded_cidr(ipam: Option<&IpamConf>, raw: &Value) -> Result<Option<ipnet::I
     match raw.pointer("/ipam/cidr") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(c)) => c.parse().map(Some).map_err(|_| {
-            Error::config("ipam.cidr", format!("{c:?} is not a prefix like 172.16.0.0/15"))
+            Error::config(
+                "ipam.cidr",
+                format!("{c:?} is not a prefix like 172.16.0.0/15"),
+            )
         }),
         Some(other) => Err(Error::config(
             "ipam.cidr",
@@ -276,18 +280,6 @@ fn parse_rdma(v: Option<&str>) -> Result<RdmaPolicy> {
             "rdma",
             format!("{other:?} is not one of auto, required, off"),
         )),
-    }
-}
-
-/// Logging was set up from the raw config already; a bad level is still
-/// the operator's to fix.
-fn check_log_level(level: Option<&str>) -> Result<()> {
-    match level.filter(|l| !l.is_empty()) {
-        Some(l) if Level::parse(l).is_none() => Err(Error::config(
-            "logLevel",
-            format!("{l:?} is not one of error, warning, info, debug"),
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -528,22 +520,12 @@ mod tests {
                 "ipam.type",
             ),
             (
-                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","logLevel":"loud"}"#,
-                7,
-                "logLevel",
-            ),
-            (
                 r#"{"cniVersion":"9.9.9","name":"r","type":"railcni"}"#,
                 1,
                 "9.9.9",
             ),
             (r#"{"cniVersion":"1.0.0""#, 6, "JSON"),
             (r#"[1,2]"#, 6, "object"),
-            (
-                r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","logFile":7}"#,
-                7,
-                "logFile",
-            ),
         ];
         for (json, code, field) in cases {
             let e = parse(json).unwrap_err();

@@ -212,13 +212,20 @@ mod tests {
             what: "VF 0000:3b:02.0".into(),
             failures: vec![
                 failed("return VF", Error::Netlink("EBUSY".into())),
-                failed("release address", Error::try_again_later("lease file locked")),
+                failed(
+                    "release address",
+                    Error::try_again_later("lease file locked"),
+                ),
                 failed("remove record", Error::State("read-only".into())),
             ],
         };
         assert_eq!(e.code(), 11, "a retry is what fixes a held lock");
         let d = e.details();
-        for part in ["return VF: EBUSY", "release address: lease file locked", "remove record: read-only"] {
+        for part in [
+            "return VF: EBUSY",
+            "release address: lease file locked",
+            "remove record: read-only",
+        ] {
             assert!(d.contains(part), "{d}");
         }
         let e = Error::Teardown {

@@ -36,8 +36,20 @@ pub struct ExternalIpam {
 impl ExternalIpam {
     /// Release the lease of (`container_id`, `ifname`) with the plugin's DEL.
     pub fn release(&self, container_id: &str, ifname: &str) -> Result<()> {
-        let dir: Vec<PathBuf> = self.plugin.parent().map(Path::to_path_buf).into_iter().collect();
-        exec_plugin(&self.plugin, "DEL", &self.conf, &dir, Some((container_id, ifname))).map(drop)
+        let dir: Vec<PathBuf> = self
+            .plugin
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect();
+        exec_plugin(
+            &self.plugin,
+            "DEL",
+            &self.conf,
+            &dir,
+            Some((container_id, ifname)),
+        )
+        .map(drop)
     }
 }
 
@@ -96,9 +108,10 @@ impl<'a> Ipam<'a> {
             r.interfaces.clear();
             return Ok(r);
         }
-        let allocation = self
-            .embedded()?
-            .allocate(&railcni_ipam::Holder::of(self.env), &self.conf.requested_ips)?;
+        let allocation = self.embedded()?.allocate(
+            &railcni_ipam::Holder::of(self.env),
+            &self.conf.requested_ips,
+        )?;
         for lease in &allocation.reclaimed {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }
@@ -173,7 +186,13 @@ impl<'a> Ipam<'a> {
     /// Run the IPAM plugin with this network's config; `key` overrides the
     /// attachment it acts on (container ID, ifname).
     fn exec(&self, command: &str, key: Option<(&str, &str)>) -> Result<Vec<u8>> {
-        exec_plugin(&self.find_plugin()?, command, &self.conf.raw, &self.env.path, key)
+        exec_plugin(
+            &self.find_plugin()?,
+            command,
+            &self.conf.raw,
+            &self.env.path,
+            key,
+        )
     }
 }
 
@@ -187,9 +206,10 @@ fn exec_plugin(
     cni_path: &[PathBuf],
     key: Option<(&str, &str)>,
 ) -> Result<Vec<u8>> {
-    let name = plugin
-        .file_name()
-        .map_or_else(|| plugin.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = plugin.file_name().map_or_else(
+        || plugin.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let mut proc = Proc::new(plugin);
     if let Some((container_id, ifname)) = key {
         proc.env("CNI_CONTAINERID", container_id)
@@ -227,7 +247,12 @@ fn exec_plugin(
 }
 
 /// A failed plugin's error JSON as our error: its spec code passes on.
-fn plugin_error(name: &str, command: &str, status: std::process::ExitStatus, stdout: &[u8]) -> Error {
+fn plugin_error(
+    name: &str,
+    command: &str,
+    status: std::process::ExitStatus,
+    stdout: &[u8],
+) -> Error {
     let err: Value = serde_json::from_slice(stdout).unwrap_or(Value::Null);
     let text = |key: &str| err.get(key).and_then(Value::as_str).unwrap_or("");
     let code = err

@@ -13,7 +13,6 @@ mod fabric;
 mod hw;
 mod ipam;
 mod journal;
-mod log;
 mod net;
 mod node;
 mod routing;
@@ -21,6 +20,9 @@ mod run;
 mod state;
 mod timing;
 mod vf;
+
+// The one logger both binaries share (`cni::log`), as `crate::log_info!` ….
+pub(crate) use cni::{log_debug, log_error, log_info, log_warn};
 
 fn main() {
     if cni::is_cni_invocation() {

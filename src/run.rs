@@ -1,15 +1,14 @@
 //! One CNI invocation: the shared skeleton (`cni::plugin_main`) reads the
-//! environment and stdin; this runs the verb on the plugin's context.
+//! environment and stdin and starts logging; this runs the verb on the
+//! plugin's context.
 
 use cni::{Request, Verb};
 use serde_json::Value;
 
 use crate::commands::{self, Ctx};
 use crate::config::NetConf;
-use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::log::Level;
 use crate::node::Node;
 
 /// Returns the process exit code.
@@ -28,28 +27,6 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
         config,
         version,
     } = request;
-    // Logging starts before the config is validated, so config errors
-    // reach the log file too.
-    let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or("");
-    crate::log::init(
-        Level::parse(text("logLevel")).unwrap_or(Level::Info),
-        Some(text("logFile"))
-            .filter(|f| !f.is_empty())
-            .map(Path::new),
-        &settings.log_dir,
-        // Every line names the pod (or container), network, interface and VF.
-        format!(
-            "{:?} {} {} {} {}",
-            env.command,
-            text("name"),
-            env.args.pod().unwrap_or_else(|| env.container_id.clone()),
-            env.ifname,
-            config
-                .pointer("/runtimeConfig/deviceID")
-                .and_then(Value::as_str)
-                .unwrap_or(text("deviceID"))
-        ),
-    );
     let conf = NetConf::parse(config, &env)?;
     let ctx = Ctx::new(env, conf, Node::new(settings)?);
     let runtime = tokio::runtime::Builder::new_current_thread()

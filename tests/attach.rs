@@ -505,6 +505,16 @@ fn config_errors_reach_the_log_file() {
         logged.contains("mtu") && logged.contains("ml/trainer-0") && logged.contains(&vf.pci),
         "the failure line names the field, the pod and the VF: {logged}"
     );
+    // The logging fields themselves are checked once, by the skeleton.
+    for (field, value) in [("logLevel", json!("loud")), ("logFile", json!(7))] {
+        let mut c = add.conf.clone();
+        c[field] = value;
+        let err = node.cni(&add.with_conf(c)).err(7);
+        assert!(
+            err["details"].as_str().unwrap_or("").contains(field),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -234,3 +234,67 @@ fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
 fn sh_out(cmd: &str) -> String {
     String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
 }
+
+/// `railcni gc --apply` releases a lease an external IPAM plugin made
+/// (host-local here), by running that plugin's DEL with the config the
+/// record kept from ADD, as DEL would have.
+#[test]
+fn gc_releases_the_lease_of_an_external_ipam_plugin() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("gone");
+    let add = Req::new("ADD", "gone", &pod, "net1", node.rail1_conf(vf));
+    let result = node.cni(&add).ok();
+    assert_eq!(address(&result), "172.16.0.2/24", "host-local's first");
+    assert_eq!(node.host_local_leases("rail1"), ["172.16.0.2"]);
+    node.kill_pod(&pod, &[(vf, "net1")]);
+
+    let (code, done) = node.operator_json(&["gc", "--apply"]);
+    assert_eq!(code, 0, "{done}");
+    assert_eq!(done["actions"][0]["result"], "done", "{done}");
+    assert!(!node.record_exists(&vf.pci));
+    assert!(
+        node.host_local_leases("rail1").is_empty(),
+        "host-local's lease file must be gone: {:?}",
+        node.host_local_leases("rail1")
+    );
+}
+
+/// A DEL that cannot take the lease lock in time answers 11 ("try again
+/// later"), not a netlink error; the VF is home and the record kept, so the
+/// runtime's retry finishes the job.
+#[test]
+fn del_behind_a_held_lease_lock_answers_try_again() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let add = rail1_add("p", &pod, vf);
+    node.cni(&add).ok();
+
+    let lock = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(node.state_dir().join("ipam/rail1.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let mut del = add.cmd("DEL");
+    del.env
+        .push(("RAILCNI_LOCK_TIMEOUT_MS".into(), "300".into()));
+    let err = node.cni(&del).err(11);
+    let msg = err["details"].as_str().unwrap_or_default();
+    assert!(msg.contains("release address"), "{err}");
+    assert!(
+        link_in(&node.host(), &vf.ifname).is_some(),
+        "the VF is home"
+    );
+    assert!(node.record_exists(&vf.pci), "kept for the retry");
+    assert!(
+        leases(&node, "rail1").contains("\"p\""),
+        "the lease is still held"
+    );
+
+    lock.unlock().unwrap();
+    node.cni(&del).ok();
+    assert!(!node.record_exists(&vf.pci));
+    assert!(!leases(&node, "rail1").contains("\"p\""));
+}

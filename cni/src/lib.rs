@@ -8,6 +8,7 @@ pub mod env;
 pub mod error;
 pub mod files;
 pub mod liveness;
+pub mod log;
 pub mod result;
 pub mod settings;
 pub mod skeleton;

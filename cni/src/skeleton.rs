@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::env::{Command, Env};
 use crate::error::{reply_json, Error, Reply, Result};
+use crate::log::{self, Level, LogConf};
 use crate::settings::Settings;
 use crate::version::{Version, LATEST, SUPPORTED};
 
@@ -57,21 +58,24 @@ pub fn is_cni_invocation() -> bool {
 /// own failures; failures before it (environment, stdin, version) are
 /// written to stderr here.
 pub fn plugin_main<E>(
-    program: &str,
+    program: &'static str,
     dispatch: impl FnOnce(Request) -> std::result::Result<Option<Value>, E>,
 ) -> i32
 where
     E: Reply + From<Error>,
 {
+    let settings = Settings::from_env();
+    // stderr only until the config says more.
+    log::init(program, Level::Info, None, &settings.log_dir, String::new());
     let mut stdin = Vec::new();
     let read = std::io::stdin()
         .read_to_end(&mut stdin)
         .map_err(|e| Error::Io(format!("cannot read stdin: {e}")));
-    let outcome = match read.and_then(|_| prepare(&stdin)) {
+    let outcome = match read.and_then(|_| prepare(program, &stdin, settings)) {
         Ok(Prepared::Version(reply)) => Ok(Some(reply)),
         Ok(Prepared::Request(request)) => dispatch(*request),
         Err(e) => {
-            eprintln!("{program}: {e}");
+            crate::log_error!("{e}");
             Err(E::from(e))
         }
     };
@@ -96,7 +100,7 @@ enum Prepared {
     Request(Box<Request>),
 }
 
-fn prepare(stdin: &[u8]) -> Result<Prepared> {
+fn prepare(program: &'static str, stdin: &[u8], settings: Settings) -> Result<Prepared> {
     let env = Env::from_process()?;
     let Some(verb) = Verb::of(env.command) else {
         let asked = asked_version(stdin).unwrap_or(LATEST);
@@ -105,15 +109,55 @@ fn prepare(stdin: &[u8]) -> Result<Prepared> {
         ));
     };
     let config = parse_config(stdin)?;
+    start_logging(program, &env, &config, &settings)?;
     let version = config_version(&config)?;
     version.gate(env.command)?;
     Ok(Prepared::Request(Box::new(Request {
         verb,
         env,
-        settings: Settings::from_env(),
+        settings,
         config,
         version,
     })))
+}
+
+/// Logging as the config asks, before anything else is validated, so config
+/// errors reach the log file too. Every line names the verb, network, pod
+/// (or container), interface and VF.
+fn start_logging(
+    program: &'static str,
+    env: &Env,
+    config: &Value,
+    settings: &Settings,
+) -> Result<()> {
+    let conf = LogConf::of(config);
+    let (file, level) = match &conf {
+        Ok(c) => (c.log_file.as_deref(), c.level()),
+        Err(_) => (None, Ok(Level::Info)),
+    };
+    let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or("");
+    let device = config
+        .pointer("/runtimeConfig/deviceID")
+        .and_then(Value::as_str)
+        .unwrap_or(text("deviceID"));
+    let pod = env.args.pod().unwrap_or_else(|| env.container_id.clone());
+    let command = format!("{:?}", env.command);
+    let parts = [command.as_str(), text("name"), &pod, &env.ifname, device];
+    let context = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let path = file.map(std::path::Path::new);
+    log::init(
+        program,
+        *level.as_ref().unwrap_or(&Level::Info),
+        path,
+        &settings.log_dir,
+        context,
+    );
+    conf.and(level).map(drop)
 }
 
 /// stdin as a JSON object (code 6 otherwise).

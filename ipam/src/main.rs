@@ -21,7 +21,7 @@ fn main() {
         std::process::exit(if asked_help { 0 } else { 2 });
     }
     std::process::exit(cni::plugin_main("railcni-ipam", |request| {
-        run(&request).inspect_err(|e| eprintln!("railcni-ipam: {e}"))
+        run(&request).inspect_err(|e| cni::log_error!("{e}"))
     }));
 }
 
@@ -42,13 +42,13 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
             let requested = requested_ips(conf, &env.args)?;
             let allocation = ipam.allocate(&Holder::of(env), &requested)?;
             for lease in &allocation.reclaimed {
-                eprintln!("railcni-ipam: reclaimed {lease}");
+                cni::log_info!("reclaimed {lease}");
             }
             Ok(Some(allocation.to_result().to_json(request.version)))
         }
         Verb::Del => {
             if let Released::StoreUnreadable(why) = ipam.release(&env.container_id, &env.ifname)? {
-                eprintln!("railcni-ipam: DEL cannot release: {why}");
+                cni::log_error!("DEL cannot release: {why}");
             }
             Ok(None)
         }

@@ -200,3 +200,45 @@ fn help_never_waits_for_stdin() {
     let out = child.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("IPAM plugin"));
 }
+
+/// The IPAM binary logs like railcni: to the config's `logFile` inside
+/// RAILCNI_LOG_DIR, one timestamped line per event naming the invocation.
+#[test]
+fn the_binary_logs_to_the_config_log_file() {
+    let t = tempfile::tempdir().unwrap();
+    let mut c = conf(31);
+    c["logFile"] = json!("ipam.log");
+    c["logLevel"] = json!("debug");
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", "c1")
+        .env("CNI_IFNAME", "net1")
+        .env("CNI_NETNS", "/var/run/netns/ipam-test")
+        .env("RAILCNI_STATE_DIR", t.path())
+        .env("RAILCNI_LOG_DIR", t.path().join("logs"))
+        .env("RAILCNI_NODE_NAME", "gpu-0")
+        .env("RAILCNI_NODE_CONFIG", t.path().join("no-node-file.json"));
+    // gpu-0's /31: one address and the gateway; the second ADD finds it full.
+    for cid in ["c1", "c2"] {
+        let mut cmd2 = Command::new(BIN);
+        cmd2.envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env("CNI_CONTAINERID", cid);
+        let _ = support::run_with_stdin(cmd2, &c);
+    }
+    let logged = std::fs::read_to_string(t.path().join("logs/ipam.log")).unwrap();
+    let line = logged
+        .lines()
+        .find(|l| l.contains(" error "))
+        .unwrap_or_else(|| panic!("the exhausted pool is logged: {logged}"));
+    assert!(
+        line.contains("railcni-ipam error [Add rail1 c2 net1]"),
+        "{line}"
+    );
+    assert!(
+        line.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+            && line.contains('T')
+            && line.contains("Z "),
+        "{line}"
+    );
+}

@@ -393,8 +393,17 @@ mod tests {
         };
         let failures = run_typed(&mut rec, Some(&record()));
         let steps: Vec<_> = failures.iter().map(|f| (f.step, f.error.code())).collect();
-        assert_eq!(steps, [("remove rules and rail routes", 104), ("release address", 11)]);
-        assert!(!rec.calls.contains(&"record"), "a failed teardown keeps its record");
+        assert_eq!(
+            steps,
+            [
+                ("remove rules and rail routes", 104),
+                ("release address", 11)
+            ]
+        );
+        assert!(
+            !rec.calls.contains(&"record"),
+            "a failed teardown keeps its record"
+        );
     }
 
     #[test]

@@ -63,14 +63,19 @@ impl Expected {
                 record.container_id, record.ifname, record.pci
             ))
         })?;
-        Ok(Self::from_result(&record.ifname, &CniResult::from_value(value)?))
+        Ok(Self::from_result(
+            &record.ifname,
+            &CniResult::from_value(value)?,
+        ))
     }
 
     fn from_result(ifname: &str, result: &CniResult) -> Self {
         let iface = result.interfaces.iter().find(|i| i.name == ifname);
         Expected {
             ifname: ifname.to_string(),
-            mac: iface.and_then(|i| i.mac.as_deref()).map(str::to_ascii_lowercase),
+            mac: iface
+                .and_then(|i| i.mac.as_deref())
+                .map(str::to_ascii_lowercase),
             mtu: iface.and_then(|i| i.mtu),
             addresses: result.ips.iter().map(|ip| ip.address).collect(),
         }
@@ -223,9 +228,15 @@ mod tests {
             "ips": [{"address": "172.16.0.0/31"}]
         }));
         let e = Expected::from_record(&ours).unwrap();
-        let same = CniResult::from_value(&serde_json::json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.0.0/31"}]})).unwrap();
+        let same = CniResult::from_value(
+            &serde_json::json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.0.0/31"}]}),
+        )
+        .unwrap();
         assert!(e.disagreements(&same).is_empty());
-        let other = CniResult::from_value(&serde_json::json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.0.2/31"}]})).unwrap();
+        let other = CniResult::from_value(
+            &serde_json::json!({"cniVersion": "1.0.0", "ips": [{"address": "172.16.0.2/31"}]}),
+        )
+        .unwrap();
         let d = e.disagreements(&other);
         assert_eq!(d.len(), 1);
         assert!(d[0].contains("172.16.0.2/31"), "{d:?}");

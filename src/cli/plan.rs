@@ -50,7 +50,8 @@ pub fn run(
         Emit::NodeFile => {
             let node = node.ok_or_else(|| Usage("--emit node-file needs --node NAME".into()))?;
             resolved.node_file(node).and_then(|v| {
-                serde_json::to_string_pretty(&v).map_err(|e| crate::fabric::PlanError(e.to_string()))
+                serde_json::to_string_pretty(&v)
+                    .map_err(|e| crate::fabric::PlanError(e.to_string()))
             })
         }
     }

@@ -1,8 +1,8 @@
 //! CHECK: the attachment still looks like ADD left it (its record), and the
 //! runtime's prevResult says the same.
 
-use crate::attachment::verify::{compare, drift, Expected};
 use super::Ctx;
+use crate::attachment::verify::{compare, drift, Expected};
 use crate::error::{Error, Result};
 use crate::net::{NetNs, Netlink};
 use cni::CniResult;
@@ -14,11 +14,10 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
         })?;
     let prev = CniResult::from_value(prev)?;
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
-    let record = ctx
-        .node
-        .store
-        .find(cid, ifname)?
-        .ok_or_else(|| Error::CheckFailed(format!("no attachment record for {cid}/{ifname}")))?;
+    let record =
+        ctx.node.store.find(cid, ifname)?.ok_or_else(|| {
+            Error::CheckFailed(format!("no attachment record for {cid}/{ifname}"))
+        })?;
     let expected = Expected::from_record(&record)?;
     let mut diffs = expected.disagreements(&prev);
     if !record.dpdk {

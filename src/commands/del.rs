@@ -1,8 +1,8 @@
 //! DEL: give the attachment back (see `detach`). Converges from any state:
 //! netns gone or empty, record missing, repeated DEL.
 
-use crate::attachment::detach::{detach, Attachment};
 use super::Ctx;
+use crate::attachment::detach::{detach, Attachment};
 use crate::error::Result;
 use crate::vf::normalize_pci;
 use crate::{log_info, log_warn};

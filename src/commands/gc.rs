@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::attachment::detach::{detach, Attachment};
 use super::Ctx;
+use crate::attachment::detach::{detach, Attachment};
 use crate::error::Result;
 use crate::{log_info, log_warn};
 
@@ -34,7 +34,15 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
             .netns()
             .filter(|_| record.netns_alive(boot.as_deref()))
             .map(Path::new);
-        if let Err(e) = detach(&ctx.node, &Attachment::of(&record), &ctx.lease(), netns, None).await {
+        if let Err(e) = detach(
+            &ctx.node,
+            &Attachment::of(&record),
+            &ctx.lease(),
+            netns,
+            None,
+        )
+        .await
+        {
             log_warn!("GC: {e}");
         }
     }

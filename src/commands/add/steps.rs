@@ -180,9 +180,8 @@ mod tests {
 
     #[test]
     fn a_failure_undoes_exactly_what_was_done_newest_first() {
-        let undo = |steps: &[&str]| -> Vec<String> {
-            steps.iter().map(|s| format!("undo {s}")).collect()
-        };
+        let undo =
+            |steps: &[&str]| -> Vec<String> { steps.iter().map(|s| format!("undo {s}")).collect() };
         let cases: [(&str, Vec<String>); 8] = [
             ("lease", vec![]),
             ("record", undo(&["ReleaseLease"])),
@@ -220,7 +219,11 @@ mod tests {
         attach_with(&mut rec).unwrap_err();
         assert_eq!(
             rec.calls[rec.calls.len() - 3..],
-            ["undo RestoreVfSettings", "undo RemoveRecord", "undo ReleaseLease"],
+            [
+                "undo RestoreVfSettings",
+                "undo RemoveRecord",
+                "undo ReleaseLease"
+            ],
             "nothing moved: the earlier undos, not a detach"
         );
     }

@@ -68,7 +68,12 @@ impl<'a> System<'a> {
                     })?,
             };
             intent.check_mtu()?;
-            if sockets.pod_nl.link_by_name(&ctx.env.ifname).await?.is_some() {
+            if sockets
+                .pod_nl
+                .link_by_name(&ctx.env.ifname)
+                .await?
+                .is_some()
+            {
                 return Err(Error::invalid_env(format!(
                     "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
                     ctx.env.ifname
@@ -158,7 +163,13 @@ impl Steps for System<'_> {
         let node = &self.ctx.node;
         let timeout = node.settings.rebind_timeout;
         let vf = &self.intent.vf;
-        settings::apply(node.hw.as_ref(), &node.sysfs, vf, &self.ctx.conf.vf, timeout)
+        settings::apply(
+            node.hw.as_ref(),
+            &node.sysfs,
+            vf,
+            &self.ctx.conf.vf,
+            timeout,
+        )
     }
 
     async fn move_in(&mut self) -> Result<()> {
@@ -301,7 +312,14 @@ impl Steps for System<'_> {
             Undo::Detach => {
                 let attachment = Attachment::of(&self.record);
                 // Fresh sockets: the failure may have been the socket's.
-                detach(node, &attachment, &ctx.lease(), Some(self.intent.netns), None).await
+                detach(
+                    node,
+                    &attachment,
+                    &ctx.lease(),
+                    Some(self.intent.netns),
+                    None,
+                )
+                .await
             }
             Undo::ReleaseLease => ctx.ipam().map_or(Ok(()), |i| {
                 i.release(&ctx.env.container_id, &ctx.env.ifname)
@@ -336,7 +354,14 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
     };
     let proof = Proof::now(Some(intent.netns), ctx.node.settings.boot_id());
     let env = &ctx.env;
-    let mut record = Record::new(&vf.pci, &ctx.conf.name, &env.container_id, &env.ifname, proof, host);
+    let mut record = Record::new(
+        &vf.pci,
+        &ctx.conf.name,
+        &env.container_id,
+        &env.ifname,
+        proof,
+        host,
+    );
     record.ipam_type = ctx.conf.ipam.as_ref().map(|i| i.plugin.clone());
     record.pod = env.args.pod();
     record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
@@ -366,7 +391,10 @@ fn rdma_to_move(ctx: &Ctx, intent: &Intent<'_>) -> Result<Option<String>> {
                 vf.pci
             )));
         }
-        log_info!("VF {} has no RDMA device; attaching the netdev only", vf.pci);
+        log_info!(
+            "VF {} has no RDMA device; attaching the netdev only",
+            vf.pci
+        );
         return Ok(None);
     };
     match ctx.node.hw.rdma_netns_mode() {

@@ -1,11 +1,55 @@
-//! Plugin logging: to the config's `logFile` (appended) and stderr, never stdout.
+//! Logging for both binaries: to the config's `logFile` (appended) and
+//! stderr, never stdout. One line per call, RFC 3339 UTC timestamps, the
+//! program, the level and the invocation's context (verb, network, pod,
+//! interface, VF), every logged value escaped.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use serde::Deserialize;
+
+/// The config's logging fields, read once by the skeleton.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogConf {
+    pub log_file: Option<String>,
+    pub log_level: Option<String>,
+}
+
+impl LogConf {
+    /// From the network config; a field of the wrong type is error 7 naming it.
+    pub fn of(config: &serde_json::Value) -> crate::error::Result<Self> {
+        let field = |key: &str| match config.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(crate::Error::config(
+                key,
+                format!("{other} must be a string"),
+            )),
+        };
+        Ok(LogConf {
+            log_file: field("logFile")?.filter(|f| !f.is_empty()),
+            log_level: field("logLevel")?.filter(|l| !l.is_empty()),
+        })
+    }
+
+    /// The level asked for (info when none); a bad one is error 7.
+    pub fn level(&self) -> crate::error::Result<Level> {
+        match self.log_level.as_deref() {
+            None => Ok(Level::Info),
+            Some(l) => Level::parse(l).ok_or_else(|| {
+                crate::Error::config(
+                    "logLevel",
+                    format!("{l:?} is not one of error, warning, info, debug"),
+                )
+            }),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -37,6 +81,8 @@ impl Level {
 }
 
 struct Sink {
+    /// `railcni` or `railcni-ipam`.
+    program: &'static str,
     level: Level,
     file: Option<File>,
     /// Identifies the invocation in a shared log file.
@@ -65,28 +111,35 @@ pub fn confine(file: &Path, log_dir: &Path) -> Option<PathBuf> {
 /// Set up logging once the config is known. A log file that cannot be opened
 /// (or lies outside the log directory) is reported on stderr and otherwise
 /// ignored: logging must not fail an ADD.
-pub fn init(level: Level, file: Option<&Path>, log_dir: &Path, context: String) {
+pub fn init(
+    program: &'static str,
+    level: Level,
+    file: Option<&Path>,
+    log_dir: &Path,
+    context: String,
+) {
     let file = file.and_then(|asked| {
         let Some(path) = confine(asked, log_dir) else {
             eprintln!(
-                "railcni: not logging to {}: logFile must be a file in {} (RAILCNI_LOG_DIR)",
+                "{program}: not logging to {}: logFile must be a file in {} (RAILCNI_LOG_DIR)",
                 escape(&asked.display().to_string()),
                 log_dir.display()
             );
             return None;
         };
-        let _ = cni::files::private_dir(log_dir);
+        let _ = crate::files::private_dir(log_dir);
         OpenOptions::new()
             .create(true)
             .append(true)
-            .mode(cni::files::FILE_MODE)
+            .mode(crate::files::FILE_MODE)
             .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
             .open(&path)
-            .map_err(|e| eprintln!("railcni: cannot open logFile {}: {e}", path.display()))
+            .map_err(|e| eprintln!("{program}: cannot open logFile {}: {e}", path.display()))
             .ok()
     });
     if let Ok(mut sink) = SINK.lock() {
         *sink = Some(Sink {
+            program,
             level,
             file,
             context,
@@ -96,20 +149,17 @@ pub fn init(level: Level, file: Option<&Path>, log_dir: &Path, context: String) 
 
 pub fn write(level: Level, msg: std::fmt::Arguments<'_>) {
     let Ok(mut guard) = SINK.lock() else { return };
-    let (max, context) = match guard.as_ref() {
-        Some(s) => (s.level, s.context.clone()),
-        None => (Level::Info, String::new()),
+    let (program, max, context) = match guard.as_ref() {
+        Some(s) => (s.program, s.level, s.context.clone()),
+        None => ("railcni", Level::Info, String::new()),
     };
     if level > max {
         return;
     }
-    let ts = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(utc_timestamp)
-        .unwrap_or_default();
+    let ts = humantime::format_rfc3339_millis(SystemTime::now());
     // Values from a NAD or the environment must not forge log lines.
     let line = format!(
-        "{ts} railcni {} [{}] {}\n",
+        "{ts} {program} {} [{}] {}\n",
         level.label(),
         escape(&context),
         escape(&msg.to_string())
@@ -137,28 +187,6 @@ pub fn escape(s: &str) -> String {
         .collect()
 }
 
-/// `2026-11-21T06:07:00.123Z` from a Unix time (civil-from-days, no time crate).
-fn utc_timestamp(since_epoch: std::time::Duration) -> String {
-    let secs = since_epoch.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since_epoch.subsec_millis()
-    )
-}
-
 #[macro_export]
 macro_rules! log_error { ($($t:tt)*) => { $crate::log::write($crate::log::Level::Error, format_args!($($t)*)) } }
 #[macro_export]
@@ -171,13 +199,24 @@ macro_rules! log_debug { ($($t:tt)*) => { $crate::log::write($crate::log::Level:
 #[cfg(test)]
 mod tests {
     #[test]
-    fn formats_utc_timestamps() {
-        let t = std::time::Duration::from_millis(1_795_241_220_508);
-        assert_eq!(super::utc_timestamp(t), "2026-11-21T06:07:00.508Z");
+    fn timestamps_are_rfc3339_utc_with_milliseconds() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_795_241_220_508);
         assert_eq!(
-            super::utc_timestamp(std::time::Duration::ZERO),
-            "1970-01-01T00:00:00.000Z"
+            humantime::format_rfc3339_millis(t).to_string(),
+            "2026-11-21T06:07:00.508Z"
         );
+    }
+
+    #[test]
+    fn the_config_says_file_and_level_once_and_typed() {
+        let c = serde_json::json!({"logFile": "rail1.log", "logLevel": "debug"});
+        let l = super::LogConf::of(&c).unwrap();
+        assert_eq!(l.log_file.as_deref(), Some("rail1.log"));
+        assert_eq!(l.level().unwrap(), super::Level::Debug);
+        let bad = super::LogConf::of(&serde_json::json!({"logLevel": "loud"})).unwrap();
+        assert!(bad.level().unwrap_err().to_string().contains("logLevel"));
+        let e = super::LogConf::of(&serde_json::json!({"logFile": 7})).unwrap_err();
+        assert!(e.to_string().contains("logFile"), "{e}");
     }
 
     #[test]
