@@ -51,8 +51,8 @@ fn two_nodes_two_rails_real_packets_through_the_leaf() {
             );
         }
     }
-    let addr = |node: &str, rail: u32| f.vf(node, rail).3.clone();
-    let gw = |node: &str, rail: u32| f.vf(node, rail).4.clone();
+    let addr = |node: &str, rail: u32| f.vf(node, rail).address.clone();
+    let gw = |node: &str, rail: u32| f.vf(node, rail).gateway.clone();
 
     // Jumbo, don't-fragment, same rail, every rail, both directions.
     for rail in [1, 2] {

@@ -154,7 +154,7 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
         std::fs::write(&node_file, ok(&[p, "--emit", "node-file", "--node", node])).unwrap();
         for rail in 1..=8u32 {
             let mut conf = configs[rail as usize - 1].clone();
-            conf["deviceID"] = fabric.vf(node, rail).2.clone().into();
+            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
             let r = fabric
                 .cni_on("ADD", node, pod, rail, &conf, Some(&node_file))
                 .ok();
@@ -167,7 +167,10 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
         }
     }
     for rail in 1..=8u32 {
-        let (a, b) = (&fabric.vf("gpu-0", rail).3, &fabric.vf("gpu-1", rail).3);
+        let (a, b) = (
+            &fabric.vf("gpu-0", rail).address,
+            &fabric.vf("gpu-1", rail).address,
+        );
         assert!(
             sh_ok(&format!(
                 "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
@@ -180,7 +183,7 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
         let node_file = fabric.dir.path().join(format!("{node}.json"));
         for rail in (1..=8u32).rev() {
             let mut conf = configs[rail as usize - 1].clone();
-            conf["deviceID"] = fabric.vf(node, rail).2.clone().into();
+            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
             fabric
                 .cni_on("DEL", node, pod, rail, &conf, Some(&node_file))
                 .ok();

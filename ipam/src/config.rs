@@ -325,6 +325,16 @@ pub fn from_u128(n: u128, v4: bool) -> IpAddr {
 }
 
 impl NodeFile {
+    /// This node's name: RAILCNI_NODE_NAME, else the node file's
+    /// `nodeName`, else the host name.
+    pub fn node_name(&self, settings: &cni::Settings) -> Option<String> {
+        settings
+            .node_name
+            .clone()
+            .or_else(|| self.node_name.clone())
+            .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
+    }
+
     /// A missing file is empty.
     pub fn load(path: &Path) -> Result<Self, IpamError> {
         match std::fs::read(path) {

@@ -120,13 +120,12 @@ impl Ipam {
     ) -> Result<Self, IpamError> {
         let config = PoolConfig::parse(ipam_conf)?;
         let node_file = NodeFile::load(&settings.node_config)?;
-        let node = match (&settings.node_name, &node_file.node_name) {
-            (Some(n), _) | (None, Some(n)) => n.clone(),
-            (None, None) => nix::unistd::gethostname()
-                .ok()
-                .and_then(|h| h.into_string().ok())
-                .ok_or_else(|| IpamError::config("node file", "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file"))?,
-        };
+        let node = node_file.node_name(settings).ok_or_else(|| {
+            IpamError::config(
+                "node file",
+                "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file",
+            )
+        })?;
         let pool = NodePool::resolve(network, &node, &config, &node_file)?;
         Ok(Ipam {
             store: Store::new(&settings.ipam_dir(), network, settings.lock_timeout),

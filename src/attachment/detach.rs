@@ -41,7 +41,7 @@ impl<'a> Attachment<'a> {
 }
 
 /// How the attachment's address is released.
-pub enum Lease<'a> {
+pub enum Release<'a> {
     /// Through this CNI call's IPAM when the record is of its network (DEL,
     /// GC, ADD's own rollback), else as the record says.
     Config(Option<Ipam<'a>>),
@@ -135,14 +135,14 @@ fn note(failures: &mut Vec<StepFailure>, step: &'static str, r: Result<()>) -> b
 pub async fn detach(
     node: &Node,
     a: &Attachment<'_>,
-    lease: &Lease<'_>,
+    release: &Release<'_>,
     netns: Option<&Path>,
     pod_nl: Option<&Netlink>,
 ) -> Result<()> {
     let mut system = System {
         node,
         a,
-        lease,
+        release,
         netns,
         vf: node.sysfs.resolve(a.pci).ok(),
         given_pod: pod_nl,
@@ -164,7 +164,7 @@ pub async fn detach(
 struct System<'a> {
     node: &'a Node,
     a: &'a Attachment<'a>,
-    lease: &'a Lease<'a>,
+    release: &'a Release<'a>,
     netns: Option<&'a Path>,
     vf: Option<Vf>,
     given_pod: Option<&'a Netlink>,
@@ -256,7 +256,7 @@ impl Steps for System<'_> {
     }
 
     fn release_lease(&mut self) -> Result<()> {
-        release_lease(self.node, self.a, self.lease)
+        release_lease(self.node, self.a, self.release)
     }
 
     fn remove_record(&mut self) -> Result<()> {
@@ -267,10 +267,10 @@ impl Steps for System<'_> {
 /// The attachment's lease: from the embedded store of the record's
 /// network, through this call's IPAM when the record is of its network,
 /// else through the external plugin the record names.
-fn release_lease(node: &Node, a: &Attachment<'_>, lease: &Lease<'_>) -> Result<()> {
-    let config = match lease {
-        Lease::Config(ipam) => ipam.as_ref(),
-        Lease::Recorded => None,
+fn release_lease(node: &Node, a: &Attachment<'_>, release: &Release<'_>) -> Result<()> {
+    let config = match release {
+        Release::Config(ipam) => ipam.as_ref(),
+        Release::Recorded => None,
     };
     let Some(r) = a.record else {
         // No record: only this call's IPAM can know the lease.

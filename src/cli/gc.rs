@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::node::NodeState;
 use super::status::judged;
 use super::{emit, runtime, Outcome, Usage};
-use crate::attachment::detach::{detach, Attachment, Lease};
+use crate::attachment::detach::{detach, Attachment, Release};
 use crate::node::Node;
 use crate::state::Record;
 
@@ -118,7 +118,7 @@ async fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
             if now.is_for(&r.container_id, &r.ifname)
                 && !now.netns_alive(node.settings.boot_id().as_deref()) =>
         {
-            detach(node, &Attachment::of(&now), &Lease::Recorded, None, None)
+            detach(node, &Attachment::of(&now), &Release::Recorded, None, None)
                 .await
                 .map_err(|e| e.to_string())
         }

@@ -22,19 +22,9 @@ impl NodeState {
                 settings.state_dir.display()
             ))
         })?;
-        let node = settings
-            .node_name
-            .clone()
-            .or_else(|| {
-                NodeFile::load(&settings.node_config)
-                    .ok()
-                    .and_then(|f| f.node_name)
-            })
-            .or_else(|| {
-                nix::unistd::gethostname()
-                    .ok()
-                    .and_then(|h| h.into_string().ok())
-            })
+        let node = NodeFile::load(&settings.node_config)
+            .unwrap_or_default()
+            .node_name(settings)
             .unwrap_or_else(|| "?".into());
         Ok(NodeState {
             node,

@@ -17,7 +17,7 @@ use crate::state::Record;
 pub struct Report {
     pub node: String,
     pub networks: Vec<Network>,
-    pub attachments: Vec<Attachment>,
+    pub attachments: Vec<AttachmentRow>,
     pub problems: Vec<Problem>,
 }
 
@@ -31,12 +31,12 @@ pub struct Network {
     pub leased: usize,
     pub free: Option<usize>,
     pub lease_file: String,
-    pub leases: Vec<Lease>,
+    pub leases: Vec<LeaseRow>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Lease {
+pub struct LeaseRow {
     pub address: String,
     pub pod: Option<String>,
     pub pod_uid: Option<String>,
@@ -49,7 +49,7 @@ pub struct Lease {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Attachment {
+pub struct AttachmentRow {
     pub network: String,
     pub vf: String,
     pub pf: Option<String>,
@@ -94,7 +94,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
         let file = view.path.display().to_string();
         match &view.leases {
             Ok(data) => {
-                let leases: Vec<Lease> = data
+                let leases: Vec<LeaseRow> = data
                     .leases
                     .iter()
                     .map(|l| {
@@ -103,7 +103,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
                             l.container_id.clone(),
                             l.ifname.clone(),
                         ));
-                        Lease {
+                        LeaseRow {
                             address: l.address.to_string(),
                             pod: pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
                             pod_uid: l.pod_uid.clone(),
@@ -182,7 +182,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
                 fix: format!("railcni ipam repair {}", r.network),
             });
         }
-        attachments.push(Attachment {
+        attachments.push(AttachmentRow {
             network: r.network.clone(),
             vf: r.pci.clone(),
             pf: sysfs.resolve(&r.pci).ok().and_then(|v| v.pf_netdev),

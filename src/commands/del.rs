@@ -33,7 +33,7 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
     detach(
         &ctx.node,
         &attachment,
-        &ctx.lease(),
+        &ctx.release(),
         ctx.env.netns.as_deref(),
         None,
     )

@@ -37,7 +37,7 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
         if let Err(e) = detach(
             &ctx.node,
             &Attachment::of(&record),
-            &ctx.lease(),
+            &ctx.release(),
             netns,
             None,
         )

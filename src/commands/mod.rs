@@ -12,7 +12,7 @@ use std::cell::OnceCell;
 
 use cni::Env;
 
-use crate::attachment::detach::Lease;
+use crate::attachment::detach::Release;
 use crate::config::NetConf;
 use crate::ipam::Ipam;
 use crate::node::Node;
@@ -41,7 +41,7 @@ impl Ctx {
     }
 
     /// How teardown releases leases in this call: through its IPAM.
-    pub fn lease(&self) -> Lease<'_> {
-        Lease::Config(self.ipam())
+    pub fn release(&self) -> Release<'_> {
+        Release::Config(self.ipam())
     }
 }

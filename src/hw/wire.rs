@@ -1,19 +1,21 @@
 //! The netlink wire under the hardware layer: one encoder for any message
 //! (VF settings and RDMA share it), and one request/reply exchange that
 //! reads each datagram whole (a PF with ~220+ VFs answers RTM_GETLINK with
-//! more than 64 KiB) and ends only in an ACK, DONE or the kernel's error.
+//! more than 64 KiB) and ends when the kernel answered (`net::answer`, the
+//! rule rtnetlink's exchange follows too).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
     NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLM_F_MULTIPART, NLM_F_REQUEST,
+    NLM_F_ACK, NLM_F_REQUEST,
 };
 use nix::errno::Errno;
 use nix::sys::socket::{recv, send, MsgFlags};
 
 use crate::error::{Error, Result};
+use crate::net::answer::{Answer, Failure};
 
 /// A request: `NLM_F_REQUEST` plus `flags`, with sequence number `seq`.
 pub fn encode<T>(msg: T, flags: u16, seq: u32) -> Vec<u8>
@@ -66,13 +68,11 @@ where
 {
     let io = |e: io::Error| Error::Netlink(format!("{what}: {e}"));
     send(fd.as_raw_fd(), request, MsgFlags::empty()).map_err(|e| io(e.into()))?;
-    let mut out = Vec::new();
+    let mut answer = Answer::new(if ack { NLM_F_ACK } else { 0 });
     loop {
         let buf = recv_datagram(fd).map_err(io)?;
         if buf.is_empty() {
-            return Err(Error::Netlink(format!(
-                "{what}: the socket closed before the kernel answered"
-            )));
+            return Err(crate::net::nl_err(what, Failure::NoAnswer));
         }
         let mut offset = 0;
         while offset < buf.len() {
@@ -80,21 +80,8 @@ where
                 .map_err(|e| Error::Netlink(format!("{what}: undecodable reply: {e}")))?;
             let len = msg.header.length as usize;
             if msg.header.sequence_number == seq {
-                let multipart = msg.header.flags & NLM_F_MULTIPART != 0;
-                match msg.payload {
-                    NetlinkPayload::Done(_) => return Ok(out),
-                    NetlinkPayload::Error(e) if e.code.is_none() => return Ok(out),
-                    NetlinkPayload::Error(e) => {
-                        let errno = Errno::from_raw(e.raw_code().abs());
-                        return Err(Error::Netlink(format!("{what}: {}", errno.desc())));
-                    }
-                    NetlinkPayload::InnerMessage(m) => {
-                        out.push(m);
-                        if !multipart && !ack {
-                            return Ok(out);
-                        }
-                    }
-                    _ => {}
+                if let Some(outcome) = answer.feed(msg) {
+                    return outcome.map_err(|f| crate::net::nl_err(what, f));
                 }
             }
             if len == 0 {

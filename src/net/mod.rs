@@ -1,12 +1,13 @@
 //! Everything that touches the kernel: namespaces, rtnetlink, sysctl.
 //!
-//! A `Netlink` is a rtnetlink socket created inside one namespace (on a
-//! thread of that namespace's own) and used from the caller's thread; the
-//! socket stays bound to its namespace. Messages are built with rtnetlink's
-//! builders and exchanged through `exchange`, which counts a request as done
-//! only when the kernel answered it: an ACK, the end of a dump, a reply, or
-//! an error. A socket that closes first is an error, never "nothing there".
+//! A `Netlink` is a rtnetlink socket created inside one namespace (entered
+//! from the caller's thread, see `NetNs::run`) and used from the caller's
+//! thread; the socket stays bound to its namespace. Messages are built with
+//! rtnetlink's builders and exchanged through `exchange`, which counts a
+//! request as done only when the kernel answered it (`answer`). A socket
+//! that closes first is an error, never "nothing there".
 
+pub mod answer;
 pub mod link;
 pub mod mac;
 pub mod netns;
@@ -16,12 +17,13 @@ pub mod sysctl;
 use std::os::fd::{FromRawFd, IntoRawFd};
 
 use futures_util::StreamExt;
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_MULTIPART};
+use netlink_packet_core::NetlinkMessage;
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, TokioSocket};
-use nix::errno::Errno;
 use rtnetlink::Handle;
 
+use answer::Answer;
+pub use answer::Failure;
 pub use link::Link;
 pub use mac::Mac;
 pub use netns::NetNs;
@@ -30,16 +32,6 @@ use crate::error::{Error, Result};
 
 pub struct Netlink {
     handle: Handle,
-}
-
-/// Why a request did not succeed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// The kernel refused it.
-    Kernel(Errno),
-    /// The socket closed (or the request could not be queued) before the
-    /// kernel answered: nothing is known about the outcome.
-    NoAnswer,
 }
 
 impl Netlink {
@@ -70,39 +62,22 @@ impl Netlink {
     ) -> std::result::Result<Vec<RouteNetlinkMessage>, Failure> {
         let mut request = NetlinkMessage::from(payload);
         request.header.flags = flags;
-        let wants_ack = flags & NLM_F_ACK != 0;
-        let dump = flags & NLM_F_DUMP == NLM_F_DUMP;
         let mut replies = self
             .handle
             .clone()
             .request(request)
             .map_err(|_| Failure::NoAnswer)?;
-        let mut out = Vec::new();
+        let mut answer = Answer::new(flags);
         while let Some(msg) = replies.next().await {
-            let multipart = msg.header.flags & NLM_F_MULTIPART != 0;
-            match msg.payload {
-                NetlinkPayload::Error(e) => {
-                    return match e.code {
-                        None => Ok(out),
-                        Some(code) => Err(Failure::Kernel(Errno::from_raw(code.get().abs()))),
-                    }
-                }
-                NetlinkPayload::Done(_) => return Ok(out),
-                NetlinkPayload::InnerMessage(m) => {
-                    out.push(m);
-                    if !multipart && !wants_ack && !dump {
-                        return Ok(out);
-                    }
-                }
-                NetlinkPayload::Overrun(_) => return Err(Failure::NoAnswer),
-                _ => {}
+            if let Some(outcome) = answer.feed(msg) {
+                return outcome;
             }
         }
         Err(Failure::NoAnswer)
     }
 }
 
-fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
+pub(crate) fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
     match f {
         Failure::Kernel(errno) => Error::Netlink(format!("{what}: {}", errno.desc())),
         Failure::NoAnswer => Error::Netlink(format!(

@@ -10,8 +10,16 @@ use super::*;
 pub struct Fabric {
     pub prefix: String,
     pub dir: tempfile::TempDir,
-    /// (node, rail, pci, vf address, gateway)
-    pub vfs: Vec<(String, u32, String, String, String)>,
+    pub vfs: Vec<FabricVf>,
+}
+
+/// A rail VF of the fabric: the fake VF on its node, the node's /31
+/// address on that rail and the leaf's gateway.
+pub struct FabricVf {
+    pub node: String,
+    pub vf: FakeVf,
+    pub address: String,
+    pub gateway: String,
 }
 
 impl Fabric {
@@ -40,13 +48,17 @@ impl Fabric {
             .lines()
             .map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                (
-                    f[0].to_string(),
-                    f[1].parse().unwrap(),
-                    f[2].to_string(),
-                    f[4].to_string(),
-                    f[5].to_string(),
-                )
+                FabricVf {
+                    node: f[0].to_string(),
+                    vf: FakeVf {
+                        rail: f[1].parse().unwrap(),
+                        index: 0,
+                        pci: f[2].to_string(),
+                        ifname: f[3].to_string(),
+                    },
+                    address: f[4].to_string(),
+                    gateway: f[5].to_string(),
+                }
             })
             .collect();
         Fabric { prefix, dir, vfs }
@@ -60,10 +72,10 @@ impl Fabric {
         )
     }
 
-    pub fn vf(&self, node: &str, rail: u32) -> &(String, u32, String, String, String) {
+    pub fn vf(&self, node: &str, rail: u32) -> &FabricVf {
         self.vfs
             .iter()
-            .find(|v| v.0 == node && v.1 == rail)
+            .find(|v| v.node == node && v.vf.rail == rail)
             .unwrap()
     }
 
@@ -77,7 +89,7 @@ impl Fabric {
         let cidr = format!("172.{}.0.0/15", 14 + 2 * rail);
         json!({
             "cniVersion": "1.1.0", "name": format!("rail{rail}"), "type": "railcni",
-            "deviceID": self.vf(node, rail).2,
+            "deviceID": self.vf(node, rail).vf.pci,
             "ipam": {"type": "railcni-ipam", "cidr": cidr, "nodes": ["gpu-0", "gpu-1"],
                      "routes": [{"dst": cidr}, {"dst": "172.16.0.0/12"}]}
         })
@@ -134,7 +146,7 @@ impl Fabric {
         let side = if node == "gpu-0" { "a" } else { "b" };
         self.dir.path().join(format!(
             "{side}-state/attachments/{}.json",
-            self.vf(node, rail).2
+            self.vf(node, rail).vf.pci
         ))
     }
 }

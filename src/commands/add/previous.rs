@@ -76,7 +76,7 @@ pub async fn settle(
         (None, None)
     };
     let attachment = Attachment::of(existing);
-    detach(&ctx.node, &attachment, &ctx.lease(), netns, pod_nl).await?;
+    detach(&ctx.node, &attachment, &ctx.release(), netns, pod_nl).await?;
     if let Some(ipam) = ctx.ipam() {
         // A missed DEL rarely comes alone (a reboot, a kubelet restart).
         ipam.reclaim_dead()?;

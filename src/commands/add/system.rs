@@ -315,7 +315,7 @@ impl Steps for System<'_> {
                 detach(
                     node,
                     &attachment,
-                    &ctx.lease(),
+                    &ctx.release(),
                     Some(self.intent.netns),
                     None,
                 )

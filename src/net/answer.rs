@@ -1,0 +1,111 @@
+//! When has the kernel answered a netlink request? One rule for both
+//! exchanges (rtnetlink's in `net`, the raw PF/RDMA wire in `hw::wire`):
+//! an ACK or the kernel's error ends it, so does DONE; without an ACK or a
+//! dump asked for, a single non-multipart reply does too. Anything else,
+//! including a socket that closes first, leaves the outcome unknown.
+
+use netlink_packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_MULTIPART};
+use nix::errno::Errno;
+
+/// Why a request did not succeed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The kernel refused it.
+    Kernel(Errno),
+    /// The socket closed (or the request could not be queued, or replies
+    /// were lost) before the kernel answered: nothing is known.
+    NoAnswer,
+}
+
+/// The replies to one request, collected until the kernel's answer.
+pub struct Answer<T> {
+    replies: Vec<T>,
+    /// An ACK or DONE ends the request (ACK or dump asked for).
+    until_end: bool,
+}
+
+impl<T> Answer<T> {
+    /// For a request sent with `flags`.
+    pub fn new(flags: u16) -> Self {
+        Answer {
+            replies: Vec::new(),
+            until_end: flags & NLM_F_ACK != 0 || flags & NLM_F_DUMP == NLM_F_DUMP,
+        }
+    }
+
+    /// Take one reply to the request; the outcome once it is answered.
+    pub fn feed(&mut self, msg: NetlinkMessage<T>) -> Option<Result<Vec<T>, Failure>> {
+        let multipart = msg.header.flags & NLM_F_MULTIPART != 0;
+        match msg.payload {
+            NetlinkPayload::Error(e) if e.code.is_none() => Some(Ok(self.take())),
+            NetlinkPayload::Error(e) => {
+                Some(Err(Failure::Kernel(Errno::from_raw(e.raw_code().abs()))))
+            }
+            NetlinkPayload::Done(_) => Some(Ok(self.take())),
+            NetlinkPayload::InnerMessage(m) => {
+                self.replies.push(m);
+                (!multipart && !self.until_end).then(|| Ok(self.take()))
+            }
+            NetlinkPayload::Overrun(_) => Some(Err(Failure::NoAnswer)),
+            _ => None,
+        }
+    }
+
+    fn take(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.replies)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_core::{DoneMessage, ErrorMessage, NetlinkHeader};
+    use netlink_packet_route::RouteNetlinkMessage;
+
+    fn msg(
+        payload: NetlinkPayload<RouteNetlinkMessage>,
+        flags: u16,
+    ) -> NetlinkMessage<RouteNetlinkMessage> {
+        let mut header = NetlinkHeader::default();
+        header.flags = flags;
+        NetlinkMessage::new(header, payload)
+    }
+
+    fn link() -> NetlinkPayload<RouteNetlinkMessage> {
+        NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(Default::default()))
+    }
+
+    #[test]
+    fn a_dump_ends_at_done_with_every_reply() {
+        let mut a = Answer::new(NLM_F_DUMP);
+        assert!(a.feed(msg(link(), NLM_F_MULTIPART)).is_none());
+        assert!(a.feed(msg(link(), NLM_F_MULTIPART)).is_none());
+        let done = a.feed(msg(
+            NetlinkPayload::Done(DoneMessage::default()),
+            NLM_F_MULTIPART,
+        ));
+        assert_eq!(done.map(|r| r.map(|v| v.len())), Some(Ok(2)));
+    }
+
+    #[test]
+    fn a_request_with_ack_waits_for_it_and_errors_carry_the_errno() {
+        let mut a = Answer::new(NLM_F_ACK);
+        assert!(a.feed(msg(link(), 0)).is_none(), "a reply is not the ACK");
+        let mut err = ErrorMessage::default();
+        err.code = std::num::NonZeroI32::new(-17);
+        let refused = a.feed(msg(NetlinkPayload::Error(err), 0));
+        assert_eq!(refused, Some(Err(Failure::Kernel(Errno::EEXIST))));
+        let mut a = Answer::<RouteNetlinkMessage>::new(NLM_F_ACK);
+        let acked = a.feed(msg(NetlinkPayload::Error(ErrorMessage::default()), 0));
+        assert_eq!(acked.map(|r| r.map(|v| v.len())), Some(Ok(0)));
+    }
+
+    #[test]
+    fn a_plain_get_ends_at_its_single_reply() {
+        let mut a = Answer::new(0);
+        assert_eq!(
+            a.feed(msg(link(), 0)).map(|r| r.map(|v| v.len())),
+            Some(Ok(1))
+        );
+    }
+}
