@@ -336,18 +336,36 @@ fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
     if proto.is_some() && vlan.unwrap_or(0) == 0 {
         return Err(Error::config("vlanProto", "needs a non-zero vlan"));
     }
-    let link_state = match conf.link_state.as_deref() {
-        None => None,
-        Some("auto") => Some(LinkState::Auto),
-        Some("enable") => Some(LinkState::Enable),
-        Some("disable") => Some(LinkState::Disable),
-        Some(other) => {
-            return Err(Error::config(
-                "link_state",
-                format!("{other:?} must be auto, enable or disable"),
-            ))
-        }
-    };
+    Ok(VfSettings {
+        mac,
+        vlan: vlan.map(|id| Vlan {
+            id,
+            qos: qos.unwrap_or(0),
+            proto: proto.unwrap_or(VlanProto::Dot1Q),
+        }),
+        spoofchk: on_off(conf.spoofchk.as_deref(), "spoofchk")?,
+        trust: on_off(conf.trust.as_deref(), "trust")?,
+        link_state: parse_link_state(conf.link_state.as_deref())?,
+        rate: parse_rate(conf)?,
+        ib_guid: None,
+    })
+}
+
+fn parse_link_state(v: Option<&str>) -> Result<Option<LinkState>> {
+    match v {
+        None => Ok(None),
+        Some("auto") => Ok(Some(LinkState::Auto)),
+        Some("enable") => Ok(Some(LinkState::Enable)),
+        Some("disable") => Ok(Some(LinkState::Disable)),
+        Some(other) => Err(Error::config(
+            "link_state",
+            format!("{other:?} must be auto, enable or disable"),
+        )),
+    }
+}
+
+/// `min_tx_rate` / `max_tx_rate` in Mbps (0: no limit).
+fn parse_rate(conf: &RawConf) -> Result<Option<Rate>> {
     let min = whole(conf.min_tx_rate.as_ref(), "min_tx_rate", u32::MAX)?;
     let max = whole(conf.max_tx_rate.as_ref(), "max_tx_rate", u32::MAX)?;
     if let (Some(min), Some(max)) = (min, max) {
@@ -358,22 +376,10 @@ fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
             ));
         }
     }
-    Ok(VfSettings {
-        mac,
-        vlan: vlan.map(|id| Vlan {
-            id,
-            qos: qos.unwrap_or(0),
-            proto: proto.unwrap_or(VlanProto::Dot1Q),
-        }),
-        spoofchk: on_off(conf.spoofchk.as_deref(), "spoofchk")?,
-        trust: on_off(conf.trust.as_deref(), "trust")?,
-        link_state,
-        rate: (min.is_some() || max.is_some()).then(|| Rate {
-            min_mbps: min.unwrap_or(0),
-            max_mbps: max.unwrap_or(0),
-        }),
-        ib_guid: None,
-    })
+    Ok((min.is_some() || max.is_some()).then(|| Rate {
+        min_mbps: min.unwrap_or(0),
+        max_mbps: max.unwrap_or(0),
+    }))
 }
 
 fn parse_mtu(v: Option<&Value>) -> Result<u32> {

@@ -279,3 +279,56 @@ fn one_pod_gets_a_roce_rail_and_an_ib_rail() {
     let ns = Node::ns_of(&pod);
     assert!(link_in(&ns, "net1").is_some() && link_in(&ns, "net2").is_some());
 }
+
+/// CHECK and `railcni inspect` expect the same thing, from the record: an
+/// IB rail's MTU is its PF's (4092), also when the runtime's prevResult
+/// carries no MTU (libcni 1.1.2, Debian's, re-encodes cached results
+/// through types without it; CHECK used to expect the config's default
+/// 9000 then), and both see the same drift.
+#[test]
+fn check_and_inspect_agree_on_an_ib_rails_mtu() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let c = conf("1.0.0", "ib1", &vf.pci, Node::embedded_ipam(vf.rail));
+    let add = Req::new("ADD", "c1", &pod, "net1", c.clone());
+    let mut prev = node.cni(&add).ok();
+    assert_eq!(prev["interfaces"][0]["mtu"], 4092);
+    prev["interfaces"][0].as_object_mut().unwrap().remove("mtu");
+    let check = add.cmd("CHECK").with_conf(with_prev(&c, &prev));
+    node.cni(&check).ok();
+    assert_eq!(
+        node.operator(&["inspect", "c1"]).0,
+        0,
+        "inspect sees no drift"
+    );
+
+    sh(&format!(
+        "ip -n {} link set net1 mtu 2044",
+        Node::ns_of(&pod)
+    ));
+    let err = node.cni(&check).err(107);
+    assert!(
+        err["details"]
+            .as_str()
+            .unwrap_or("")
+            .contains("mtu is 2044, expected 4092"),
+        "{err}"
+    );
+    let (code, report) = node.operator_json(&["inspect", "c1"]);
+    assert_eq!(code, 1);
+    let mtu = &report["interfaces"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["what"] == "mtu")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (mtu["expected"].as_str(), mtu["actual"].as_str()),
+        (Some("4092"), Some("2044"))
+    );
+    node.cni(&add.cmd("DEL")).ok();
+}

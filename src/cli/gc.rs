@@ -13,6 +13,7 @@ use super::{emit, runtime, Outcome, Usage};
 use crate::attachment::detach::{detach, Attachment, Release};
 use crate::node::Node;
 use crate::state::Record;
+use railcni_ipam::store::Lease;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,76 +37,82 @@ pub struct Action {
 
 pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
-    let mut actions = Vec::new();
-    let dead: Vec<&Record> = state.records.iter().filter(|r| !state.alive(r)).collect();
-    let rt = runtime()?;
     let node = Node::new(settings.clone())
         .map_err(|e| Usage(format!("cannot open this node's network namespace: {e}")))?;
-    for r in &dead {
-        let result = if apply {
-            match rt.block_on(detach_dead(&node, r)) {
-                Ok(()) => "done".into(),
-                Err(e) => e,
-            }
-        } else {
-            "planned".into()
-        };
-        actions.push(Action {
+    let report = reconcile(&state, &node, apply)?;
+    emit(&report, json, print);
+    let unsettled = report.actions.iter().any(|a| a.result != "done");
+    Ok(Outcome::found(unsettled))
+}
+
+/// What gc does (or, without `apply`, would do) on this node.
+pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, Usage> {
+    let dead: Vec<&Record> = state.records.iter().filter(|r| !state.alive(r)).collect();
+    let rt = runtime()?;
+    let mut actions: Vec<Action> = dead
+        .iter()
+        .map(|r| Action {
             action: "detach".into(),
             network: r.network.clone(),
             container_id: r.container_id.clone(),
             ifname: r.ifname.clone(),
             what: format!("VF {} from {}", r.pci, r.netns().unwrap_or("?")),
-            result,
-        });
-    }
-    for view in &state.stores {
-        let Ok(data) = &view.leases else { continue };
-        for l in &data.leases {
-            let claimed = state.records.iter().any(|r| {
-                r.network == view.network
-                    && r.container_id == l.container_id
-                    && r.ifname == l.ifname
-                    && state.alive(r)
-            });
-            let dead_detached = dead.iter().any(|r| {
-                r.network == view.network
-                    && r.container_id == l.container_id
-                    && r.ifname == l.ifname
-            });
-            if claimed || dead_detached || judged(&l.proof, state.boot.as_deref()) != Some(false) {
-                continue;
-            }
-            let result = if apply {
-                match railcni_ipam::release_lease(
-                    settings,
-                    &view.network,
-                    &l.container_id,
-                    &l.ifname,
-                ) {
-                    Ok(_) => "done".into(),
-                    Err(e) => e.to_string(),
-                }
+            result: if apply {
+                rt.block_on(detach_dead(node, r))
+                    .map_or_else(|e| e, |()| "done".into())
             } else {
                 "planned".into()
-            };
-            actions.push(Action {
-                action: "release".into(),
-                network: view.network.clone(),
-                container_id: l.container_id.clone(),
-                ifname: l.ifname.clone(),
-                what: format!("{} (its holder is gone)", l.address),
-                result,
-            });
-        }
-    }
-    let report = Report {
+            },
+        })
+        .collect();
+    actions.extend(orphaned_leases(state, &dead).map(|(network, l)| Action {
+        action: "release".into(),
+        network: network.to_string(),
+        container_id: l.container_id.clone(),
+        ifname: l.ifname.clone(),
+        what: format!("{} (its holder is gone)", l.address),
+        result: if apply {
+            railcni_ipam::release_lease(&node.settings, network, &l.container_id, &l.ifname)
+                .map_or_else(|e| e.to_string(), |_| "done".into())
+        } else {
+            "planned".into()
+        },
+    }));
+    Ok(Report {
         applied: apply,
         actions,
+    })
+}
+
+/// Leases whose holder is provably gone and that no attachment claims
+/// (a dead attachment's lease goes with its detach).
+fn orphaned_leases<'s>(
+    state: &'s NodeState,
+    dead: &'s [&'s Record],
+) -> impl Iterator<Item = (&'s str, &'s Lease)> + 's {
+    let holds = |r: &Record, network: &str, l: &Lease| {
+        r.network == network && r.is_for(&l.container_id, &l.ifname)
     };
-    emit(&report, json, print);
-    let unsettled = report.actions.iter().any(|a| a.result != "done");
-    Ok(Outcome::found(unsettled))
+    state.stores.iter().flat_map(move |view| {
+        let leases = view
+            .leases
+            .as_ref()
+            .map(|d| d.leases.as_slice())
+            .unwrap_or(&[]);
+        leases
+            .iter()
+            .filter(move |l| {
+                let network = view.network.as_str();
+                let claimed = state
+                    .records
+                    .iter()
+                    .any(|r| holds(r, network, l) && state.alive(r));
+                let detached = dead.iter().any(|r| holds(r, network, l));
+                let gone = judged(&l.proof, state.boot.as_deref()) == Some(false);
+                !claimed && !detached && gone
+            })
+            .map(move |l| (view.network.as_str(), l))
+    })
 }
 
 /// The plugin's own detach of an attachment whose pod is gone, on this

@@ -62,64 +62,18 @@ pub fn run(args: Args) -> Result<Outcome, Usage> {
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .ok_or_else(|| Usage("cannot tell where the binaries are; pass --from DIR".into()))?,
     };
-    std::fs::create_dir_all(&args.bin_dir)
-        .map_err(|e| Usage(format!("cannot create {}: {e}", args.bin_dir.display())))?;
-    let mut binaries = Vec::new();
-    for name in BINARIES {
-        let source = from.join(name);
-        let bytes = std::fs::read(&source)
-            .map_err(|e| Usage(format!("cannot read {}: {e}", source.display())))?;
-        let target = args.bin_dir.join(name);
-        let unchanged = std::fs::read(&target).is_ok_and(|old| old == bytes);
-        if !unchanged {
-            // Never in place without its execute bits, never half-written.
-            files::write_atomic_mode(&target, &bytes, 0o755)
-                .map_err(|e| Usage(format!("cannot install {}: {e}", target.display())))?;
-        }
-        binaries.push(Installed {
-            path: target.display().to_string(),
-            action: if unchanged { "unchanged" } else { "installed" }.into(),
-        });
-    }
+    let binaries = install_binaries(&from, &args.bin_dir)?;
     let node = args
         .node
         .clone()
         .or_else(|| std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty()));
-    let mut written = None;
-    if let Some(dir) = &args.plan_dir {
-        let node = node.as_deref().ok_or_else(|| {
-            Usage(
-                "which node is this? set NODE_NAME (the downward API's spec.nodeName) or --node"
-                    .into(),
-            )
-        })?;
-        let key = dir.join(format!("{node}.json"));
-        let text = std::fs::read_to_string(&key).map_err(|e| {
-            Usage(format!(
-                "the plan has no entry for node {node} ({}: {e}); add the node to the plan and re-apply the ConfigMap",
-                key.display()
-            ))
-        })?;
-        let file: railcni_ipam::config::NodeFile = serde_json::from_str(&text)
-            .map_err(|e| Usage(format!("{} is not a node file: {e}", key.display())))?;
-        if file.node_name.as_deref() != Some(node) {
-            return Err(Usage(format!(
-                "{} names node {:?}, not {node}",
-                key.display(),
-                file.node_name
-            )));
-        }
-        if let Some(parent) = args.node_file.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Usage(format!("cannot create {}: {e}", parent.display())))?;
-        }
-        files::write_atomic(&args.node_file, text.as_bytes())
-            .map_err(|e| Usage(format!("cannot write {}: {e}", args.node_file.display())))?;
-        written = Some(args.node_file.display().to_string());
-    }
+    let written = match &args.plan_dir {
+        Some(dir) => Some(install_node_file(dir, node.as_deref(), &args.node_file)?),
+        None => None,
+    };
     let report = Report {
         binaries,
-        node_file: written,
+        node_file: written.map(|p| p.display().to_string()),
         node,
     };
     emit(&report, args.json, |r| {
@@ -137,4 +91,62 @@ pub fn run(args: Args) -> Result<Outcome, Usage> {
         }
     }
     Ok(Outcome::Clean)
+}
+
+/// Copy the binaries from `from` into `bin_dir`, atomically, skipping
+/// those already identical.
+fn install_binaries(from: &Path, bin_dir: &Path) -> Result<Vec<Installed>, Usage> {
+    std::fs::create_dir_all(bin_dir)
+        .map_err(|e| Usage(format!("cannot create {}: {e}", bin_dir.display())))?;
+    let mut binaries = Vec::new();
+    for name in BINARIES {
+        let source = from.join(name);
+        let bytes = std::fs::read(&source)
+            .map_err(|e| Usage(format!("cannot read {}: {e}", source.display())))?;
+        let target = bin_dir.join(name);
+        let unchanged = std::fs::read(&target).is_ok_and(|old| old == bytes);
+        if !unchanged {
+            // Never in place without its execute bits, never half-written.
+            files::write_atomic_mode(&target, &bytes, 0o755)
+                .map_err(|e| Usage(format!("cannot install {}: {e}", target.display())))?;
+        }
+        binaries.push(Installed {
+            path: target.display().to_string(),
+            action: if unchanged { "unchanged" } else { "installed" }.into(),
+        });
+    }
+    Ok(binaries)
+}
+
+/// Write this node's entry of the plan ConfigMap (`<plan_dir>/<node>.json`)
+/// to `target`, after checking it is a node file of that node.
+fn install_node_file(plan_dir: &Path, node: Option<&str>, target: &Path) -> Result<PathBuf, Usage> {
+    let node = node.ok_or_else(|| {
+        Usage(
+            "which node is this? set NODE_NAME (the downward API's spec.nodeName) or --node".into(),
+        )
+    })?;
+    let key = plan_dir.join(format!("{node}.json"));
+    let text = std::fs::read_to_string(&key).map_err(|e| {
+        Usage(format!(
+            "the plan has no entry for node {node} ({}: {e}); add the node to the plan and re-apply the ConfigMap",
+            key.display()
+        ))
+    })?;
+    let file: railcni_ipam::config::NodeFile = serde_json::from_str(&text)
+        .map_err(|e| Usage(format!("{} is not a node file: {e}", key.display())))?;
+    if file.node_name.as_deref() != Some(node) {
+        return Err(Usage(format!(
+            "{} names node {:?}, not {node}",
+            key.display(),
+            file.node_name
+        )));
+    }
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Usage(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    files::write_atomic(target, text.as_bytes())
+        .map_err(|e| Usage(format!("cannot write {}: {e}", target.display())))?;
+    Ok(target.to_path_buf())
 }

@@ -59,7 +59,19 @@ pub fn run(
             rdma_device: r.rdma_device.clone(),
         })
         .collect();
-    let problems: Vec<String> = rails
+    let problems = rails_without_rdma(&rails);
+    let env = environment(&rails);
+    let report = Report {
+        rails,
+        env,
+        problems,
+    };
+    emit(&report, json, print);
+    Ok(Outcome::found(!report.problems.is_empty()))
+}
+
+fn rails_without_rdma(rails: &[Rail]) -> Vec<String> {
+    rails
         .iter()
         .filter(|r| r.rdma_device.is_none())
         .map(|r| {
@@ -68,36 +80,22 @@ pub fn run(
                 r.ifname, r.network, r.network
             )
         })
-        .collect();
+        .collect()
+}
+
+/// NCCL's and UCX's variables naming the rails' HCAs and netdevs, in rail order.
+fn environment(rails: &[Rail]) -> Vec<(String, String)> {
     let hcas: Vec<&str> = rails
         .iter()
         .filter_map(|r| r.rdma_device.as_deref())
         .collect();
-    let env = vec![
+    let ifnames: Vec<&str> = rails.iter().map(|r| r.ifname.as_str()).collect();
+    let ucx: Vec<String> = hcas.iter().map(|h| format!("{h}:1")).collect();
+    vec![
         ("NCCL_IB_HCA".to_string(), hcas.join(",")),
-        (
-            "NCCL_SOCKET_IFNAME".to_string(),
-            rails
-                .iter()
-                .map(|r| r.ifname.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        (
-            "UCX_NET_DEVICES".to_string(),
-            hcas.iter()
-                .map(|h| format!("{h}:1"))
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-    ];
-    let report = Report {
-        rails,
-        env,
-        problems,
-    };
-    emit(&report, json, print);
-    Ok(Outcome::found(!report.problems.is_empty()))
+        ("NCCL_SOCKET_IFNAME".to_string(), ifnames.join(",")),
+        ("UCX_NET_DEVICES".to_string(), ucx.join(",")),
+    ]
 }
 
 fn print(r: &Report) {

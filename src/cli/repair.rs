@@ -33,47 +33,14 @@ pub struct Restored {
 
 pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
-    let mut leases: Vec<Lease> = Vec::new();
-    let mut restored = Vec::new();
-    for r in state
-        .records
-        .iter()
-        .filter(|r| r.network == network && state.alive(r))
-    {
-        let Some(address) = address_of(r).and_then(|a| a.parse::<ipnet::IpNet>().ok()) else {
-            continue;
-        };
-        let (ns, name) = r
-            .pod
-            .as_deref()
-            .and_then(|p| p.split_once('/'))
-            .map_or((None, None), |(n, p)| {
-                (Some(n.to_string()), Some(p.to_string()))
-            });
-        leases.push(Lease {
-            container_id: r.container_id.clone(),
-            ifname: r.ifname.clone(),
-            address: address.addr(),
-            pod_namespace: ns,
-            pod_name: name,
-            pod_uid: None,
-            allocated_unix: r.created_unix,
-            proof: r.proof.clone(),
-        });
-        restored.push(Restored {
-            address: address.addr().to_string(),
-            container_id: r.container_id.clone(),
-            ifname: r.ifname.clone(),
-            pod: r.pod.clone(),
-            from: "record".into(),
-        });
-    }
+    let (mut leases, mut restored) = from_records(&state, network);
     if let Some(Ok(old)) = state
         .stores
         .iter()
         .find(|v| v.network == network)
         .map(|v| &v.leases)
     {
+        // Leases the file still holds that no record names, unless provably dead.
         for l in &old.leases {
             let known = leases
                 .iter()
@@ -108,6 +75,46 @@ pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Us
     };
     emit(&report, json, print);
     Ok(Outcome::found(report.error.is_some()))
+}
+
+/// A lease for every live attachment record of `network` that has an address.
+fn from_records(state: &NodeState, network: &str) -> (Vec<Lease>, Vec<Restored>) {
+    let mut leases = Vec::new();
+    let mut restored = Vec::new();
+    let live = state
+        .records
+        .iter()
+        .filter(|r| r.network == network && state.alive(r));
+    for r in live {
+        let Some(address) = address_of(r).and_then(|a| a.parse::<ipnet::IpNet>().ok()) else {
+            continue;
+        };
+        let (ns, name) = r
+            .pod
+            .as_deref()
+            .and_then(|p| p.split_once('/'))
+            .map_or((None, None), |(n, p)| {
+                (Some(n.to_string()), Some(p.to_string()))
+            });
+        leases.push(Lease {
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            address: address.addr(),
+            pod_namespace: ns,
+            pod_name: name,
+            pod_uid: None,
+            allocated_unix: r.created_unix,
+            proof: r.proof.clone(),
+        });
+        restored.push(Restored {
+            address: address.addr().to_string(),
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            pod: r.pod.clone(),
+            from: "record".into(),
+        });
+    }
+    (leases, restored)
 }
 
 fn print(r: &Report) {

@@ -11,6 +11,7 @@ use super::node::NodeState;
 use super::table::{self, or_dash};
 use super::{emit, Outcome, Usage};
 use crate::state::Record;
+use railcni_ipam::StoreView;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -88,160 +89,183 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
     let wanted = |n: &str| only.is_none_or(|o| o == n);
     let sysfs = crate::vf::Sysfs::new(&settings.sysfs_root);
     let mut problems = Vec::new();
-    let mut networks = Vec::new();
-    let mut leased_keys = BTreeSet::new();
-    for view in state.stores.iter().filter(|v| wanted(&v.network)) {
-        let file = view.path.display().to_string();
-        match &view.leases {
-            Ok(data) => {
-                let leases: Vec<LeaseRow> = data
-                    .leases
-                    .iter()
-                    .map(|l| {
-                        leased_keys.insert((
-                            view.network.clone(),
-                            l.container_id.clone(),
-                            l.ifname.clone(),
-                        ));
-                        LeaseRow {
-                            address: l.address.to_string(),
-                            pod: pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
-                            pod_uid: l.pod_uid.clone(),
-                            container_id: l.container_id.clone(),
-                            ifname: l.ifname.clone(),
-                            netns: l.proof.netns.clone(),
-                            netns_alive: judged(&l.proof, state.boot.as_deref()),
-                        }
-                    })
-                    .collect();
-                let pool = data.pool.as_ref();
-                let capacity = pool.map(|p| p.capacity);
-                networks.push(Network {
-                    name: view.network.clone(),
-                    prefix: pool.map(|p| p.prefix.to_string()),
-                    gateway: pool.and_then(|p| p.gateway).map(|g| g.to_string()),
-                    capacity,
-                    leased: leases.len(),
-                    free: capacity.map(|c| c.saturating_sub(leases.len())),
-                    lease_file: file,
-                    leases,
-                });
-            }
-            Err(e) => {
-                problems.push(Problem {
-                    kind: "lease-file-unreadable".into(),
-                    detail: format!("{}: {e}", view.network),
-                    fix: format!("railcni ipam repair {}", view.network),
-                });
-                networks.push(Network {
-                    name: view.network.clone(),
-                    prefix: None,
-                    gateway: None,
-                    capacity: None,
-                    leased: 0,
-                    free: None,
-                    lease_file: file,
-                    leases: Vec::new(),
-                });
-            }
-        }
-    }
-    let mut attachments = Vec::new();
-    for r in state.records.iter().filter(|r| wanted(&r.network)) {
-        let alive = state.alive(r);
-        let address = address_of(r);
-        if !alive {
-            problems.push(Problem {
-                kind: "netns-gone".into(),
-                detail: format!(
-                    "VF {} ({} {}) was attached to {}, which is gone",
-                    r.pci,
-                    r.network,
-                    r.ifname,
-                    r.netns().unwrap_or("?")
-                ),
-                fix: "railcni gc --apply".into(),
-            });
-        }
-        let embedded = r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM);
-        let key = (r.network.clone(), r.container_id.clone(), r.ifname.clone());
-        if embedded && !leased_keys.contains(&key) && readable(state, &r.network) {
-            problems.push(Problem {
-                kind: "attachment-without-lease".into(),
-                detail: format!(
-                    "VF {} ({} {} of {}) holds no lease{}",
-                    r.pci,
-                    r.network,
-                    r.ifname,
-                    r.container_id,
-                    address
-                        .as_deref()
-                        .map(|a| format!(" for {a}"))
-                        .unwrap_or_default()
-                ),
-                fix: format!("railcni ipam repair {}", r.network),
-            });
-        }
-        attachments.push(AttachmentRow {
-            network: r.network.clone(),
-            vf: r.pci.clone(),
-            pf: sysfs.resolve(&r.pci).ok().and_then(|v| v.pf_netdev),
-            host_name: r.host.name.clone(),
-            ifname: r.ifname.clone(),
-            container_id: r.container_id.clone(),
-            pod: r.pod.clone(),
-            address,
-            netns: r.netns().map(str::to_string),
-            netns_alive: alive,
-            table: r.routing.as_ref().map(|p| p.table),
-            priority: r.routing.as_ref().map(|p| p.priority),
-            rdma_device: r.rdma_device.clone(),
-            vf_settings: r
-                .vf_restore
-                .as_ref()
-                .map(|s| s.field_names())
-                .unwrap_or_default(),
-            phase: format!("{:?}", r.phase).to_lowercase(),
-        });
-    }
-    let attached: BTreeSet<_> = state
+    let networks: Vec<Network> = state
+        .stores
+        .iter()
+        .filter(|v| wanted(&v.network))
+        .map(|view| network_row(state, view, &mut problems))
+        .collect();
+    let leased: BTreeSet<_> = networks
+        .iter()
+        .flat_map(|n| {
+            n.leases
+                .iter()
+                .map(|l| key(&n.name, &l.container_id, &l.ifname))
+        })
+        .collect();
+    let attachments = state
         .records
         .iter()
-        .map(|r| (r.network.clone(), r.container_id.clone(), r.ifname.clone()))
+        .filter(|r| wanted(&r.network))
+        .map(|r| {
+            problems.extend(record_problems(state, r, &leased));
+            attachment_row(&sysfs, state, r)
+        })
         .collect();
-    let railcni_networks: BTreeSet<_> = state.records.iter().map(|r| r.network.clone()).collect();
-    for n in &networks {
-        for l in &n.leases {
-            let key = (n.name.clone(), l.container_id.clone(), l.ifname.clone());
-            // Leases of other plugins using railcni-ipam have no record; flag
-            // them only when their holder is gone or railcni attaches there.
-            let suspicious = l.netns_alive == Some(false) || railcni_networks.contains(&n.name);
-            if !attached.contains(&key) && suspicious {
-                problems.push(Problem {
-                    kind: "lease-without-attachment".into(),
-                    detail: format!(
-                        "{} on {} is leased to {} {} ({}) with no attachment",
-                        l.address,
-                        n.name,
-                        l.container_id,
-                        l.ifname,
-                        match l.netns_alive {
-                            Some(false) => "its netns is gone",
-                            Some(true) => "its netns is alive",
-                            None => "no proof of its holder",
-                        }
-                    ),
-                    fix: "railcni gc --apply".into(),
-                });
-            }
-        }
-    }
+    problems.extend(unclaimed_leases(state, &networks));
     Report {
         node: state.node.clone(),
         networks,
         attachments,
         problems,
     }
+}
+
+type Key = (String, String, String);
+
+fn key(network: &str, container_id: &str, ifname: &str) -> Key {
+    (network.into(), container_id.into(), ifname.into())
+}
+
+/// One pool and its leases; an unreadable lease file is a problem.
+fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>) -> Network {
+    let mut row = Network {
+        name: view.network.clone(),
+        prefix: None,
+        gateway: None,
+        capacity: None,
+        leased: 0,
+        free: None,
+        lease_file: view.path.display().to_string(),
+        leases: Vec::new(),
+    };
+    let data = match &view.leases {
+        Ok(data) => data,
+        Err(e) => {
+            problems.push(Problem {
+                kind: "lease-file-unreadable".into(),
+                detail: format!("{}: {e}", view.network),
+                fix: format!("railcni ipam repair {}", view.network),
+            });
+            return row;
+        }
+    };
+    row.leases = data
+        .leases
+        .iter()
+        .map(|l| LeaseRow {
+            address: l.address.to_string(),
+            pod: pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
+            pod_uid: l.pod_uid.clone(),
+            container_id: l.container_id.clone(),
+            ifname: l.ifname.clone(),
+            netns: l.proof.netns.clone(),
+            netns_alive: judged(&l.proof, state.boot.as_deref()),
+        })
+        .collect();
+    if let Some(pool) = &data.pool {
+        row.prefix = Some(pool.prefix.to_string());
+        row.gateway = pool.gateway.map(|g| g.to_string());
+        row.capacity = Some(pool.capacity);
+        row.free = Some(pool.capacity.saturating_sub(row.leases.len()));
+    }
+    row.leased = row.leases.len();
+    row
+}
+
+/// A record whose pod is gone, or that holds no lease in the embedded store.
+fn record_problems(state: &NodeState, r: &Record, leased: &BTreeSet<Key>) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if !state.alive(r) {
+        out.push(Problem {
+            kind: "netns-gone".into(),
+            detail: format!(
+                "VF {} ({} {}) was attached to {}, which is gone",
+                r.pci,
+                r.network,
+                r.ifname,
+                r.netns().unwrap_or("?")
+            ),
+            fix: "railcni gc --apply".into(),
+        });
+    }
+    let embedded = r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM);
+    let held = leased.contains(&key(&r.network, &r.container_id, &r.ifname));
+    if embedded && !held && readable(state, &r.network) {
+        let address = address_of(r)
+            .map(|a| format!(" for {a}"))
+            .unwrap_or_default();
+        out.push(Problem {
+            kind: "attachment-without-lease".into(),
+            detail: format!(
+                "VF {} ({} {} of {}) holds no lease{address}",
+                r.pci, r.network, r.ifname, r.container_id
+            ),
+            fix: format!("railcni ipam repair {}", r.network),
+        });
+    }
+    out
+}
+
+fn attachment_row(sysfs: &crate::vf::Sysfs, state: &NodeState, r: &Record) -> AttachmentRow {
+    AttachmentRow {
+        network: r.network.clone(),
+        vf: r.pci.clone(),
+        pf: sysfs.resolve(&r.pci).ok().and_then(|v| v.pf_netdev),
+        host_name: r.host.name.clone(),
+        ifname: r.ifname.clone(),
+        container_id: r.container_id.clone(),
+        pod: r.pod.clone(),
+        address: address_of(r),
+        netns: r.netns().map(str::to_string),
+        netns_alive: state.alive(r),
+        table: r.routing.as_ref().map(|p| p.table),
+        priority: r.routing.as_ref().map(|p| p.priority),
+        rdma_device: r.rdma_device.clone(),
+        vf_settings: r
+            .vf_restore
+            .as_ref()
+            .map(|s| s.field_names())
+            .unwrap_or_default(),
+        phase: format!("{:?}", r.phase).to_lowercase(),
+    }
+}
+
+/// Leases no record claims. Leases of other plugins using railcni-ipam have
+/// no record; they are flagged only when their holder is gone or railcni
+/// attaches on that network.
+fn unclaimed_leases(state: &NodeState, networks: &[Network]) -> Vec<Problem> {
+    let attached: BTreeSet<Key> = state
+        .records
+        .iter()
+        .map(|r| key(&r.network, &r.container_id, &r.ifname))
+        .collect();
+    let railcni_networks: BTreeSet<&str> =
+        state.records.iter().map(|r| r.network.as_str()).collect();
+    let mut out = Vec::new();
+    for n in networks {
+        for l in &n.leases {
+            let suspicious =
+                l.netns_alive == Some(false) || railcni_networks.contains(n.name.as_str());
+            if attached.contains(&key(&n.name, &l.container_id, &l.ifname)) || !suspicious {
+                continue;
+            }
+            let holder = match l.netns_alive {
+                Some(false) => "its netns is gone",
+                Some(true) => "its netns is alive",
+                None => "no proof of its holder",
+            };
+            out.push(Problem {
+                kind: "lease-without-attachment".into(),
+                detail: format!(
+                    "{} on {} is leased to {} {} ({holder}) with no attachment",
+                    l.address, n.name, l.container_id, l.ifname
+                ),
+                fix: "railcni gc --apply".into(),
+            });
+        }
+    }
+    out
 }
 
 /// Whether the network's leases can be judged: its file reads, or it has
@@ -287,7 +311,22 @@ fn print(r: &Report) {
         ]);
     }
     println!("{t}");
-    // One row per attachment, with its lease; then leases no record claims.
+    let t = attachments_table(r);
+    if t.row_count() > 0 {
+        println!("\n{t}");
+    }
+    if r.problems.is_empty() {
+        println!("\nno problems");
+    } else {
+        println!("\nproblems:");
+        for p in &r.problems {
+            println!("  {}: {}\n    fix: {}", p.kind, p.detail, p.fix);
+        }
+    }
+}
+
+/// One row per attachment, with its lease; then leases no record claims.
+fn attachments_table(r: &Report) -> comfy_table::Table {
     let mut t = table::new(&[
         "NETWORK", "IF", "ADDRESS", "POD", "VF", "DEV", "TABLE", "RDMA", "NETNS",
     ]);
@@ -309,37 +348,22 @@ fn print(r: &Report) {
             let claimed = r.attachments.iter().any(|a| {
                 a.network == n.name && a.container_id == l.container_id && a.ifname == l.ifname
             });
-            if !claimed {
-                t.add_row(vec![
-                    n.name.clone(),
-                    l.ifname.clone(),
-                    l.address.clone(),
-                    l.pod.clone().unwrap_or_else(|| short(&l.container_id)),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    match l.netns_alive {
-                        Some(true) => "alive",
-                        Some(false) => "GONE",
-                        None => "?",
-                    }
-                    .to_string(),
-                ]);
+            if claimed {
+                continue;
             }
+            let alive = match l.netns_alive {
+                Some(true) => "alive",
+                Some(false) => "GONE",
+                None => "?",
+            };
+            let pod = l.pod.clone().unwrap_or_else(|| short(&l.container_id));
+            let mut row = vec![n.name.clone(), l.ifname.clone(), l.address.clone(), pod];
+            row.extend(["-"; 4].map(String::from));
+            row.push(alive.to_string());
+            t.add_row(row);
         }
     }
-    if t.row_count() > 0 {
-        println!("\n{t}");
-    }
-    if r.problems.is_empty() {
-        println!("\nno problems");
-    } else {
-        println!("\nproblems:");
-        for p in &r.problems {
-            println!("  {}: {}\n    fix: {}", p.kind, p.detail, p.fix);
-        }
-    }
+    t
 }
 
 /// A container ID, shortened as runtimes print it.

@@ -95,7 +95,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_core::DoneMessage;
+    use netlink_packet_core::{DoneMessage, NLM_F_MULTIPART};
     use netlink_packet_route::RouteNetlinkMessage;
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
     use std::os::fd::AsFd;
