@@ -40,7 +40,7 @@ out_dir=target/bench
 mkdir -p "$out_dir"
 : >"$out_dir/plugins.log"
 cleanup() {
-  trace_moves off 2>/dev/null || true
+  trace_moves off || true
   ip netns del "$prefix-pod" 2>/dev/null || true
   scripts/fake-node.sh down "$prefix" "$work/sys" >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -122,32 +122,8 @@ batches "" 1 2 3 4 5 6 7 8
 batches 1 1
 for n in $(seq 1 8); do batches "r$n" "$n"; done
 
-# The kernel's own time for each namespace move, from ftrace: every sendto
-# or sendmsg of railcni and ip, with its duration. A move is the one
-# request that waits (for an RCU grace period, rcu_barrier in
-# __dev_change_net_namespace); every other request answers in microseconds,
-# so a send over 1 ms is a move. Without a writable tracefs, "n/a".
-tracefs=/sys/kernel/tracing
-trace_moves() { # on|off
-  local ev=$tracefs/events/raw_syscalls e
-  if [ "$1" = on ]; then
-    if [ ! -d "$ev" ]; then mount -t tracefs nodev "$tracefs" 2>/dev/null && trace_mounted=1 || return 1; fi
-    [ -w "$ev/sys_enter/filter" ] || return 1
-    trace_kb=$(cat "$tracefs/buffer_size_kb")
-    echo 0 >"$tracefs/tracing_on"; echo 8192 >"$tracefs/buffer_size_kb"; : >"$tracefs/trace"
-    for e in sys_enter sys_exit; do
-      echo '(comm == "railcni" || comm == "ip") && (id == 44 || id == 46)' >"$ev/$e/filter"
-      echo 1 >"$ev/$e/enable"
-    done
-    echo 1 >"$tracefs/tracing_on"
-  elif [ -n "${trace_kb:-}" ]; then
-    echo 0 >"$tracefs/tracing_on"
-    cp "$tracefs/trace" "$work/moves.trace"
-    for e in sys_enter sys_exit; do echo 0 >"$ev/$e/enable"; echo 0 >"$ev/$e/filter"; done
-    : >"$tracefs/trace"; echo "$trace_kb" >"$tracefs/buffer_size_kb"; trace_kb=
-    if [ -n "${trace_mounted:-}" ]; then umount "$tracefs"; trace_mounted=; fi
-  fi
-}
+# The kernel's own time for each namespace move (ftrace; n/a without it).
+. scripts/trace-moves.sh
 
 ms() { echo "$1 $2" | awk '{printf "%.3f", ($2 - $1) * 1000}'; }
 in_host() { ip netns exec "$host" "$@"; }
@@ -171,7 +147,7 @@ done
 
 echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch floors" >&2
 : >"$work/pod.jsonl"; : >"$work/podfloor.txt"
-trace_moves on || echo "bench.sh: no writable tracefs; the kernel's move times will be n/a" >&2
+trace_moves on || echo "bench.sh: no usable tracefs; the kernel's move times will be n/a" >&2
 for c in $(seq 0 "$pod_cycles"); do
   in_host "$work/libcni-bench" pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" \
     >>"$work/pod.jsonl" 2>>"$out_dir/plugins.log"
@@ -186,7 +162,7 @@ for c in $(seq 0 "$pod_cycles"); do
   t4=$EPOCHREALTIME
   ((c > 0)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/podfloor.txt"
 done
-trace_moves off
+trace_moves off "$work/moves.trace"
 
 echo "==> 4: railcni-ipam allocate+release" >&2
 bench=target/release/examples/ipam-bench

@@ -18,7 +18,6 @@ pub fn is_allowed(path: &Path, allowed_dir: &Path) -> bool {
             .all(|c| !matches!(c, Component::ParentDir))
 }
 
-/// Write it, or log why not: device info is informational and never fails ADD.
 /// For an InfiniBand VF: the GUID set on it and the partition key, for
 /// ib-kubernetes-style tooling (the subnet manager applies the key).
 pub struct Infiniband {
@@ -26,6 +25,7 @@ pub struct Infiniband {
     pub pkey: Option<u16>,
 }
 
+/// Write it, or log why not: device info is informational and never fails ADD.
 pub fn write(
     path: &Path,
     allowed_dir: &Path,

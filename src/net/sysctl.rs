@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use super::NetNs;
 use crate::error::{Error, Result};
 
-/// Write every `(path, value)` inside `ns`, on one thread of its own.
+/// Write every `(path, value)` inside `ns` (entered from the caller's thread, see `NetNs::run`).
 pub fn write_all_in(ns: &NetNs, writes: &[(PathBuf, &str)]) -> Result<()> {
     ns.run(|| {
         for (path, value) in writes {
