@@ -4,7 +4,8 @@
 # containernetworking's libcni sources (the real-client test), and the
 # reference plugins (host-local, host-device) railcni is compared with,
 # podman (the installer image test), containerd's go-cni (a second client)
-# and a C compiler with static libc (the benchmark's no-op plugin).
+# a C compiler with static libc (the benchmark's no-op plugin), and
+# Prometheus with promtool and curl (the metrics tests).
 set -euo pipefail
 
 need=()
@@ -18,6 +19,8 @@ command -v podman >/dev/null || need+=(podman)
 [ -x /usr/bin/time ] || need+=(time)
 [ -d /usr/share/gocode/src/github.com/containerd/go-cni ] || need+=(golang-github-containerd-go-cni-dev)
 command -v cc >/dev/null || need+=(gcc)
+command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
+command -v curl >/dev/null || need+=(curl)
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 
 if ((${#need[@]})); then

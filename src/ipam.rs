@@ -115,6 +115,7 @@ impl<'a> Ipam<'a> {
         for lease in &allocation.reclaimed {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }
+        self.count_reclaimed(allocation.reclaimed.len());
         Ok(allocation.to_result())
     }
 
@@ -134,10 +135,17 @@ impl<'a> Ipam<'a> {
         if !self.ipam.is_embedded() {
             return Ok(());
         }
-        for lease in self.embedded()?.reclaim_dead()? {
+        let reclaimed = self.embedded()?.reclaim_dead()?;
+        for lease in &reclaimed {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }
+        self.count_reclaimed(reclaimed.len());
         Ok(())
+    }
+
+    /// For `railcni_reclaimed_leases_total`; a failure is only logged.
+    fn count_reclaimed(&self, n: usize) {
+        count_reclaimed(self.settings, &self.conf.name, n);
     }
 
     pub fn check(&self) -> Result<()> {
@@ -268,6 +276,16 @@ fn plugin_error(
             text("msg"),
             if details.is_empty() { "" } else { ": " }
         ),
+    }
+}
+
+/// Count `n` leases of gone holders released on `network` (logged on failure).
+pub fn count_reclaimed(settings: &Settings, network: &str, n: usize) {
+    if !settings.stats {
+        return;
+    }
+    if let Err(e) = cni::stats::record_reclaimed(settings, network, n as u64) {
+        crate::log_warn!("cannot count reclaimed leases for railcni metrics: {e}");
     }
 }
 

@@ -19,7 +19,33 @@ pub fn cni_main() -> i32 {
     })
 }
 
+/// Run the verb and count it for `railcni metrics` (never failing the call).
 fn dispatch(request: Request) -> Result<Option<Value>> {
+    let (verb, settings) = (request.verb, request.settings.clone());
+    let network = request
+        .config
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let outcome = run(request);
+    if settings.stats {
+        let code = outcome.as_ref().err().map_or(0, Error::code);
+        let counted = cni::stats::record_operation(
+            &settings,
+            &network,
+            verb.name(),
+            code,
+            crate::timing::elapsed(),
+        );
+        if let Err(e) = counted {
+            crate::log_warn!("cannot count this call for railcni metrics: {e}");
+        }
+    }
+    outcome
+}
+
+fn run(request: Request) -> Result<Option<Value>> {
     let Request {
         verb,
         env,

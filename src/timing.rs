@@ -21,9 +21,14 @@ pub fn add_move(took: Duration) {
     MOVING_NS.fetch_add(ns, Ordering::Relaxed);
 }
 
+/// Time since `start`.
+pub fn elapsed() -> Duration {
+    STARTED.get().map(Instant::elapsed).unwrap_or_default()
+}
+
 /// "took 21.3 ms (18.9 ms of it the kernel's namespace move)".
 pub fn summary() -> String {
-    let total = STARTED.get().map(Instant::elapsed).unwrap_or_default();
+    let total = elapsed();
     describe(
         total,
         Duration::from_nanos(MOVING_NS.load(Ordering::Relaxed)),

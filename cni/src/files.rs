@@ -49,25 +49,66 @@ pub struct FileLock {
     _file: File,
 }
 
-/// Take the exclusive lock on `path`, polling every `poll` until `timeout`.
-pub fn lock(path: &Path, timeout: Duration, poll: Duration) -> Result<FileLock, LockError> {
-    let file = OpenOptions::new()
+/// Names (networks) become file names: keep [A-Za-z0-9._-], escape the rest.
+pub fn file_safe(name: &str) -> String {
+    let mut out = String::new();
+    for (i, b) in name.bytes().enumerate() {
+        let keep = b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The name a `file_safe` stem stands for.
+pub fn unescape_name(stem: &str) -> Option<String> {
+    let mut out = Vec::new();
+    let mut bytes = stem.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let hex: String = bytes.by_ref().take(2).map(char::from).collect();
+            out.push(u8::from_str_radix(&hex, 16).ok()?);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Open `path` for reading and writing (created 0600, never through a
+/// symlink).
+pub fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
         .mode(FILE_MODE)
         .custom_flags(FLAGS)
         .open(path)
-        .map_err(LockError::Io)?;
+}
+
+/// Take the exclusive lock on an open file, polling every `poll` until `timeout`.
+pub fn lock_open(file: &File, timeout: Duration, poll: Duration) -> Result<(), LockError> {
     let deadline = Instant::now() + timeout;
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(FileLock { _file: file }),
+            Ok(()) => return Ok(()),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(poll),
             Err(TryLockError::WouldBlock) => return Err(LockError::Busy(timeout)),
             Err(TryLockError::Error(e)) => return Err(LockError::Io(e)),
         }
     }
+}
+
+/// Take the exclusive lock on `path`, polling every `poll` until `timeout`.
+pub fn lock(path: &Path, timeout: Duration, poll: Duration) -> Result<FileLock, LockError> {
+    let file = open_rw(path).map_err(LockError::Io)?;
+    lock_open(&file, timeout, poll)?;
+    Ok(FileLock { _file: file })
 }
 
 /// A temp file name beside `path` that another process cannot predict.

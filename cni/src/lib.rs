@@ -12,6 +12,7 @@ pub mod log;
 pub mod result;
 pub mod settings;
 pub mod skeleton;
+pub mod stats;
 pub mod version;
 
 pub use args::CniArgs;

@@ -37,6 +37,8 @@ pub struct Settings {
     /// `RAILCNI_REBIND_TIMEOUT_MS`: how long an InfiniBand VF's netdev may
     /// take to come back after its driver is rebound.
     pub rebind_timeout: Duration,
+    /// `RAILCNI_STATS=off`: do not count calls for `railcni metrics`.
+    pub stats: bool,
 }
 
 impl Default for Settings {
@@ -69,6 +71,7 @@ impl Settings {
             rebind_timeout: get("RAILCNI_REBIND_TIMEOUT_MS")
                 .and_then(|v| v.parse().ok())
                 .map_or(Duration::from_secs(10), Duration::from_millis),
+            stats: get("RAILCNI_STATS").as_deref() != Some("off"),
         }
     }
 

@@ -24,6 +24,17 @@ pub enum Verb {
 }
 
 impl Verb {
+    /// As `CNI_COMMAND` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Add => "ADD",
+            Verb::Del => "DEL",
+            Verb::Check => "CHECK",
+            Verb::Status => "STATUS",
+            Verb::Gc => "GC",
+        }
+    }
+
     fn of(command: Command) -> Option<Verb> {
         match command {
             Command::Add => Some(Verb::Add),

@@ -98,7 +98,7 @@ pub struct Locked<'a> {
 
 impl Store {
     pub fn new(dir: &Path, network: &str, lock_timeout: Duration) -> Self {
-        let name = file_safe(network);
+        let name = files::file_safe(network);
         Store {
             path: dir.join(format!("{name}.leases.json")),
             lock_path: dir.join(format!("{name}.lock")),
@@ -190,32 +190,7 @@ impl Locked<'_> {
 
 /// The network a lease file name stands for (the inverse of `file_safe`).
 pub fn network_of(file_name: &str) -> Option<String> {
-    let stem = file_name.strip_suffix(".leases.json")?;
-    let mut out = Vec::new();
-    let mut bytes = stem.bytes();
-    while let Some(b) = bytes.next() {
-        if b == b'%' {
-            let hex: String = bytes.by_ref().take(2).map(char::from).collect();
-            out.push(u8::from_str_radix(&hex, 16).ok()?);
-        } else {
-            out.push(b);
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// Network names become file names: keep [A-Za-z0-9._-], escape the rest.
-fn file_safe(network: &str) -> String {
-    let mut out = String::new();
-    for (i, b) in network.bytes().enumerate() {
-        let keep = b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
-        if keep {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02x}"));
-        }
-    }
-    out
+    files::unescape_name(file_name.strip_suffix(".leases.json")?)
 }
 
 #[cfg(test)]
@@ -309,10 +284,10 @@ mod tests {
 
     #[test]
     fn network_names_cannot_escape_the_directory() {
-        assert_eq!(file_safe("rail-1.a_b"), "rail-1.a_b");
-        assert_eq!(file_safe("../etc/x"), "%2e.%2fetc%2fx");
+        assert_eq!(files::file_safe("rail-1.a_b"), "rail-1.a_b");
+        assert_eq!(files::file_safe("../etc/x"), "%2e.%2fetc%2fx");
         for name in ["rail-1.a_b", "../etc/x", "storage rail/2"] {
-            let file = format!("{}.leases.json", file_safe(name));
+            let file = format!("{}.leases.json", files::file_safe(name));
             assert_eq!(network_of(&file).as_deref(), Some(name));
         }
     }

@@ -78,10 +78,31 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
             "planned".into()
         },
     }));
+    count_reclaimed(state, node, &actions);
     Ok(Report {
         applied: apply,
         actions,
     })
+}
+
+/// Leases released (orphans, and the embedded leases of detached
+/// attachments), for `railcni_reclaimed_leases_total`.
+fn count_reclaimed(state: &NodeState, node: &Node, actions: &[Action]) {
+    let mut by_network: std::collections::BTreeMap<&str, usize> = Default::default();
+    for a in actions.iter().filter(|a| a.result == "done") {
+        let leased = a.action == "release"
+            || state.records.iter().any(|r| {
+                r.network == a.network
+                    && r.is_for(&a.container_id, &a.ifname)
+                    && r.ipam_type.is_some()
+            });
+        if leased {
+            *by_network.entry(a.network.as_str()).or_default() += 1;
+        }
+    }
+    for (network, n) in by_network {
+        crate::ipam::count_reclaimed(&node.settings, network, n);
+    }
 }
 
 /// Leases whose holder is provably gone and that no attachment claims

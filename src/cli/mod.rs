@@ -5,9 +5,11 @@
 //! unless changing is its job, and exits 0 (all well), 1 (a problem found)
 //! or 2 (bad usage). CNI mode is chosen by the `CNI_*` environment instead.
 
+mod agent;
 mod gc;
 mod inspect;
 mod install;
+mod metrics;
 mod nccl;
 mod node;
 mod plan;
@@ -60,6 +62,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// This node's metrics in the Prometheus text format (README, "Monitoring").
+    Metrics {
+        /// Only this network's samples.
+        #[arg(long)]
+        network: Option<String>,
+    },
+    /// Serve the metrics over HTTP (/metrics, /healthz); optionally gc and a node_exporter textfile.
+    Agent(agent::Args),
     /// The embedded IPAM's lease files.
     Ipam {
         #[command(subcommand)]
@@ -129,6 +139,8 @@ pub fn main() {
         Command::Status { network, json } => status::run(&settings, network.as_deref(), json),
         Command::Inspect { target, json } => inspect::run(&settings, &target, json),
         Command::Gc { apply, json } => gc::run(&settings, apply, json),
+        Command::Metrics { network } => metrics::run(&settings, network.as_deref()),
+        Command::Agent(args) => agent::run(&settings, &args),
         Command::Ipam {
             command: IpamCommand::Repair { network, json },
         } => repair::run(&settings, &network, json),

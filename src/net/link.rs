@@ -22,6 +22,21 @@ pub struct Link {
     /// The bus device behind the netdev (a VF's PCI address); None for virtual links.
     pub parent_dev: Option<String>,
     pub altnames: Vec<String>,
+    /// The kernel's 64-bit counters (IFLA_STATS64), when it sent them.
+    pub stats: Option<LinkStats>,
+}
+
+/// A link's traffic counters, as `ip -s link` shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_errors: u64,
+    pub tx_errors: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
 }
 
 impl Link {
@@ -34,6 +49,7 @@ impl Link {
             up: m.header.flags.contains(LinkFlags::Up),
             parent_dev: None,
             altnames: Vec::new(),
+            stats: None,
         };
         for attr in m.attributes {
             match attr {
@@ -41,6 +57,18 @@ impl Link {
                 LinkAttribute::Address(a) => link.mac = a,
                 LinkAttribute::Mtu(mtu) => link.mtu = mtu,
                 LinkAttribute::ParentDevName(p) => link.parent_dev = Some(p),
+                LinkAttribute::Stats64(s) => {
+                    link.stats = Some(LinkStats {
+                        rx_bytes: s.rx_bytes,
+                        tx_bytes: s.tx_bytes,
+                        rx_packets: s.rx_packets,
+                        tx_packets: s.tx_packets,
+                        rx_errors: s.rx_errors,
+                        tx_errors: s.tx_errors,
+                        rx_dropped: s.rx_dropped,
+                        tx_dropped: s.tx_dropped,
+                    });
+                }
                 LinkAttribute::PropList(props) => {
                     link.altnames
                         .extend(props.into_iter().filter_map(|p| match p {

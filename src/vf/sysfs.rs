@@ -106,6 +106,18 @@ impl Sysfs {
         list_dir(&self.device(pci).join("net"))
     }
 
+    /// The `ports/` directory of the VF's RDMA device `dev`: under the VF's
+    /// own `infiniband/` (visible whichever namespace holds the device),
+    /// else `class/infiniband/<dev>`.
+    pub fn rdma_ports(&self, pci: &str, dev: &str) -> Option<PathBuf> {
+        [
+            self.device(pci).join("infiniband").join(dev).join("ports"),
+            self.root.join("class/infiniband").join(dev).join("ports"),
+        ]
+        .into_iter()
+        .find(|p| p.is_dir())
+    }
+
     /// The directory of a PCI driver (`bus/pci/drivers/<driver>`).
     pub fn driver_dir(&self, driver: &str) -> PathBuf {
         self.root.join("bus/pci/drivers").join(driver)

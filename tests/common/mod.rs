@@ -200,15 +200,20 @@ impl Node {
     /// Run a day-2 command (`railcni status` …) on this node: exit code,
     /// stdout, stderr.
     pub fn operator(&self, args: &[&str]) -> (i32, String, String) {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.host(), PLUGIN]).args(args);
-        self.node_env(&mut cmd).env("COLUMNS", "200");
-        let out = cmd.output().unwrap();
+        let out = self.operator_command(args).output().unwrap();
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+
+    /// A day-2 command on this node, to run or spawn.
+    pub fn operator_command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.host(), PLUGIN]).args(args);
+        self.node_env(&mut cmd).env("COLUMNS", "200");
+        cmd
     }
 
     /// `operator` with `--json`, parsed.

@@ -1,0 +1,347 @@
+//! `railcni metrics` and `railcni agent` on the fake node: the families and
+//! labels README's "Monitoring" promises, promtool's verdict, the plugin's
+//! own counts under concurrency, the agent's HTTP surface and its
+//! shutdown. Needs root; `tests/prometheus.rs` scrapes it with Prometheus.
+//! The agent runs in the fake node's host namespace, as it does with
+//! `hostNetwork` on a real node, so it is reached from there.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::json;
+
+/// ADD of container `cid` on `vf` as net<rail>, 1.1.0, embedded /29 pool.
+fn add(cid: &str, pod: &str, vf: &FakeVf) -> Req {
+    let mut ipam = Node::embedded_ipam(vf.rail);
+    ipam["perNodePrefix"] = json!(29);
+    let conf = conf("1.1.0", &format!("rail{}", vf.rail), &vf.pci, ipam);
+    let mut req = Req::new("ADD", cid, pod, &format!("net{}", vf.rail), conf);
+    req.args = Some(format!(
+        "IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME={cid}"
+    ));
+    req
+}
+
+/// The value of the sample whose line starts with `series` (name and labels).
+pub fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// RDMA counters for `vf`'s device `dev`, port 1, in the fake sysfs.
+fn rdma_counters(node: &Node, vf: &FakeVf, dev: &str) {
+    node.give_rdma_device(vf, dev);
+    let port = node.sysfs().join(format!(
+        "devices/pci0000:00/{}/infiniband/{dev}/ports/1",
+        vf.pci
+    ));
+    std::fs::create_dir_all(port.join("hw_counters")).unwrap();
+    std::fs::create_dir_all(port.join("counters")).unwrap();
+    std::fs::write(port.join("hw_counters/np_ecn_marked_roce_packets"), "42\n").unwrap();
+    std::fs::write(port.join("hw_counters/rp_cnp_handled"), "7\n").unwrap();
+    std::fs::write(port.join("hw_counters/lifespan"), "10\n").unwrap();
+    std::fs::write(port.join("counters/port_xmit_data"), "123456\n").unwrap();
+    std::fs::write(port.join("counters/link_layer_note"), "Ethernet\n").unwrap();
+}
+
+fn promtool(text: &str) -> (bool, String) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; scripts/install-test-deps.sh)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn metrics_show_pools_calls_interfaces_and_rdma_and_pass_promtool() {
+    let node = Node::new(2, 2);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let rail1 = node.vfs.iter().find(|v| v.rail == 1).unwrap().clone();
+    let rail2 = node.vfs.iter().find(|v| v.rail == 2).unwrap().clone();
+    rdma_counters(&node, &rail1, "mlx5_3");
+    let pod = node.pod("a");
+    node.cni(&add("trainer-a", &pod, &rail1)).ok();
+    node.cni(&add("trainer-a", &pod, &rail2)).ok();
+    // A refused ADD: an MTU above the PF's is error 7, and is counted.
+    let other = node
+        .vfs
+        .iter()
+        .filter(|v| v.rail == 1)
+        .nth(1)
+        .unwrap()
+        .clone();
+    let pod_b = node.pod("b");
+    let mut bad = add("trainer-b", &pod_b, &other);
+    bad.conf["mtu"] = json!(9100);
+    node.cni(&bad).err(7);
+
+    let (code, text, err) = node.operator(&["metrics"]);
+    assert_eq!(code, 0, "{err}");
+    let (ok, said) = promtool(&text);
+    assert!(ok, "promtool check metrics: {said}\n{text}");
+
+    let v =
+        |series: &str| value(&text, series).unwrap_or_else(|| panic!("{series} missing:\n{text}"));
+    assert_eq!(v(r#"railcni_build_info{version="0.1.0"}"#), 1.0);
+    assert_eq!(v(r#"railcni_ipam_leased{network="rail1"}"#), 1.0);
+    assert_eq!(
+        v(r#"railcni_ipam_capacity{network="rail1"}"#),
+        5.0,
+        "a /29 less network, broadcast, gateway"
+    );
+    assert_eq!(
+        v(r#"railcni_attachments{network="rail1",phase="attached"}"#),
+        1.0
+    );
+    assert_eq!(
+        v(r#"railcni_attachments{network="rail1",phase="adding"}"#),
+        0.0,
+        "a zero gauge is exported"
+    );
+    assert_eq!(v(r#"railcni_stale_attachments{network="rail2"}"#), 0.0);
+    assert_eq!(
+        v(r#"railcni_operations_total{verb="ADD",network="rail1",result="ok",code="0"}"#),
+        1.0
+    );
+    assert_eq!(
+        v(r#"railcni_operations_total{verb="ADD",network="rail1",result="error",code="7"}"#),
+        1.0
+    );
+    assert_eq!(
+        v(r#"railcni_operation_duration_seconds_count{verb="ADD",network="rail1"}"#),
+        2.0
+    );
+    assert_eq!(
+        v(r#"railcni_operation_duration_seconds_bucket{verb="ADD",network="rail1",le="+Inf"}"#),
+        2.0
+    );
+    assert_eq!(v(r#"railcni_reclaimed_leases_total{network="rail1"}"#), 0.0);
+    let iface = format!(
+        r#"{{network="rail1",ifname="net1",pod="ml/trainer-a",vf="{}"}}"#,
+        rail1.pci
+    );
+    assert_eq!(v(&format!("railcni_interface_mtu{iface}")), 9000.0);
+    assert_eq!(v(&format!("railcni_interface_up{iface}")), 1.0);
+    assert!(v(&format!("railcni_interface_transmit_packets_total{iface}")) >= 0.0);
+    let rdma =
+        r#"{network="rail1",ifname="net1",pod="ml/trainer-a",rdma_device="mlx5_3",port="1"}"#;
+    assert_eq!(
+        v(&format!("railcni_rdma_np_ecn_marked_roce_packets{rdma}")),
+        42.0
+    );
+    assert_eq!(v(&format!("railcni_rdma_rp_cnp_handled{rdma}")), 7.0);
+    assert_eq!(v(&format!("railcni_rdma_port_xmit_data{rdma}")), 123456.0);
+    assert!(
+        text.contains("# TYPE railcni_rdma_rp_cnp_handled untyped"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("link_layer_note"),
+        "files that are not numbers are skipped"
+    );
+
+    let (_, only) = {
+        let (c, t, _) = node.operator(&["metrics", "--network", "rail2"]);
+        (c, t)
+    };
+    assert!(
+        only.contains(r#"network="rail2""#) && !only.contains(r#"network="rail1""#),
+        "{only}"
+    );
+    for req in [
+        add("trainer-a", &pod, &rail1),
+        add("trainer-a", &pod, &rail2),
+    ] {
+        node.cni(&req.cmd("DEL")).ok();
+    }
+}
+
+/// Eight ADDs at once while the agent is scraped in a loop: every ADD
+/// succeeds well inside its lock timeout and every one is counted.
+#[test]
+fn eight_adds_beside_a_scraped_agent_are_all_counted() {
+    let node = Node::new(8, 1);
+    let port = free_port();
+    let agent = Agent::start(&node, port, &[]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let scrapes = std::thread::scope(|s| {
+        let scraper = s.spawn(|| {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert_eq!(http_get(&node, port, "/metrics").0, 200);
+                n += 1;
+            }
+            n
+        });
+        let adds: Vec<_> = node
+            .vfs
+            .iter()
+            .map(|vf| {
+                let pod = node.pod(&format!("p{}", vf.rail));
+                let mut req = add(&format!("c{}", vf.rail), &pod, vf);
+                req.env
+                    .push(("RAILCNI_LOCK_TIMEOUT_MS".into(), "2000".into()));
+                let node = &node;
+                s.spawn(move || node.cni(&req))
+            })
+            .collect();
+        for a in adds {
+            a.join().unwrap().ok();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        scraper.join().unwrap()
+    });
+    assert!(scrapes > 0);
+    let (_, text) = http_get(&node, port, "/metrics");
+    for rail in 1..=8 {
+        let series = format!(
+            r#"railcni_operations_total{{verb="ADD",network="rail{rail}",result="ok",code="0"}}"#
+        );
+        assert_eq!(value(&text, &series), Some(1.0), "{series}\n{text}");
+    }
+    drop(agent);
+}
+
+#[test]
+fn the_agent_serves_health_and_404_and_stops_on_sigterm_within_a_second() {
+    let node = Node::new(1, 1);
+    let port = free_port();
+    let textfile = node.dir.path().join("textfile");
+    std::fs::create_dir_all(&textfile).unwrap();
+    let tf = textfile.display().to_string();
+    let mut agent = Agent::start(&node, port, &["--textfile", &tf, "--interval", "100ms"]);
+    let (status, body) = http_get(&node, port, "/metrics");
+    assert_eq!(status, 200);
+    assert!(body.contains("railcni_build_info"), "{body}");
+    let head = curl(
+        &node,
+        port,
+        "/metrics",
+        &["-sS", "-o", "/dev/null", "-D", "-"],
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert_eq!(http_get(&node, port, "/healthz").0, 200);
+    assert_eq!(http_get(&node, port, "/nope").0, 404);
+    let prom = textfile.join("railcni.prom");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !prom.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(std::fs::read_to_string(&prom)
+        .unwrap()
+        .contains("railcni_build_info"));
+
+    let pid = nix::unistd::Pid::from_raw(agent.child.id() as i32);
+    let sent = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = agent.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "took {:?}",
+        sent.elapsed()
+    );
+
+    // The state dir unreadable (a file where the directory should be): 503.
+    let state = node.dir.path().join("not-a-dir");
+    std::fs::write(&state, "").unwrap();
+    let port = free_port();
+    let mut cmd = node.operator_command(&["agent", "--listen", &format!("127.0.0.1:{port}")]);
+    cmd.env("RAILCNI_STATE_DIR", &state);
+    let _broken = Agent::spawn(&node, cmd, port);
+    let (status, body) = http_get(&node, port, "/healthz");
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body.contains("not-a-dir"),
+        "the reason names the state dir: {body}"
+    );
+}
+
+/// A running `railcni agent`, killed when dropped.
+pub struct Agent {
+    pub child: std::process::Child,
+}
+
+impl Agent {
+    pub fn start(node: &Node, port: u16, extra: &[&str]) -> Agent {
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec!["agent", "--listen", &listen];
+        args.extend_from_slice(extra);
+        Agent::spawn(node, node.operator_command(&args), port)
+    }
+
+    fn spawn(node: &Node, mut cmd: Command, port: u16) -> Agent {
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let agent = Agent { child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while http_get(node, port, "/healthz").0 == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the agent did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        agent
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port for this test: the node's namespace is its own, so any port
+/// there is free; different per test for readable failures.
+pub fn free_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(9476);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// curl from the node's host namespace.
+fn curl(node: &Node, port: u16, path: &str, args: &[&str]) -> String {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &node.host(), "curl"])
+        .args(args)
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("curl (scripts/install-test-deps.sh)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Status and body of a GET.
+pub fn http_get(node: &Node, port: u16, path: &str) -> (u16, String) {
+    let out = curl(node, port, path, &["-s", "-w", "\n%{http_code}"]);
+    let (body, status) = out.rsplit_once('\n').unwrap_or(("", "0"));
+    (status.trim().parse().unwrap_or(0), body.to_string())
+}
