@@ -32,7 +32,9 @@ trace_moves() {
       mount -t tracefs nodev "$tracefs" 2>/dev/null && trace_mounted=1 || return 1
     fi
     [ -w "$ev/sys_enter/filter" ] || return 1
+    # "7 (expanded: 1408)" before the buffer was first used: the number is what a write takes.
     trace_kb=$(cat "$tracefs/buffer_size_kb" 2>/dev/null) || return 1
+    trace_kb=${trace_kb%% *}
     trace_write 0 "$tracefs/tracing_on" && trace_write 8192 "$tracefs/buffer_size_kb" &&
       trace_write "" "$tracefs/trace" || { trace_moves off; return 1; }
     for e in sys_enter sys_exit; do

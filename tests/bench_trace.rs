@@ -15,7 +15,8 @@ fn fake_tracefs(root: &Path) {
         fs::write(dir.join("enable"), "0\n").unwrap();
     }
     fs::write(root.join("tracing_on"), "1\n").unwrap();
-    fs::write(root.join("buffer_size_kb"), "1408\n").unwrap();
+    // As a fresh kernel shows it, before the buffer was first used.
+    fs::write(root.join("buffer_size_kb"), "7 (expanded: 1408)\n").unwrap();
     fs::write(root.join("trace"), "").unwrap();
 }
 
@@ -68,7 +69,7 @@ fn a_refused_write_during_set_up_is_reported_and_undone() {
         "no trace from a failed set-up: its figure is n/a"
     );
     let read = |p: &str| fs::read_to_string(t.path().join(p)).unwrap();
-    assert_eq!(read("buffer_size_kb"), "1408\n", "restored");
+    assert_eq!(read("buffer_size_kb"), "7\n", "restored to the size it had");
     assert_eq!(read("events/raw_syscalls/sys_enter/enable"), "0\n");
     assert_eq!(read("tracing_on"), "0\n");
 }
@@ -95,7 +96,7 @@ fn a_refused_write_during_restore_does_not_stop_the_rest() {
     let read = |p: &str| fs::read_to_string(t.path().join(p)).unwrap();
     assert_eq!(
         read("buffer_size_kb"),
-        "1408\n",
+        "7\n",
         "restored after the failed write"
     );
     assert_eq!(read("events/raw_syscalls/sys_exit/filter"), "0\n");
