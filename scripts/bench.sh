@@ -34,6 +34,7 @@ command -v strace >/dev/null && command -v go >/dev/null && [ -x /usr/lib/cni/sb
 scripts/build-static.sh >/dev/null
 static=target/x86_64-unknown-linux-gnu/release
 cargo build --release --locked --quiet -p railcni-ipam --example ipam-bench
+cargo build --release --locked --quiet -p railcni-cni --example stats-bench
 work=$(mktemp -d /tmp/railcni-bench.XXXXXX)
 prefix="bn$$"
 out_dir=target/bench
@@ -198,6 +199,10 @@ probe_conf=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); c=l["p
 rss=$(in_host env "${cni_env[@]}" CNI_COMMAND=ADD /usr/bin/time -f %M "$bin/railcni" <<<"$probe_conf" 2>&1 >/dev/null | tail -1)
 in_host env "${cni_env[@]}" CNI_COMMAND=DEL "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1
 
+echo "==> 5b: what counting calls for railcni metrics adds to one" >&2
+"$work/libcni-bench" counting "$version_runs" "$bin/railcni" "$work/counting" >"$work/counting.json"
+stats_ns=$(target/release/examples/stats-bench "$work/stats-bench" $((version_runs * 5)))
+
 echo "==> 6: what one ADD and one DEL cost in calls" >&2
 strace_c() { in_host env "${cni_env[@]}" CNI_COMMAND="$1" strace -f -qq -c -o "$2" "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1; }
 strace_s() { in_host env "${cni_env[@]}" CNI_COMMAND="$1" strace -f -qq -e trace=sendto -s 4096 -o "$2" "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1; }
@@ -241,6 +246,7 @@ for i, line in enumerate(open(f"{work}/pod.jsonl")):
         pod[k]["add"] += ms(d[k]["add"]); pod[k]["del"] += ms(d[k]["del"])
 podfloor = [tuple(map(float, l.split())) for l in open(f"{work}/podfloor.txt")]
 version = {k: ms(v) for k, v in json.load(open(f"{work}/version.json")).items()}
+counting = json.load(open(f"{work}/counting.json"))
 vp50 = lambda name: statistics.median(next(v for k, v in version.items() if k.endswith("/" + name)))
 
 def moves(path):
@@ -309,6 +315,8 @@ r = {
            "binary1": int("$ipam_bin"), "binary32": int("$ipam_bin32"), "unit": "allocate+release pairs/s"},
   "version": {"railcni": vp50("railcni"), "hostDevice": vp50("host-device"),
               "binTrue": vp50("true"), "staticNoop": vp50("noop")},
+  "counting": {"callOff": statistics.median(ms(counting["off"])), "callOn": statistics.median(ms(counting["on"])),
+               "inProcessUs": float("$stats_ns") / 1000},
   "strippedBytes": $size, "addPeakRssKiB": int("$rss"),
   "railcniLog": own,
   "perAdd": {"syscalls": $add_sys, "netlinkSends": $add_send, "fsyncs": $add_fsync, "netnsMoves": $add_moves},
@@ -353,6 +361,9 @@ print(f"railcni-ipam allocate+release pairs/s, every change durable: in-process 
 v = r["version"]
 print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms ({v['railcni'] / v['hostDevice']:.2f}x); "
       f"exec floor: static no-op {v['staticNoop']:.2f} ms ({v['railcni'] / v['staticNoop']:.2f}x), /bin/true {v['binTrue']:.2f} ms")
+k = r["counting"]
+print(f"counting a call for railcni metrics: {k['inProcessUs']:.0f} us p50 in-process; a DEL exec p50 {k['callOff']:.3f} ms off, "
+      f"{k['callOn']:.3f} ms on ({(k['callOn'] - k['callOff']) * 1000:+.0f} us; goal <= +100 us)")
 print(f"stripped size {r['strippedBytes']} bytes; peak RSS of an ADD {r['addPeakRssKiB']} KiB")
 for verb in ("perAdd", "perDel"):
     c = r[verb]

@@ -11,6 +11,11 @@
 //	    exec each plugin with CNI_COMMAND=VERSION the way libcni does (stdin
 //	    the config, stdout captured), taking turns; prints {"<plugin>": [ns...]}
 //
+//	libcni-bench counting <cycles> <plugin> <state-dir>
+//	    exec the plugin's DEL of an attachment it never had (no record, no
+//	    IPAM: the cheapest call that still counts), taking turns with
+//	    RAILCNI_STATS=off and on; prints {"off": [ns...], "on": [ns...]}
+//
 // The sets take turns within every cycle, and which goes first rotates from
 // cycle to cycle (interleaved). Prints {"A": {"add": [ns...], "del":
 // [ns...]}, "B": {...}, ...} on stdout, one letter per set in argument order.
@@ -84,7 +89,36 @@ func execVersion(cycles int, plugins []string) {
 	json.NewEncoder(os.Stdout).Encode(out)
 }
 
+// execCounting times the same call with the plugin's call counting off and
+// on, interleaved: what counting adds to a CNI call.
+func execCounting(cycles int, plugin, stateDir string) {
+	out := map[string][]int64{}
+	stdin := []byte(`{"cniVersion":"1.1.0","name":"bench-counting","type":"railcni"}`)
+	for c := 0; c < cycles; c++ {
+		for k := 0; k < 2; k++ {
+			mode := []string{"off", "on"}[(c+k)%2]
+			cmd := exec.Command(plugin)
+			cmd.Env = []string{"CNI_COMMAND=DEL", "CNI_CONTAINERID=counting", "CNI_IFNAME=net1",
+				"RAILCNI_STATE_DIR=" + stateDir, "RAILCNI_LOG_DIR=" + stateDir, "RAILCNI_STATS=" + mode}
+			cmd.Stdin = bytes.NewReader(stdin)
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			t0 := time.Now()
+			if err := cmd.Run(); err != nil {
+				fail(fmt.Errorf("DEL of %s: %w: %s", plugin, err, stdout.String()))
+			}
+			out[mode] = append(out[mode], time.Since(t0).Nanoseconds())
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
 func main() {
+	if len(os.Args) == 5 && os.Args[1] == "counting" {
+		cycles, _ := strconv.Atoi(os.Args[2])
+		execCounting(cycles, os.Args[3], os.Args[4])
+		return
+	}
 	if len(os.Args) >= 4 && os.Args[1] == "version" {
 		cycles, _ := strconv.Atoi(os.Args[2])
 		execVersion(cycles, os.Args[3:])

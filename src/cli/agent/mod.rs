@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod http;
+
 use cni::log::Level;
 use cni::{files, Settings};
-use tiny_http::{Header, Method, Request, Response, Server};
+use http::{Request, Server};
 
 use super::node::NodeState;
 use super::{gc, metrics, Outcome, Usage};
@@ -51,13 +53,13 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| Usage(format!("cannot handle signal {signal}: {e}")))?;
     }
-    let server = Server::http(&args.listen)
+    let server = Server::bind(&args.listen)
         .map_err(|e| Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     log_info!("serving /metrics and /healthz on {}", args.listen);
     let mut next_gc = args.gc_interval.map(|i| Instant::now() + i);
     let mut next_textfile = args.textfile.as_ref().map(|_| Instant::now());
     while !stop.load(Ordering::Relaxed) {
-        match server.recv_timeout(TICK) {
+        match server.next(TICK) {
             Ok(Some(request)) => answer(settings, request),
             Ok(None) => {}
             Err(e) => log_warn!("cannot accept a request: {e}"),
@@ -78,27 +80,23 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
 }
 
 fn answer(settings: &Settings, request: Request) {
-    let (status, body, content_type) = match (request.method(), request.url()) {
-        (Method::Get, "/metrics") => match metrics::collect(settings, None) {
+    let (status, body, content_type) = match (request.method.as_str(), request.path.as_str()) {
+        ("GET", "/metrics") => match metrics::collect(settings, None) {
             Ok(text) => (200, text, EXPOSITION),
             Err(Usage(why)) => (500, format!("{why}\n"), "text/plain"),
         },
-        (Method::Get, "/healthz") => match NodeState::load(settings) {
+        ("GET", "/healthz") => match NodeState::load(settings) {
             Ok(_) => (200, "ok\n".into(), "text/plain"),
             Err(Usage(why)) => (503, format!("{why}\n"), "text/plain"),
         },
-        (Method::Get, _) => (
+        ("GET", _) => (
             404,
             "not found: try /metrics or /healthz\n".into(),
             "text/plain",
         ),
         _ => (405, "only GET\n".into(), "text/plain"),
     };
-    let mut response = Response::from_string(body).with_status_code(status);
-    if let Ok(header) = Header::from_bytes("Content-Type", content_type) {
-        response = response.with_header(header);
-    }
-    if let Err(e) = request.respond(response) {
+    if let Err(e) = request.respond(status, content_type, &body) {
         log_warn!("cannot answer a request: {e}");
     }
 }
