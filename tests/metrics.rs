@@ -345,3 +345,35 @@ pub fn http_get(node: &Node, port: u16, path: &str) -> (u16, String) {
     let (body, status) = out.rsplit_once('\n').unwrap_or(("", "0"));
     (status.trim().parse().unwrap_or(0), body.to_string())
 }
+
+/// `--gc-interval`: the agent gives back an attachment whose pod died
+/// without a DEL, as `railcni gc --apply` would, and counts its lease.
+#[test]
+fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    let pod = node.pod("gone");
+    node.cni(&add("gone", &pod, &vf)).ok();
+    node.kill_pod(&pod, &[(&vf, "net1")]);
+    let port = free_port();
+    let _agent = Agent::start(&node, port, &["--gc-interval", "200ms"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while node.record_exists(&vf.pci) {
+        assert!(Instant::now() < deadline, "the agent's gc did not run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        link_in(&node.host(), &vf.ifname).is_some(),
+        "the VF is home under its name"
+    );
+    let (_, text) = http_get(&node, port, "/metrics");
+    assert_eq!(
+        value(&text, r#"railcni_reclaimed_leases_total{network="rail1"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, r#"railcni_ipam_leased{network="rail1"}"#),
+        Some(0.0)
+    );
+}

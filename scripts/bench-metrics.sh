@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# How long `railcni agent` takes to answer a scrape of a full node: 8 rails,
+# 4 pods with one VF on every rail (32 attachments), each VF with an RDMA
+# device and a port of counters in the fake sysfs. Prints p50/p95 in ms of
+# GET /metrics (curl, from the node's namespace) and the exposition's size.
+#
+#   scripts/bench-metrics.sh [scrapes=50]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "bench-metrics.sh: run as root" >&2; exit 1; }
+scrapes=${1:-50}
+command -v curl >/dev/null || scripts/install-test-deps.sh
+
+cargo build --release --quiet
+plugin=$PWD/target/release/railcni
+work=$(mktemp -d /tmp/railcni-bench-metrics.XXXXXX)
+prefix="bm$$"
+agent=
+cleanup() {
+  [ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null || true
+  for p in 1 2 3 4; do ip netns del "$prefix-p$p" 2>/dev/null || true; done
+  scripts/fake-node.sh down "$prefix" "$work/sys" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+scripts/fake-node.sh up "$prefix" "$work/sys" 8 4 >"$work/vfs"
+host="$prefix-host"
+export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_NAME=gpu-0 \
+  RAILCNI_LOG_DIR=$work/logs RAILCNI_NODE_CONFIG=$work/none.json CNI_PATH=/nonexistent
+while read -r rail index pci _; do
+  port="$work/sys/devices/pci0000:00/$pci/infiniband/mlx5_$rail$index/ports/1"
+  mkdir -p "$port/hw_counters" "$port/counters"
+  for f in np_ecn_marked_roce_packets rp_cnp_handled out_of_sequence rx_write_requests; do echo 7 >"$port/hw_counters/$f"; done
+  for f in port_xmit_data port_rcv_data port_xmit_packets port_rcv_packets; do echo 9 >"$port/counters/$f"; done
+  pod="$prefix-p$((index + 1))"
+  ip netns list | grep -q "^$pod" || { ip netns add "$pod"; ip -n "$pod" link set lo up; }
+  conf="{\"cniVersion\":\"1.1.0\",\"name\":\"rail$rail\",\"type\":\"railcni\",\"deviceID\":\"$pci\",\"rdma\":\"off\",
+    \"ipam\":{\"type\":\"railcni-ipam\",\"cidr\":\"172.$((14 + 2 * rail)).0.0/15\",\"perNodePrefix\":29,\"nodes\":[\"gpu-0\"]}}"
+  CNI_COMMAND=ADD CNI_CONTAINERID="c$index" CNI_NETNS="/var/run/netns/$pod" CNI_IFNAME="net$rail" \
+    ip netns exec "$host" "$plugin" <<<"$conf" >/dev/null 2>>"$work/add.log"
+done <"$work/vfs"
+ip netns exec "$host" "$plugin" agent --listen 127.0.0.1:9476 2>/dev/null &
+agent=$!
+for _ in $(seq 50); do ip netns exec "$host" curl -sf -o /dev/null http://127.0.0.1:9476/healthz && break; sleep 0.1; done
+for _ in $(seq "$scrapes"); do
+  ip netns exec "$host" curl -s -o "$work/last.prom" -w '%{time_total}\n' http://127.0.0.1:9476/metrics >>"$work/times"
+done
+attached=$(grep -c '^railcni_interface_mtu' "$work/last.prom" || true)
+python3 - "$work/times" "$attached" "$(wc -c <"$work/last.prom")" "$(grep -vc '^#' "$work/last.prom")" <<'PY'
+import statistics, sys
+t = sorted(float(x) * 1000 for x in open(sys.argv[1]))
+p95 = t[min(len(t) - 1, round(0.95 * (len(t) - 1)))]
+print(f"agent scrape, 8 rails x 4 pods ({sys.argv[2]} rail interfaces): p50 {statistics.median(t):.1f} ms, "
+      f"p95 {p95:.1f} ms over {len(t)} scrapes (goal < 50 ms); {sys.argv[4]} samples, {sys.argv[3]} bytes")
+PY
