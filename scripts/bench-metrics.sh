@@ -26,7 +26,7 @@ trap cleanup EXIT
 scripts/fake-node.sh up "$prefix" "$work/sys" 8 4 >"$work/vfs"
 host="$prefix-host"
 export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_NAME=gpu-0 \
-  RAILCNI_LOG_DIR=$work/logs RAILCNI_NODE_CONFIG=$work/none.json CNI_PATH=/nonexistent
+  RAILCNI_LOG_DIR=$work/logs RAILCNI_NODE_CONFIG=$work/none.json
 while read -r rail index pci _; do
   port="$work/sys/devices/pci0000:00/$pci/infiniband/mlx5_$rail$index/ports/1"
   mkdir -p "$port/hw_counters" "$port/counters"
@@ -36,7 +36,7 @@ while read -r rail index pci _; do
   ip netns list | grep -q "^$pod" || { ip netns add "$pod"; ip -n "$pod" link set lo up; }
   conf="{\"cniVersion\":\"1.1.0\",\"name\":\"rail$rail\",\"type\":\"railcni\",\"deviceID\":\"$pci\",\"rdma\":\"off\",
     \"ipam\":{\"type\":\"railcni-ipam\",\"cidr\":\"172.$((14 + 2 * rail)).0.0/15\",\"perNodePrefix\":29,\"nodes\":[\"gpu-0\"]}}"
-  CNI_COMMAND=ADD CNI_CONTAINERID="c$index" CNI_NETNS="/var/run/netns/$pod" CNI_IFNAME="net$rail" \
+  CNI_COMMAND=ADD CNI_CONTAINERID="c$index" CNI_NETNS="/var/run/netns/$pod" CNI_IFNAME="net$rail" CNI_PATH=/nonexistent \
     ip netns exec "$host" "$plugin" <<<"$conf" >/dev/null 2>>"$work/add.log"
 done <"$work/vfs"
 ip netns exec "$host" "$plugin" agent --listen 127.0.0.1:9476 2>/dev/null &

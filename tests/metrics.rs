@@ -377,3 +377,20 @@ fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {
         Some(0.0)
     );
 }
+
+/// Counting never fails a call: with the stats directory unusable (a file
+/// where it should be), ADD and DEL still succeed and say why in the log.
+#[test]
+fn calls_succeed_when_their_counts_cannot_be_written() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    std::fs::create_dir_all(node.state_dir()).unwrap();
+    std::fs::write(node.state_dir().join("stats"), "not a directory").unwrap();
+    let pod = node.pod("p");
+    let req = add("p", &pod, &vf);
+    let reply = node.cni(&req);
+    assert!(reply.stderr.contains("cannot count this call"), "{}", reply.stderr);
+    reply.ok();
+    node.cni(&req.cmd("DEL")).ok();
+    assert!(!node.record_exists(&vf.pci));
+}
