@@ -47,6 +47,7 @@ struct RawConf {
     ipam: Option<Value>,
     prev_result: Option<Value>,
     routing: Option<Value>,
+    checks: Option<Value>,
     vlan: Option<Value>,
     #[serde(rename = "vlanQoS")]
     vlan_qos: Option<Value>,
@@ -102,6 +103,8 @@ pub struct NetConf {
     pub requested_ips: Vec<IpAddr>,
     pub prev_result: Option<Value>,
     pub routing: RoutingConf,
+    /// What ADD proves about the rail before it answers.
+    pub checks: crate::checks::Checks,
     /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
     pub vf: VfSettings,
     pub rdma: RdmaPolicy,
@@ -147,6 +150,7 @@ impl NetConf {
             ethernet_fields: ethernet_fields(&conf, mac),
             requested_ips: cni::args::requested_ips(&raw, &env.args)?,
             routing,
+            checks: crate::checks::Checks::parse(conf.checks.as_ref())?,
             vf,
             device_info_file: conf
                 .runtime_config

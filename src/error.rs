@@ -29,6 +29,8 @@ pub enum Error {
     State(String),
     /// 107: CHECK found the attachment differs from prevResult.
     CheckFailed(String),
+    /// 108: an ADD check of the rail (gateway, address conflict) failed.
+    RailCheck(String),
     /// Teardown left work undone: every failed step, with its own error.
     /// Its code is the most actionable of theirs (see `actionable`).
     Teardown {
@@ -54,7 +56,7 @@ fn actionable(code: u32) -> u32 {
         1..=10 => 2,
         110..=113 => 3,
         105 => 4,
-        101..=103 => 5,
+        101..=103 | 108 => 5,
         104 => 6,
         _ => 7,
     }
@@ -110,6 +112,7 @@ impl Reply for Error {
             Error::IpamPlugin { .. } => 105,
             Error::State(_) => 106,
             Error::CheckFailed(_) => 107,
+            Error::RailCheck(_) => 108,
             Error::Teardown { failures, .. } => failures
                 .iter()
                 .map(|f| f.error.code())
@@ -128,6 +131,7 @@ impl Reply for Error {
             Error::Ipam(_) | Error::IpamPlugin { .. } => "IPAM failed",
             Error::State(_) => "attachment store failed",
             Error::CheckFailed(_) => "attachment check failed",
+            Error::RailCheck(_) => "rail check failed",
             Error::Teardown { .. } => "attachment not fully given back",
         }
     }
@@ -142,7 +146,8 @@ impl Reply for Error {
             | Error::UnsupportedDevice(msg)
             | Error::Netlink(msg)
             | Error::State(msg)
-            | Error::CheckFailed(msg) => msg.clone(),
+            | Error::CheckFailed(msg)
+            | Error::RailCheck(msg) => msg.clone(),
             Error::Teardown { what, failures } => format!(
                 "giving back {what} left work undone: {}",
                 failures

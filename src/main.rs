@@ -4,6 +4,7 @@
 //! stdin/stdout; otherwise it is a human command-line tool.
 
 mod attachment;
+mod checks;
 mod cli;
 mod commands;
 mod config;

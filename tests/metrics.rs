@@ -389,7 +389,11 @@ fn calls_succeed_when_their_counts_cannot_be_written() {
     let pod = node.pod("p");
     let req = add("p", &pod, &vf);
     let reply = node.cni(&req);
-    assert!(reply.stderr.contains("cannot count this call"), "{}", reply.stderr);
+    assert!(
+        reply.stderr.contains("cannot count this call"),
+        "{}",
+        reply.stderr
+    );
     reply.ok();
     node.cni(&req.cmd("DEL")).ok();
     assert!(!node.record_exists(&vf.pci));

@@ -31,7 +31,9 @@ impl Fabric {
     /// Two nodes and a leaf, `rails` rails.
     pub fn up_with(rails: u32) -> Fabric {
         require_root();
-        let prefix = format!("fb{}", std::process::id());
+        static COUNT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let prefix = format!("fb{}x{n}", std::process::id());
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(script("fabric.sh"))
             .args(["up", &prefix])
@@ -140,6 +142,21 @@ impl Fabric {
             ),
         };
         run_with_stdin(cmd, conf)
+    }
+
+    pub fn leaf(&self) -> String {
+        format!("{}-leaf", self.prefix)
+    }
+
+    /// The leaf's port facing `node`'s VF on `rail`.
+    pub fn leaf_port(&self, node: &str, rail: u32) -> String {
+        format!("{}r{rail}v0", if node == "gpu-0" { "a" } else { "b" })
+    }
+
+    /// `node`'s state directory.
+    pub fn state(&self, node: &str) -> std::path::PathBuf {
+        let side = if node == "gpu-0" { "a" } else { "b" };
+        self.dir.path().join(format!("{side}-state"))
     }
 
     pub fn record(&self, node: &str, rail: u32) -> std::path::PathBuf {

@@ -10,11 +10,14 @@
 //! 4. move the netdev into the pod; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may
 //!    well have happened, and detach looks for the VF wherever it is);
-//! 5. configure it (RDMA device, MTU, MAC, up, addresses);
-//! 6. install the rail routing;
-//! 7. report what the kernel confirms, and mark the record attached.
+//! 5. bring it up (RDMA device, MTU, MAC, up);
+//! 6. `checks.addressConflict`: an RFC 5227 probe for each address;
+//! 7. address it;
+//! 8. install the rail routing;
+//! 9. `checks.gateway`: each gateway answers ARP;
+//! 10. report what the kernel confirms, and mark the record attached.
 //!
-//! A DPDK VF has no netdev: steps 4 to 6 are skipped.
+//! A DPDK VF has no netdev: steps 4 to 9 are skipped.
 
 use cni::CniResult;
 
@@ -43,8 +46,11 @@ pub trait Steps {
     async fn record(&mut self, ipam: &CniResult) -> Result<()>;
     fn set_vf(&mut self) -> Result<()>;
     async fn move_in(&mut self) -> Result<()>;
-    async fn configure(&mut self, result: &mut CniResult) -> Result<()>;
+    async fn bring_up(&mut self) -> Result<()>;
+    fn check_addresses(&mut self, result: &CniResult) -> Result<()>;
+    async fn address(&mut self, result: &mut CniResult) -> Result<()>;
     async fn route(&mut self, result: &mut CniResult) -> Result<()>;
+    fn check_gateways(&mut self, result: &CniResult) -> Result<()>;
     async fn report(&mut self, result: &mut CniResult) -> Result<()>;
     fn finish(&mut self, result: &CniResult) -> Result<()>;
     async fn undo(&mut self, step: Undo) -> Result<()>;
@@ -76,8 +82,11 @@ async fn run(steps: &mut impl Steps, journal: &mut Journal<Undo>) -> Result<CniR
     if steps.moves() {
         journal.replace_all(Undo::Detach);
         steps.move_in().await?;
-        steps.configure(&mut result).await?;
+        steps.bring_up().await?;
+        steps.check_addresses(&result)?;
+        steps.address(&mut result).await?;
         steps.route(&mut result).await?;
+        steps.check_gateways(&result)?;
     }
     steps.report(&mut result).await?;
     steps.finish(&result)?;
@@ -135,11 +144,20 @@ mod tests {
         async fn move_in(&mut self) -> Result<()> {
             self.step("move_in")
         }
-        async fn configure(&mut self, _: &mut CniResult) -> Result<()> {
-            self.step("configure")
+        async fn bring_up(&mut self) -> Result<()> {
+            self.step("bring_up")
+        }
+        fn check_addresses(&mut self, _: &CniResult) -> Result<()> {
+            self.step("check_addresses")
+        }
+        async fn address(&mut self, _: &mut CniResult) -> Result<()> {
+            self.step("address")
         }
         async fn route(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("route")
+        }
+        fn check_gateways(&mut self, _: &CniResult) -> Result<()> {
+            self.step("check_gateways")
         }
         async fn report(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("report")
@@ -160,13 +178,16 @@ mod tests {
             .block_on(attach(rec))
     }
 
-    const ALL: [&str; 8] = [
+    const ALL: [&str; 11] = [
         "lease",
         "record",
         "set_vf",
         "move_in",
-        "configure",
+        "bring_up",
+        "check_addresses",
+        "address",
         "route",
+        "check_gateways",
         "report",
         "finish",
     ];
@@ -182,7 +203,7 @@ mod tests {
     fn a_failure_undoes_exactly_what_was_done_newest_first() {
         let undo =
             |steps: &[&str]| -> Vec<String> { steps.iter().map(|s| format!("undo {s}")).collect() };
-        let cases: [(&str, Vec<String>); 8] = [
+        let cases: [(&str, Vec<String>); 11] = [
             ("lease", vec![]),
             ("record", undo(&["ReleaseLease"])),
             (
@@ -190,8 +211,11 @@ mod tests {
                 undo(&["RestoreVfSettings", "RemoveRecord", "ReleaseLease"]),
             ),
             ("move_in", undo(&["Detach"])),
-            ("configure", undo(&["Detach"])),
+            ("bring_up", undo(&["Detach"])),
+            ("check_addresses", undo(&["Detach"])),
+            ("address", undo(&["Detach"])),
             ("route", undo(&["Detach"])),
+            ("check_gateways", undo(&["Detach"])),
             ("report", undo(&["Detach"])),
             ("finish", undo(&["Detach"])),
         ];

@@ -98,6 +98,20 @@ impl<'a> System<'a> {
         &self.record
     }
 
+    /// The moved VF, as the rail checks name and reach it.
+    fn rail(&self) -> Result<crate::checks::Rail<'_>> {
+        let moved = self.moved()?;
+        let mac = self.ctx.conf.mac.or_else(|| Mac::from_slice(&moved.mac));
+        Ok(crate::checks::Rail {
+            network: &self.ctx.conf.name,
+            ifname: &self.ctx.env.ifname,
+            vf: &self.intent.vf.pci,
+            ns: self.sockets.pod,
+            ifindex: moved.index,
+            mac: mac.ok_or_else(|| Error::internal("the VF has no Ethernet MAC"))?,
+        })
+    }
+
     fn moved(&self) -> Result<&Link> {
         self.moved
             .as_ref()
@@ -213,7 +227,7 @@ impl Steps for System<'_> {
         Ok(())
     }
 
-    async fn configure(&mut self, result: &mut CniResult) -> Result<()> {
+    async fn bring_up(&mut self) -> Result<()> {
         let (ctx, nl) = (self.ctx, self.sockets.pod_nl);
         let moved = self.moved()?;
         if let Some(dev) = &self.rdma {
@@ -225,7 +239,18 @@ impl Steps for System<'_> {
         if let Some(mac) = ctx.conf.mac {
             nl.set_mac(moved.index, &mac.0).await?;
         }
-        nl.set_up(moved.index).await?;
+        nl.set_up(moved.index).await
+    }
+
+    fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
+        if self.ctx.conf.checks.address_conflict == crate::checks::Mode::Off {
+            return Ok(());
+        }
+        crate::checks::address_conflict(&self.ctx.conf.checks, &self.rail()?, &result.ips)
+    }
+
+    async fn address(&mut self, result: &mut CniResult) -> Result<()> {
+        let (nl, moved) = (self.sockets.pod_nl, self.moved()?);
         for ip in &mut result.ips {
             nl.add_address(moved.index, ip.address).await?;
             ip.interface = Some(0);
@@ -254,6 +279,13 @@ impl Steps for System<'_> {
         result.routes = plan.result_routes();
         self.record.routing = Some(plan);
         Ok(())
+    }
+
+    fn check_gateways(&mut self, result: &CniResult) -> Result<()> {
+        if self.ctx.conf.checks.gateway == crate::checks::Mode::Off {
+            return Ok(());
+        }
+        crate::checks::gateway(&self.ctx.conf.checks, &self.rail()?, &result.ips)
     }
 
     /// The interface as the kernel confirms it (a DPDK VF: its PCI address).

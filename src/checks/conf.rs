@@ -1,0 +1,137 @@
+//! The `checks` object of the network config: what ADD proves about the
+//! rail before it answers (README, "Validate the rails").
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// What a check's failure does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Nothing is sent.
+    #[default]
+    Off,
+    /// Logged at warning; ADD succeeds.
+    Warn,
+    /// ADD fails with 108 and is rolled back.
+    Require,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checks {
+    pub gateway: Mode,
+    pub address_conflict: Mode,
+    /// The whole check's budget, all tries together.
+    pub timeout_ms: u64,
+    pub retries: u32,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks {
+            gateway: Mode::Off,
+            address_conflict: Mode::Off,
+            timeout_ms: 300,
+            retries: 3,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawChecks {
+    gateway: Option<Value>,
+    address_conflict: Option<Value>,
+    timeout_ms: Option<Value>,
+    retries: Option<Value>,
+}
+
+impl Checks {
+    pub fn parse(v: Option<&Value>) -> Result<Self> {
+        let Some(v) = v else {
+            return Ok(Checks::default());
+        };
+        let raw: RawChecks = serde_json::from_value(v.clone())
+            .map_err(|e| Error::config("checks", e.to_string()))?;
+        let d = Checks::default();
+        Ok(Checks {
+            gateway: mode(raw.gateway.as_ref(), "checks.gateway")?,
+            address_conflict: mode(raw.address_conflict.as_ref(), "checks.addressConflict")?,
+            timeout_ms: positive(raw.timeout_ms.as_ref(), "checks.timeoutMs", 60_000)?
+                .unwrap_or(d.timeout_ms),
+            retries: positive(raw.retries.as_ref(), "checks.retries", 100)?
+                .map_or(d.retries, |n| n as u32),
+        })
+    }
+
+    /// How long each try waits for an answer: the budget, shared.
+    pub fn per_try(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms / u64::from(self.retries.max(1)))
+    }
+}
+
+fn mode(v: Option<&Value>, field: &str) -> Result<Mode> {
+    match v {
+        None => Ok(Mode::Off),
+        Some(Value::String(s)) => match s.as_str() {
+            "off" => Ok(Mode::Off),
+            "warn" => Ok(Mode::Warn),
+            "require" => Ok(Mode::Require),
+            other => Err(Error::config(
+                field,
+                format!("{other:?} is not one of off, warn, require"),
+            )),
+        },
+        Some(other) => Err(Error::config(
+            field,
+            format!("{other} must be \"off\", \"warn\" or \"require\""),
+        )),
+    }
+}
+
+/// A whole number 1..=`max`.
+fn positive(v: Option<&Value>, field: &str, max: u64) -> Result<Option<u64>> {
+    let Some(v) = v else { return Ok(None) };
+    match v.as_u64().filter(|n| (1..=max).contains(n)) {
+        Some(n) => Ok(Some(n)),
+        None => Err(Error::config(
+            field,
+            format!("{v} must be a whole number 1..{max}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_and_values() {
+        assert_eq!(Checks::parse(None).unwrap(), Checks::default());
+        let c = Checks::parse(Some(&json!({"gateway": "require", "addressConflict": "warn", "timeoutMs": 600, "retries": 2}))).unwrap();
+        assert_eq!((c.gateway, c.address_conflict), (Mode::Require, Mode::Warn));
+        assert_eq!(c.per_try(), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        for (v, field) in [
+            (json!({"gateway": "always"}), "checks.gateway"),
+            (json!({"addressConflict": true}), "checks.addressConflict"),
+            (json!({"timeoutMs": 0}), "checks.timeoutMs"),
+            (json!({"timeoutMs": -5}), "checks.timeoutMs"),
+            (json!({"retries": 0}), "checks.retries"),
+            (json!({"gatway": "warn"}), "checks"),
+        ] {
+            let e = Checks::parse(Some(&v)).unwrap_err();
+            assert_eq!(e.code(), 7, "{v}");
+            assert!(e.details().contains(field), "{v}: {e}");
+        }
+    }
+}
