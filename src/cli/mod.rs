@@ -13,6 +13,7 @@ mod metrics;
 mod nccl;
 mod node;
 mod plan;
+mod probe;
 mod repair;
 mod status;
 mod table;
@@ -62,6 +63,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Prove a pod's rails from the node: link, gateway ARP, don't-fragment pings at 1500 and full MTU.
+    Probe(probe::Args),
     /// This node's metrics in the Prometheus text format (README, "Monitoring").
     Metrics {
         /// Only this network's samples.
@@ -141,6 +144,7 @@ pub fn main() {
         Command::Gc { apply, json } => gc::run(&settings, apply, json),
         Command::Metrics { network } => metrics::run(&settings, network.as_deref()),
         Command::Agent(args) => agent::run(&settings, &args),
+        Command::Probe(args) => probe::run(&settings, &args),
         Command::Ipam {
             command: IpamCommand::Repair { network, json },
         } => repair::run(&settings, &network, json),

@@ -24,6 +24,8 @@ pub struct Link {
     pub altnames: Vec<String>,
     /// The kernel's 64-bit counters (IFLA_STATS64), when it sent them.
     pub stats: Option<LinkStats>,
+    /// Whether the link has carrier (IFLA_CARRIER), when the kernel said.
+    pub carrier: Option<bool>,
 }
 
 /// A link's traffic counters, as `ip -s link` shows them.
@@ -50,6 +52,7 @@ impl Link {
             parent_dev: None,
             altnames: Vec::new(),
             stats: None,
+            carrier: None,
         };
         for attr in m.attributes {
             match attr {
@@ -57,6 +60,7 @@ impl Link {
                 LinkAttribute::Address(a) => link.mac = a,
                 LinkAttribute::Mtu(mtu) => link.mtu = mtu,
                 LinkAttribute::ParentDevName(p) => link.parent_dev = Some(p),
+                LinkAttribute::Carrier(c) => link.carrier = Some(c != 0),
                 LinkAttribute::Stats64(s) => {
                     link.stats = Some(LinkStats {
                         rx_bytes: s.rx_bytes,

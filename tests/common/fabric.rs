@@ -159,6 +159,34 @@ impl Fabric {
         self.dir.path().join(format!("{side}-state"))
     }
 
+    /// A day-2 command on `node`: exit code, stdout, stderr.
+    pub fn operator(&self, node: &str, args: &[&str]) -> (i32, String, String) {
+        let side = if node == "gpu-0" { "a" } else { "b" };
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.host(node), PLUGIN])
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("COLUMNS", "200")
+            .env(
+                "RAILCNI_SYSFS_ROOT",
+                self.dir.path().join(format!("{side}-sys")),
+            )
+            .env("RAILCNI_STATE_DIR", self.state(node))
+            .env("RAILCNI_NODE_NAME", node)
+            .env(
+                "RAILCNI_NODE_CONFIG",
+                self.dir.path().join("no-node-file.json"),
+            )
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     pub fn record(&self, node: &str, rail: u32) -> std::path::PathBuf {
         let side = if node == "gpu-0" { "a" } else { "b" };
         self.dir.path().join(format!(
