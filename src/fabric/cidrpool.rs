@@ -97,6 +97,7 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
             resource_name: None,
             mtu: None,
             static_allocations,
+            checks: None,
         });
     }
     Ok(Plan {

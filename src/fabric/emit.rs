@@ -59,6 +59,9 @@ impl Resolved {
         if let Some(mtu) = rail.mtu {
             conf["mtu"] = json!(mtu);
         }
+        if let Some(checks) = &rail.checks {
+            conf["checks"] = checks.clone();
+        }
         if rail.role == Role::Storage {
             // Storage rails carry TCP/NVMe-oF; their RDMA device stays put.
             conf["rdma"] = json!("off");
@@ -223,6 +226,31 @@ mod tests {
         let storage: serde_json::Value =
             serde_json::from_str(docs[1]["spec"]["config"].as_str().unwrap()).unwrap();
         assert_eq!(storage["rdma"], "off");
+    }
+
+    #[test]
+    fn a_rails_checks_reach_its_nad_and_bad_ones_name_the_rail() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, checks: {gateway: require, timeoutMs: 200}}\n  \
+                    - {name: rail2, cidr: 172.18.0.0/15}\nnodes: [gpu-0]\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let conf = r.cni_config(&r.plan.rails[0]);
+        assert_eq!(
+            conf["checks"],
+            serde_json::json!({"gateway": "require", "timeoutMs": 200})
+        );
+        assert!(
+            r.cni_config(&r.plan.rails[1]).get("checks").is_none(),
+            "off unless asked"
+        );
+        let bad = plan.replace("gateway: require", "gateway: sometimes");
+        let Err(e) = Plan::parse(&bad).unwrap().resolve() else {
+            panic!("a bad checks value must be refused")
+        };
+        assert!(
+            e.0.contains("rail rail1") && e.0.contains("checks.gateway"),
+            "{}",
+            e.0
+        );
     }
 
     #[test]

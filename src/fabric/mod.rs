@@ -59,6 +59,9 @@ pub struct Rail {
     /// Explicit allocations (node → prefix, gateway), e.g. from a CIDRPool.
     #[serde(default)]
     pub static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
+    /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<serde_json::Value>,
 }
 
 /// Node names in order (index = position) or an explicit name → index map.
@@ -150,6 +153,10 @@ impl Plan {
             return Err(PlanError("the plan has no rails".into()));
         }
         self.check_rails()?;
+        for rail in &self.rails {
+            crate::checks::Checks::parse(rail.checks.as_ref())
+                .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
+        }
         let indices = self.node_indices()?;
         let mut nodes: Vec<String> = indices.iter().map(|(n, _)| n.clone()).collect();
         for rail in &self.rails {
