@@ -226,10 +226,12 @@ impl Store {
         };
         let record: Record =
             serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
-        if record.version != RECORD_VERSION {
+        if record.version > RECORD_VERSION {
             return Err(unreadable(format!(
-                "record version {} is not {RECORD_VERSION}",
-                record.version
+                "it is record version {}, written by a newer railcni; this railcni {} reads up to version \
+                 {RECORD_VERSION}: upgrade railcni on this node before it touches the attachment",
+                record.version,
+                env!("CARGO_PKG_VERSION")
             )));
         }
         Ok(Some(record))

@@ -155,8 +155,13 @@ impl Store {
 pub fn decode(bytes: &[u8]) -> Result<Leases, String> {
     let doc: Document =
         serde_json::from_slice(bytes).map_err(|e| format!("does not parse: {e}"))?;
-    if doc.version != STORE_VERSION {
-        return Err(format!("version {} is not {STORE_VERSION}", doc.version));
+    if doc.version > STORE_VERSION {
+        return Err(format!(
+            "it is lease file version {}, written by a newer railcni; this railcni-ipam {} reads up to version \
+             {STORE_VERSION}: upgrade railcni on this node, never edit the file",
+            doc.version,
+            env!("CARGO_PKG_VERSION")
+        ));
     }
     let sum = checksum(&doc.data);
     if doc.checksum != sum {
