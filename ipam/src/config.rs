@@ -47,6 +47,14 @@ struct RawPool {
     exclusions: Vec<Exclusion>,
     #[serde(default)]
     routes: Vec<RouteConf>,
+    shared_subnet: Option<SharedSubnet>,
+}
+
+/// `sharedSubnet`: the rail is one subnet (`cidr`) shared by all nodes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SharedSubnet {
+    gateway: Option<IpAddr>,
 }
 
 /// `nodes`: a list (a node's index is its position, so removing one moves
@@ -79,6 +87,9 @@ pub struct PoolConfig {
     pub nodes: Vec<(String, usize)>,
     pub exclusions: Vec<Exclusion>,
     pub routes: Vec<RouteConf>,
+    /// `sharedSubnet.gateway`: the rail is `cidr`, one subnet for every node,
+    /// and this its one gateway (the leaves' anycast address).
+    pub shared_gateway: Option<IpAddr>,
 }
 
 /// `/etc/cni/railcni/node.json`: what provisioning knows about this node's cabling.
@@ -100,6 +111,41 @@ pub struct NodeAllocation {
 
 fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
     IpamError::config(&format!("ipam.{field}"), msg)
+}
+
+/// `sharedSubnet` checked: a gateway inside `cidr`, neither its network
+/// nor its broadcast address.
+fn shared_gateway(
+    shared: Option<&SharedSubnet>,
+    cidr: Option<IpNet>,
+) -> Result<Option<IpAddr>, IpamError> {
+    let Some(shared) = shared else {
+        return Ok(None);
+    };
+    let cidr =
+        cidr.ok_or_else(|| config_err("sharedSubnet", "needs ipam.cidr: the rail's one subnet"))?;
+    let gw = shared.gateway.ok_or_else(|| {
+        config_err(
+            "sharedSubnet.gateway",
+            "is required: the rail's gateway every node's pods use",
+        )
+    })?;
+    if !cidr.contains(&gw) {
+        return Err(config_err(
+            "sharedSubnet.gateway",
+            format!("{gw} is outside cidr {cidr}"),
+        ));
+    }
+    if cidr.addr().is_ipv4()
+        && cidr.prefix_len() < 31
+        && (gw == cidr.network() || gw == cidr.broadcast())
+    {
+        return Err(config_err(
+            "sharedSubnet.gateway",
+            format!("{gw} is the network or broadcast address of {cidr}"),
+        ));
+    }
+    Ok(Some(gw))
 }
 
 /// Largest per-node prefix: 8 host bits (256 addresses) per node per rail.
@@ -146,9 +192,19 @@ impl PoolConfig {
             },
             exclusions: raw.exclusions,
             routes: raw.routes,
+            shared_gateway: shared_gateway(raw.shared_subnet.as_ref(), cidr)?,
         };
         pool.validate()?;
         Ok(pool)
+    }
+
+    /// The prefix length every address carries: `cidr`'s on a shared
+    /// subnet, else the node's own prefix's.
+    pub fn address_len(&self, node_prefix: &IpNet) -> u8 {
+        match (self.shared_gateway, self.cidr) {
+            (Some(_), Some(cidr)) => cidr.prefix_len(),
+            _ => node_prefix.prefix_len(),
+        }
     }
 
     fn validate(&self) -> Result<(), IpamError> {

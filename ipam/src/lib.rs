@@ -143,7 +143,7 @@ impl Ipam {
         let gateway = self.pool.gateway;
         Allocation {
             ips: vec![AllocatedIp {
-                address: IpNet::new(address, self.pool.prefix.prefix_len())
+                address: IpNet::new(address, self.config.address_len(&self.pool.prefix))
                     .unwrap_or(self.pool.prefix),
                 gateway,
             }],

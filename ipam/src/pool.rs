@@ -63,9 +63,10 @@ impl NodePool {
                 ),
             ));
         };
-        let gateway = match explicit_gw {
-            Some(gw) => Some(gw),
-            None => gateway_at(prefix, pool.gateway_index, network)?,
+        let gateway = match (pool.shared_gateway, explicit_gw) {
+            (Some(shared), given) => shared_gateway_of(network, prefix, shared, given)?,
+            (None, Some(gw)) => Some(gw),
+            (None, None) => gateway_at(prefix, pool.gateway_index, network)?,
         };
         let usable = usable_addresses(prefix, gateway, pool);
         Ok(NodePool {
@@ -81,6 +82,33 @@ impl NodePool {
     pub fn contains(&self, ip: &IpAddr) -> bool {
         self.prefix.contains(ip)
     }
+}
+
+/// On a shared subnet every node uses the one gateway: a node's own entry
+/// may repeat it, not change it, and it must not lie in the node's slice
+/// (the node would lease it).
+fn shared_gateway_of(
+    network: &str,
+    prefix: IpNet,
+    shared: IpAddr,
+    given: Option<IpAddr>,
+) -> Result<Option<IpAddr>, IpamError> {
+    if let Some(gw) = given.filter(|g| *g != shared) {
+        return Err(IpamError::config(
+            "ipam.sharedSubnet.gateway",
+            format!("network {network}: this node's entry names gateway {gw}, the shared subnet's is {shared}"),
+        ));
+    }
+    if prefix.contains(&shared) {
+        return Err(IpamError::config(
+            "ipam.sharedSubnet.gateway",
+            format!(
+                "{shared} lies in this node's prefix {prefix} on network {network}, which would lease it; \
+                 pick a gateway outside every node's slice (e.g. the subnet's last usable address)"
+            ),
+        ));
+    }
+    Ok(Some(shared))
 }
 
 /// The address `index` places above the prefix's network address; none on a
@@ -106,16 +134,19 @@ fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>
 /// /32 and /31 (RFC 3021) use every address; larger IPv4 prefixes lose the
 /// network and broadcast addresses, larger IPv6 ones the subnet-router
 /// anycast address. The gateway and exclusions are never handed out.
+///
+/// On a shared subnet the node's slice is not a subnet of its own: all of
+/// it is usable but the shared subnet's own reserved addresses.
 fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -> Vec<IpAddr> {
     let v4 = prefix.addr().is_ipv4();
-    let host_bits = max_len(&prefix) - prefix.prefix_len();
-    let first = to_u128(prefix.network());
-    let last = first + (1u128 << host_bits) - 1;
-    let (lo, hi) = match (host_bits, v4) {
-        (0 | 1, _) => (first, last),
-        (_, true) => (first + 1, last - 1),
-        (_, false) => (first + 1, last),
+    let subnet = match (pool.shared_gateway, pool.cidr) {
+        (Some(_), Some(cidr)) => cidr,
+        _ => prefix,
     };
+    let (reserved_lo, reserved_hi) = reserved(subnet);
+    let first = to_u128(prefix.network());
+    let last = first + (1u128 << (max_len(&prefix) - prefix.prefix_len())) - 1;
+    let (lo, hi) = (first.max(reserved_lo), last.min(reserved_hi));
     (lo..=hi)
         .map(|n| from_u128(n, v4))
         .filter(|ip| Some(*ip) != gateway)
@@ -126,6 +157,18 @@ fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -
                 .any(|e| e.start <= *ip && *ip <= e.end)
         })
         .collect()
+}
+
+/// The first and last addresses of `subnet` that may be used.
+fn reserved(subnet: IpNet) -> (u128, u128) {
+    let host_bits = max_len(&subnet) - subnet.prefix_len();
+    let first = to_u128(subnet.network());
+    let last = first + (1u128 << host_bits) - 1;
+    match (host_bits, subnet.addr().is_ipv4()) {
+        (0 | 1, _) => (first, last),
+        (_, true) => (first + 1, last - 1),
+        (_, false) => (first + 1, last),
+    }
 }
 
 #[cfg(test)]
@@ -140,6 +183,76 @@ mod tests {
 
     fn ips(v: &[IpAddr]) -> Vec<String> {
         v.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_shared_subnet_gives_each_node_its_slice_with_the_subnets_mask_and_gateway() {
+        let shared = json!({"cidr": "172.16.0.0/16", "perNodePrefix": 27,
+                            "sharedSubnet": {"gateway": "172.16.255.254"}, "nodes": {"gpu-0": 0, "gpu-1": 1}});
+        let p = pool(shared.clone());
+        let a = NodePool::resolve("rail1", "gpu-0", &p, &NodeFile::default()).unwrap();
+        assert_eq!(a.gateway, Some("172.16.255.254".parse().unwrap()));
+        assert_eq!(
+            a.usable.len(),
+            31,
+            "the /16's network address is never leased"
+        );
+        assert_eq!(a.usable[0].to_string(), "172.16.0.1");
+        let b = NodePool::resolve("rail1", "gpu-1", &p, &NodeFile::default()).unwrap();
+        assert_eq!(
+            (b.usable.len(), b.usable[0].to_string()),
+            (32, "172.16.0.32".into()),
+            "a whole /27 slice"
+        );
+        assert_eq!(
+            p.address_len(&b.prefix),
+            16,
+            "every address carries the subnet's mask"
+        );
+        // The broadcast of the /16 is never leased either.
+        let last = pool(json!({"cidr": "172.16.0.0/16", "perNodePrefix": 24,
+                               "sharedSubnet": {"gateway": "172.16.0.1"}, "nodes": {"gpu-9": 255}}));
+        let n = NodePool::resolve("rail1", "gpu-9", &last, &NodeFile::default()).unwrap();
+        assert_eq!(n.usable.last().unwrap().to_string(), "172.16.255.254");
+        // A gateway in a node's slice would be leased there.
+        let inside = pool(json!({"cidr": "172.16.0.0/16", "perNodePrefix": 27,
+                                 "sharedSubnet": {"gateway": "172.16.0.33"}, "nodes": {"gpu-0": 0, "gpu-1": 1}}));
+        let e = NodePool::resolve("rail1", "gpu-1", &inside, &NodeFile::default()).unwrap_err();
+        assert!(
+            e.to_string().contains("172.16.0.33") && e.to_string().contains("sharedSubnet.gateway"),
+            "{e}"
+        );
+        assert!(NodePool::resolve("rail1", "gpu-0", &inside, &NodeFile::default()).is_ok());
+    }
+
+    #[test]
+    fn a_shared_subnet_needs_a_gateway_inside_it() {
+        for (v, field) in [
+            (
+                json!({"cidr": "172.16.0.0/16", "sharedSubnet": {}}),
+                "ipam.sharedSubnet.gateway",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/16", "sharedSubnet": {"gateway": "10.0.0.1"}}),
+                "ipam.sharedSubnet.gateway",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/16", "sharedSubnet": {"gateway": "172.16.255.255"}}),
+                "ipam.sharedSubnet.gateway",
+            ),
+            (
+                json!({"sharedSubnet": {"gateway": "172.16.0.1"}}),
+                "ipam.sharedSubnet",
+            ),
+            (
+                json!({"cidr": "172.16.0.0/16", "sharedSubnet": {"gw": "172.16.0.1"}}),
+                "ipam",
+            ),
+        ] {
+            let e = PoolConfig::parse(&v).unwrap_err();
+            assert_eq!(e.code(), 7, "{v}");
+            assert!(e.to_string().contains(field), "{v}: {e}");
+        }
     }
 
     #[test]

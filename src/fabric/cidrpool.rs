@@ -97,6 +97,7 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
             resource_name: None,
             mtu: None,
             static_allocations,
+            shared_subnet: None,
             checks: None,
         });
     }

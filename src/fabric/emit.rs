@@ -48,6 +48,9 @@ impl Resolved {
         if let Some(p) = rail.per_node_prefix {
             ipam["perNodePrefix"] = json!(p);
         }
+        if let Some(shared) = &rail.shared_subnet {
+            ipam["sharedSubnet"] = json!(shared);
+        }
         let mut conf = json!({
             "cniVersion": "1.1.0",
             "name": rail.name,
@@ -226,6 +229,29 @@ mod tests {
         let storage: serde_json::Value =
             serde_json::from_str(docs[1]["spec"]["config"].as_str().unwrap()).unwrap();
         assert_eq!(storage["rdma"], "off");
+    }
+
+    #[test]
+    fn a_shared_subnet_rail_gives_each_node_a_slice_and_the_one_gateway() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/16, perNodePrefix: 27, sharedSubnet: {gateway: 172.16.255.254}}\n\
+                    nodes: {gpu-0: 0, gpu-1: 1}\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let conf = r.cni_config(&r.plan.rails[0]);
+        assert_eq!(conf["ipam"]["sharedSubnet"]["gateway"], "172.16.255.254");
+        let node = r.node_file("gpu-1").unwrap();
+        assert_eq!(
+            node["networks"]["rail1"],
+            serde_json::json!({"prefix": "172.16.0.32/27", "gateway": "172.16.255.254"})
+        );
+        let csv = r.csv();
+        assert!(
+            csv.contains("gpu-0,rail1,172.16.0.1,172.16.255.254,172.16.0.0/27\n"),
+            "{csv}"
+        );
+        assert!(
+            csv.contains("gpu-1,rail1,172.16.0.32,172.16.255.254,172.16.0.32/27\n"),
+            "{csv}"
+        );
     }
 
     #[test]

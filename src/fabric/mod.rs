@@ -59,9 +59,19 @@ pub struct Rail {
     /// Explicit allocations (node → prefix, gateway), e.g. from a CIDRPool.
     #[serde(default)]
     pub static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
+    /// One subnet (`cidr`) shared by every node, with this gateway: each
+    /// node still leases from its own `perNodePrefix` slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_subnet: Option<SharedSubnet>,
     /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedSubnet {
+    pub gateway: std::net::IpAddr,
 }
 
 /// Node names in order (index = position) or an explicit name → index map.
@@ -236,6 +246,9 @@ impl Rail {
         let mut pool = json!({"cidr": self.cidr, "gatewayIndex": self.gateway_index.unwrap_or(1)});
         if let Some(p) = self.per_node_prefix {
             pool["perNodePrefix"] = json!(p);
+        }
+        if let Some(shared) = &self.shared_subnet {
+            pool["sharedSubnet"] = json!(shared);
         }
         if self.static_allocations.is_empty() {
             pool["nodes"] = json!(indices

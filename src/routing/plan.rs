@@ -125,7 +125,10 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
             gateway_routes.extend(any.parse::<IpNet>().ok());
         }
     }
-    for dst in gateway_routes {
+    // A destination an address's own subnet covers is on-link (a shared
+    // rail subnet): its connected route already reaches it.
+    let on_link = |dst: &IpNet| ipam.ips.iter().any(|ip| ip.address.trunc().contains(dst));
+    for dst in gateway_routes.into_iter().filter(|d| !on_link(d)) {
         let gw = ipam
             .routes
             .iter()
@@ -147,7 +150,7 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
             routes.push(spec);
         }
     }
-    if let (true, Some(cidr)) = (conf.main_routes, conf.rail_cidr) {
+    if let (true, Some(cidr)) = (conf.main_routes, conf.rail_cidr.filter(|c| !on_link(c))) {
         if let Some(gw) = gateway_for(&cidr) {
             routes.push(RouteSpec {
                 dst: cidr,
@@ -235,6 +238,33 @@ mod tests {
             choose_table("net1", &none, &[1001]),
             (1100, 1100),
             "a taken 1000+N falls back to a free table"
+        );
+    }
+
+    #[test]
+    fn on_a_shared_subnet_the_subnet_is_on_link_in_both_tables() {
+        let p = plan(
+            &ipam(
+                "172.16.0.1/16",
+                "172.16.255.254",
+                &["172.16.0.0/16", "172.16.0.0/12"],
+            ),
+            &default_conf("172.16.0.0/16"),
+            1001,
+            1001,
+        );
+        let shown: Vec<String> = p
+            .routes
+            .iter()
+            .map(|r| format!("{} {:?} {:?} {}", r.dst, r.gw, r.table, r.scope))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "172.16.0.0/16 None Some(1001) 253",
+                "172.16.0.0/12 Some(172.16.255.254) Some(1001) 0",
+            ],
+            "no gateway route for the on-link subnet, and no main route (the kernel's connected one serves)"
         );
     }
 

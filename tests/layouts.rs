@@ -1,0 +1,143 @@
+//! Address layouts beyond per-node /31s, on the fabric: one subnet per rail
+//! shared by every node (Spiderpool's "Solution 1"), its gateway held by
+//! the leaf on a bridge joining the rail's links. Needs root.
+
+mod common;
+
+use common::fabric::Fabric;
+use common::*;
+use serde_json::{json, Value};
+
+fn shared_conf(f: &Fabric, node: &str, shared: Value) -> Value {
+    let mut c = f.conf(node, 1);
+    c["ipam"] = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/16", "perNodePrefix": 27,
+                       "sharedSubnet": shared, "nodes": {"gpu-0": 0, "gpu-1": 1},
+                       "routes": [{"dst": "172.16.0.0/12"}]});
+    c
+}
+
+/// The leaf joins rail 1's two links in one bridge holding the gateway.
+fn bridge_rail1(f: &Fabric, gateway: &str) {
+    let leaf = f.leaf();
+    let (a, b) = (f.leaf_port("gpu-0", 1), f.leaf_port("gpu-1", 1));
+    sh(&format!(
+        "ip -n {leaf} addr flush dev {a} && ip -n {leaf} addr flush dev {b} && \
+         ip -n {leaf} link add br-r1 type bridge && ip -n {leaf} link set br-r1 mtu 9000 && \
+         ip -n {leaf} link set {a} master br-r1 && ip -n {leaf} link set {b} master br-r1 && \
+         ip -n {leaf} link set br-r1 up && ip -n {leaf} addr add {gateway}/16 dev br-r1"
+    ));
+}
+
+fn ping(pod: &str, to: &str) -> bool {
+    sh(&format!(
+        "ip netns exec {pod} ping -c 1 -W 2 -M do -s 8972 {to}"
+    ))
+    .status
+    .success()
+}
+
+fn routes(pod: &str, table: &str) -> String {
+    String::from_utf8_lossy(&sh(&format!("ip -n {pod} route show table {table}")).stdout)
+        .into_owned()
+}
+
+#[test]
+fn two_nodes_on_one_shared_rail_subnet_are_on_link() {
+    let f = Fabric::up_with(1);
+    let gw = "172.16.255.254";
+    bridge_rail1(&f, gw);
+    let (pa, pb) = (f.pod("pa"), f.pod("pb"));
+    let shared = json!({"gateway": gw});
+    let a = f
+        .cni_with(
+            "ADD",
+            "gpu-0",
+            &pa,
+            1,
+            &shared_conf(&f, "gpu-0", shared.clone()),
+        )
+        .ok();
+    let b = f
+        .cni_with(
+            "ADD",
+            "gpu-1",
+            &pb,
+            1,
+            &shared_conf(&f, "gpu-1", shared.clone()),
+        )
+        .ok();
+    assert_eq!(
+        a["ips"][0]["address"], "172.16.0.1/16",
+        "172.16.0.0 is the subnet's network address"
+    );
+    assert_eq!(
+        b["ips"][0]["address"], "172.16.0.32/16",
+        "gpu-1's /27 slice starts at .32"
+    );
+    assert_eq!(
+        (
+            a["ips"][0]["gateway"].as_str(),
+            b["ips"][0]["gateway"].as_str()
+        ),
+        (Some(gw), Some(gw))
+    );
+
+    assert!(
+        ping(&pa, "172.16.0.32"),
+        "A reaches B on-link, jumbo, don't fragment"
+    );
+    assert!(ping(&pa, gw), "and the gateway");
+    let neigh = String::from_utf8_lossy(&sh(&format!("ip -n {pa} neigh show 172.16.0.32")).stdout)
+        .into_owned();
+    assert!(
+        neigh.contains("dev net1"),
+        "B was resolved on the rail itself: {neigh}"
+    );
+    for table in ["main", "1001"] {
+        let shown = routes(&pa, table);
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.starts_with("172.16.0.0/16 dev net1") && l.contains("scope link")),
+            "table {table}: {shown}"
+        );
+    }
+    assert!(routes(&pa, "1001").contains(&format!("172.16.0.0/12 via {gw} dev net1")));
+    f.cni_with(
+        "DEL",
+        "gpu-0",
+        &pa,
+        1,
+        &shared_conf(&f, "gpu-0", shared.clone()),
+    )
+    .ok();
+    f.cni_with("DEL", "gpu-1", &pb, 1, &shared_conf(&f, "gpu-1", shared))
+        .ok();
+    assert!(!f.record("gpu-0", 1).exists() && !f.record("gpu-1", 1).exists());
+}
+
+#[test]
+fn a_shared_subnet_without_a_usable_gateway_is_a_config_error_naming_it() {
+    let f = Fabric::up_with(1);
+    let pa = f.pod("pa");
+    for (shared, says) in [
+        (json!({}), "ipam.sharedSubnet.gateway"),
+        (
+            json!({"gateway": "10.9.9.9"}),
+            "10.9.9.9 is outside cidr 172.16.0.0/16",
+        ),
+        (
+            json!({"gateway": "172.16.0.5"}),
+            "172.16.0.5 lies in this node's prefix 172.16.0.0/27",
+        ),
+    ] {
+        let err = f
+            .cni_with("ADD", "gpu-0", &pa, 1, &shared_conf(&f, "gpu-0", shared))
+            .err(7);
+        assert!(
+            err["details"].as_str().unwrap_or("").contains(says),
+            "{says}: {err}"
+        );
+        assert!(!f.record("gpu-0", 1).exists(), "bad input changes nothing");
+    }
+}
