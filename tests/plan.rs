@@ -190,3 +190,82 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
         }
     }
 }
+
+/// A 2-plane rail: `railcni plan` makes `rail1-p0` and `rail1-p1`, each
+/// with half of the rail's cidr, and their NADs and node files attach one
+/// VF per plane (net1, net2: rail-major) on both nodes of the fabric, whose
+/// leaf serves each plane's /31s; jumbo frames cross each plane.
+#[test]
+fn a_two_plane_rail_attaches_one_vf_per_plane() {
+    let fabric = Fabric::up_with(2);
+    let plan_file = fabric.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan_file,
+        "rails:\n  - {name: rail1, cidr: 172.16.0.0/14, planes: 2, routes: [172.16.0.0/12], mtu: 9000, resourceName: nvidia.com/rail1}\n\
+         nodes: {gpu-0: 0, gpu-1: 1}\n",
+    )
+    .unwrap();
+    let p = plan_file.to_str().unwrap();
+    let nads = ok(&[p, "--emit", "nads"]);
+    let docs: Vec<Value> = nads
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect();
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rail1-p0", "rail1-p1"]);
+    assert_eq!(
+        docs[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
+        "nvidia.com/rail1-p1"
+    );
+    let pod = ok(&[p, "--emit", "pod"]);
+    assert!(pod.contains("rail1-p0,rail1-p1"), "{pod}");
+    let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
+    for (node, pod) in &pods {
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        std::fs::write(&node_file, ok(&[p, "--emit", "node-file", "--node", node])).unwrap();
+        for plane in 0..2u32 {
+            let mut conf: Value =
+                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
+                    .unwrap();
+            // The fabric's VF of "rail" plane+1 stands in for the NIC's plane port.
+            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
+            let r = fabric
+                .cni_on("ADD", node, pod, plane + 1, &conf, Some(&node_file))
+                .ok();
+            assert_eq!(
+                r["ips"][0]["address"],
+                format!("{}/31", fabric.vf(node, plane + 1).address),
+                "{node} p{plane}"
+            );
+        }
+    }
+    for plane in 1..=2u32 {
+        let (a, b) = (
+            &fabric.vf("gpu-0", plane).address,
+            &fabric.vf("gpu-1", plane).address,
+        );
+        assert!(
+            sh_ok(&format!(
+                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
+                pods[0].1
+            )),
+            "plane {plane}: {a} -> {b}"
+        );
+    }
+    for (node, pod) in &pods {
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        for plane in (0..2u32).rev() {
+            let mut conf: Value =
+                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
+                    .unwrap();
+            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
+            fabric
+                .cni_on("DEL", node, pod, plane + 1, &conf, Some(&node_file))
+                .ok();
+        }
+    }
+}

@@ -98,6 +98,7 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
             mtu: None,
             static_allocations,
             shared_subnet: None,
+            planes: None,
             checks: None,
         });
     }

@@ -255,6 +255,42 @@ mod tests {
     }
 
     #[test]
+    fn a_two_plane_rail_is_two_networks_rail_major() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, planes: 2, resourceName: nvidia.com/rail1}\n  \
+                    - {name: rail2, cidr: 172.18.0.0/15, resourceName: nvidia.com/rail2}\nnodes: [gpu-0, gpu-1]\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let names: Vec<&str> = r.plan.rails.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["rail1-p0", "rail1-p1", "rail2"]);
+        assert_eq!(r.plan.rails[1].cidr.to_string(), "172.17.0.0/16");
+        assert_eq!(
+            r.plan.rails[1].resource_name.as_deref(),
+            Some("nvidia.com/rail1-p1")
+        );
+        let node = r.node_file("gpu-1").unwrap();
+        assert_eq!(node["networks"]["rail1-p0"]["prefix"], "172.16.0.2/31");
+        assert_eq!(node["networks"]["rail1-p1"]["prefix"], "172.17.0.2/31");
+        let csv = r.csv();
+        assert!(
+            csv.contains("gpu-1,rail1-p1,172.17.0.2,172.17.0.3,172.17.0.2/31\n"),
+            "{csv}"
+        );
+        let pod = r.pod().unwrap();
+        assert!(
+            pod.contains("k8s.v1.cni.cncf.io/networks: rail1-p0,rail1-p1,rail2"),
+            "{pod}"
+        );
+        assert!(
+            pod.contains("nvidia.com/rail1-p0: 1") && pod.contains("nvidia.com/rail1-p1: 1"),
+            "{pod}"
+        );
+        let bad = plan.replace("planes: 2", "planes: 3");
+        let Err(e) = Plan::parse(&bad).unwrap().resolve() else {
+            panic!("3 planes")
+        };
+        assert!(e.0.contains("planes 3"), "{}", e.0);
+    }
+
+    #[test]
     fn a_rails_checks_reach_its_nad_and_bad_ones_name_the_rail() {
         let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, checks: {gateway: require, timeoutMs: 200}}\n  \
                     - {name: rail2, cidr: 172.18.0.0/15}\nnodes: [gpu-0]\n";

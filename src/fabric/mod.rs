@@ -63,6 +63,11 @@ pub struct Rail {
     /// node still leases from its own `perNodePrefix` slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_subnet: Option<SharedSubnet>,
+    /// Planes of a multi-plane NIC (ConnectX-8 class: 2 or 4 ports per
+    /// rail NIC, each its own switch port): the rail becomes one network
+    /// per plane, `<rail>-p<k>`, each with an equal part of `cidr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planes: Option<u8>,
     /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<serde_json::Value>,
@@ -158,10 +163,18 @@ impl Plan {
     }
 
     /// Work out and check every allocation.
-    pub fn resolve(self) -> Result<Resolved> {
+    pub fn resolve(mut self) -> Result<Resolved> {
         if self.rails.is_empty() {
             return Err(PlanError("the plan has no rails".into()));
         }
+        self.rails = self
+            .rails
+            .into_iter()
+            .map(Rail::into_planes)
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         self.check_rails()?;
         for rail in &self.rails {
             crate::checks::Checks::parse(rail.checks.as_ref())
@@ -263,6 +276,60 @@ impl Rail {
                 .collect::<Vec<_>>());
         }
         pool
+    }
+
+    /// The rail, or one network per plane: `<name>-p<k>` with the k-th
+    /// equal part of `cidr`, resource `<resourceName>-p<k>`, rail-major.
+    fn into_planes(self) -> Result<Vec<Rail>> {
+        let n = match self.planes {
+            None | Some(1) => {
+                return Ok(vec![Rail {
+                    planes: None,
+                    ..self
+                }])
+            }
+            Some(n @ (2 | 4)) => n,
+            Some(other) => {
+                return Err(PlanError(format!(
+                    "rail {}: planes {other} must be 1, 2 or 4",
+                    self.name
+                )))
+            }
+        };
+        if !self.static_allocations.is_empty() {
+            return Err(PlanError(format!(
+                "rail {}: planes cannot be combined with staticAllocations; list each plane as a rail of its own",
+                self.name
+            )));
+        }
+        let bits = n.trailing_zeros() as u8;
+        let parts: Vec<IpNet> = self
+            .cidr
+            .subnets(self.cidr.prefix_len() + bits)
+            .map_err(|_| {
+                PlanError(format!(
+                    "rail {}: cidr {} is too small for {n} planes",
+                    self.name, self.cidr
+                ))
+            })?
+            .collect();
+        Ok(parts
+            .into_iter()
+            .enumerate()
+            .map(|(k, cidr)| Rail {
+                name: format!("{}-p{k}", self.name),
+                cidr,
+                // A plane's own part is what its gateway reaches by default.
+                routes: if self.routes.is_empty() {
+                    vec![cidr]
+                } else {
+                    self.routes.clone()
+                },
+                resource_name: self.resource_name.as_ref().map(|r| format!("{r}-p{k}")),
+                planes: None,
+                ..self.clone()
+            })
+            .collect())
     }
 
     pub fn route_dsts(&self) -> Vec<IpNet> {
