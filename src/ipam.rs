@@ -79,7 +79,9 @@ impl<'a> Ipam<'a> {
             return Ok(loaded);
         }
         let ipam_conf = self.conf.raw.get("ipam").unwrap_or(&Value::Null);
-        let loaded = railcni_ipam::Ipam::load(&self.conf.name, ipam_conf, self.settings)?;
+        let device = self.conf.device_id.as_deref();
+        let loaded =
+            railcni_ipam::Ipam::load_for(&self.conf.name, ipam_conf, self.settings, device)?;
         Ok(self.loaded.get_or_init(|| loaded))
     }
 

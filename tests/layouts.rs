@@ -141,3 +141,84 @@ fn a_shared_subnet_without_a_usable_gateway_is_a_config_error_naming_it() {
         assert!(!f.record("gpu-0", 1).exists(), "bad input changes nothing");
     }
 }
+
+/// Spiderpool's "Solution 2": the node's PF already holds an address of the
+/// node's rail subnet; `matchMasterSubnet` leases the rest of that subnet.
+#[test]
+fn match_master_subnet_leases_the_pfs_subnet() {
+    let node = Node::new(1, 2);
+    let host = node.host();
+    // The PF as the host sees it: a netdev named as sysfs names it, addressed.
+    sh(&format!("ip -n {host} link add pf1 type veth peer name pf1peer && ip -n {host} addr add 172.16.1.34/27 dev pf1"));
+    let fabric = node.fabric();
+    sh(&format!(
+        "ip -n {fabric} link add br-r1 type bridge && ip -n {fabric} link set br-r1 mtu 9000 && \
+         ip -n {fabric} link set r1v0 master br-r1 && ip -n {fabric} link set r1v1 master br-r1 && \
+         ip -n {fabric} link set br-r1 up && ip -n {fabric} addr add 172.16.1.33/27 dev br-r1"
+    ));
+    let ipam = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/16", "matchMasterSubnet": true,
+                      "gatewayIndex": 1, "routes": [{"dst": "172.16.0.0/16"}]});
+    let (pa, pb) = (node.pod("a"), node.pod("b"));
+    let add_a = Req::new(
+        "ADD",
+        "a",
+        &pa,
+        "net1",
+        conf("1.1.0", "rail1", &node.vfs[0].pci, ipam.clone()),
+    );
+    let add_b = Req::new(
+        "ADD",
+        "b",
+        &pb,
+        "net1",
+        conf("1.1.0", "rail1", &node.vfs[1].pci, ipam.clone()),
+    );
+    let a = node.cni(&add_a).ok();
+    assert_eq!(
+        a["ips"][0]["address"], "172.16.1.35/27",
+        "network, gateway and the PF's .34 are never leased"
+    );
+    assert_eq!(a["ips"][0]["gateway"], "172.16.1.33");
+    let b = node.cni(&add_b).ok();
+    assert_eq!(b["ips"][0]["address"], "172.16.1.36/27");
+    assert!(sh_ok(&format!(
+        "ip netns exec {} ping -c 1 -W 2 -M do -s 8972 172.16.1.33",
+        Node::ns_of(&pa)
+    )));
+    let (_, status) = node.operator_json(&["status"]);
+    assert_eq!(
+        status["networks"][0]["prefix"], "172.16.1.32/27",
+        "{status}"
+    );
+    assert_eq!(status["networks"][0]["source"], "pf pf1", "{status}");
+
+    // The PF moved to another /27 while leases exist: refused, naming both.
+    sh(&format!(
+        "ip -n {host} addr flush dev pf1 && ip -n {host} addr add 172.16.2.66/27 dev pf1"
+    ));
+    let pc = node.pod("c");
+    node.cni(&add_b.cmd("DEL")).ok();
+    let err = node
+        .cni(&Req::new("ADD", "c", &pc, "net1", add_b.conf.clone()))
+        .err(7);
+    let msg = err["details"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("172.16.1.32/27") && msg.contains("172.16.2.64/27"),
+        "{msg}"
+    );
+    node.cni(&add_a.cmd("DEL")).ok();
+
+    // A PF with no address inside cidr: 7, naming the PF and what it holds.
+    sh(&format!(
+        "ip -n {host} addr flush dev pf1 && ip -n {host} addr add 10.9.0.1/24 dev pf1"
+    ));
+    let err = node.cni(&add_a).err(7);
+    let msg = err["details"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains(
+            "PF pf1 has no address inside cidr 172.16.0.0/16 (its addresses: 10.9.0.1/24)"
+        ),
+        "{msg}"
+    );
+    assert!(!node.record_exists(&node.vfs[0].pci), "nothing changed");
+}

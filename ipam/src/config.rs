@@ -48,6 +48,8 @@ struct RawPool {
     #[serde(default)]
     routes: Vec<RouteConf>,
     shared_subnet: Option<SharedSubnet>,
+    #[serde(default)]
+    match_master_subnet: bool,
 }
 
 /// `sharedSubnet`: the rail is one subnet (`cidr`) shared by all nodes.
@@ -90,6 +92,8 @@ pub struct PoolConfig {
     /// `sharedSubnet.gateway`: the rail is `cidr`, one subnet for every node,
     /// and this its one gateway (the leaves' anycast address).
     pub shared_gateway: Option<IpAddr>,
+    /// `matchMasterSubnet`: the node's prefix is its PF's subnet in `cidr`.
+    pub match_master_subnet: bool,
 }
 
 /// `/etc/cni/railcni/node.json`: what provisioning knows about this node's cabling.
@@ -193,7 +197,14 @@ impl PoolConfig {
             exclusions: raw.exclusions,
             routes: raw.routes,
             shared_gateway: shared_gateway(raw.shared_subnet.as_ref(), cidr)?,
+            match_master_subnet: raw.match_master_subnet,
         };
+        if pool.match_master_subnet && pool.cidr.is_none() {
+            return Err(config_err(
+                "matchMasterSubnet",
+                "needs ipam.cidr: the rail the PF's subnet lies in",
+            ));
+        }
         pool.validate()?;
         Ok(pool)
     }

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod error;
+pub mod master;
 pub mod pool;
 pub mod store;
 
@@ -118,7 +119,28 @@ impl Ipam {
         ipam_conf: &serde_json::Value,
         settings: &Settings,
     ) -> Result<Self, IpamError> {
+        Ipam::load_for(network, ipam_conf, settings, None)
+    }
+
+    /// As `load`, for the VF at `device_id` (which `matchMasterSubnet`
+    /// needs: the node's prefix is its PF's subnet).
+    pub fn load_for(
+        network: &str,
+        ipam_conf: &serde_json::Value,
+        settings: &Settings,
+        device_id: Option<&str>,
+    ) -> Result<Self, IpamError> {
         let config = PoolConfig::parse(ipam_conf)?;
+        let master = match (config.match_master_subnet, device_id) {
+            (false, _) => None,
+            (true, Some(pci)) => Some(master::Master::of_vf(&settings.sysfs_root, pci)?),
+            (true, None) => {
+                return Err(IpamError::config(
+                    "deviceID",
+                    "matchMasterSubnet finds the PF from the VF: the config needs deviceID (Multus sets it)",
+                ))
+            }
+        };
         let node_file = NodeFile::load(&settings.node_config)?;
         let node = node_file.node_name(settings).ok_or_else(|| {
             IpamError::config(
@@ -126,7 +148,10 @@ impl Ipam {
                 "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file",
             )
         })?;
-        let pool = NodePool::resolve(network, &node, &config, &node_file)?;
+        let pool = match &master {
+            Some(m) => NodePool::from_master(network, &node, &config, &node_file, m)?,
+            None => NodePool::resolve(network, &node, &config, &node_file)?,
+        };
         Ok(Ipam {
             store: Store::new(&settings.ipam_dir(), network, settings.lock_timeout),
             pool,
@@ -214,6 +239,10 @@ impl Ipam {
             prefix: self.pool.prefix,
             gateway: self.pool.gateway,
             capacity: self.pool.usable.len(),
+            source: match &self.pool.source {
+                pool::Source::Pf(name) => Some(format!("pf {name}")),
+                _ => None,
+            },
         }
     }
 

@@ -36,7 +36,15 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
     let ipam_conf = conf
         .get("ipam")
         .ok_or_else(|| Error::config("ipam", "is required"))?;
-    let ipam = Ipam::load(network, ipam_conf, &request.settings)?;
+    // The VF, as railcni finds it: runtimeConfig.deviceID > deviceID > pciBusID.
+    let device = ["/runtimeConfig/deviceID", "/deviceID", "/pciBusID"]
+        .iter()
+        .find_map(|p| {
+            conf.pointer(p)
+                .and_then(Value::as_str)
+                .filter(|d| !d.is_empty())
+        });
+    let ipam = Ipam::load_for(network, ipam_conf, &request.settings, device)?;
     match request.verb {
         Verb::Add => {
             let requested = requested_ips(conf, &env.args)?;

@@ -8,11 +8,13 @@ use crate::config::{check_allocation, from_u128, max_len, to_u128, NodeFile, Poo
 use crate::IpamError;
 
 /// Where this node's prefix came from, for error messages and logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     NodeFile,
     StaticAllocation,
     NodeIndex(usize),
+    /// `matchMasterSubnet`: the subnet of this PF's address.
+    Pf(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +77,55 @@ impl NodePool {
             prefix,
             gateway,
             source,
+            usable,
+        })
+    }
+
+    /// `matchMasterSubnet`: the PF's subnet in `cidr`; every address of it
+    /// but network and broadcast, the gateway (`gatewayIndex`), the PF's
+    /// own addresses and `exclusions`.
+    pub fn from_master(
+        network: &str,
+        node: &str,
+        pool: &PoolConfig,
+        node_file: &NodeFile,
+        master: &crate::master::Master,
+    ) -> Result<Self, IpamError> {
+        let cidr = pool
+            .cidr
+            .ok_or_else(|| IpamError::config("ipam.cidr", "matchMasterSubnet needs it"))?;
+        let prefix = master.subnet_in(cidr)?;
+        if let Some(a) = node_file
+            .networks
+            .get(network)
+            .filter(|a| a.prefix != prefix)
+        {
+            return Err(IpamError::config(
+                &format!("node file networks.{network}"),
+                format!(
+                    "prefix {} disagrees with PF {}'s subnet {prefix} (matchMasterSubnet); fix one of them",
+                    a.prefix, master.name
+                ),
+            ));
+        }
+        let host_bits = max_len(&prefix) - prefix.prefix_len();
+        if host_bits > 8 {
+            return Err(IpamError::config(
+                "ipam.matchMasterSubnet",
+                format!("PF {}'s subnet {prefix} holds 2^{host_bits} addresses; a node's pool holds at most 256", master.name),
+            ));
+        }
+        let gateway = gateway_at(prefix, pool.gateway_index, network)?;
+        let usable = usable_addresses(prefix, gateway, pool)
+            .into_iter()
+            .filter(|ip| !master.holds(ip))
+            .collect();
+        Ok(NodePool {
+            network: network.to_string(),
+            node: node.to_string(),
+            prefix,
+            gateway,
+            source: Source::Pf(master.name.clone()),
             usable,
         })
     }
@@ -253,6 +304,44 @@ mod tests {
             assert_eq!(e.code(), 7, "{v}");
             assert!(e.to_string().contains(field), "{v}: {e}");
         }
+    }
+
+    #[test]
+    fn match_master_subnet_leases_the_pfs_subnet_but_its_own_addresses() {
+        let p =
+            pool(json!({"cidr": "172.16.0.0/16", "matchMasterSubnet": true, "gatewayIndex": 1}));
+        let m = crate::master::Master {
+            name: "ens1f0".into(),
+            addresses: vec!["172.16.1.34/27".parse().unwrap()],
+        };
+        let n = NodePool::from_master("rail1", "gpu-0", &p, &NodeFile::default(), &m).unwrap();
+        assert_eq!(n.prefix.to_string(), "172.16.1.32/27");
+        assert_eq!(n.gateway, Some("172.16.1.33".parse().unwrap()));
+        assert_eq!(
+            ips(&n.usable[..2]),
+            ["172.16.1.35", "172.16.1.36"],
+            "network, gateway and the PF's .34 skipped"
+        );
+        assert_eq!(n.usable.len(), 32 - 4);
+        assert_eq!(n.source, Source::Pf("ens1f0".into()));
+        let mut file = NodeFile::default();
+        file.networks.insert(
+            "rail1".into(),
+            crate::config::NodeAllocation {
+                prefix: "172.16.2.0/27".parse().unwrap(),
+                gateway: None,
+            },
+        );
+        let e = NodePool::from_master("rail1", "gpu-0", &p, &file, &m).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("172.16.2.0/27 disagrees with PF ens1f0's subnet 172.16.1.32/27"),
+            "{e}"
+        );
+        assert!(
+            PoolConfig::parse(&json!({"matchMasterSubnet": true})).is_err(),
+            "cidr is required"
+        );
     }
 
     #[test]

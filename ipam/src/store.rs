@@ -65,6 +65,10 @@ pub struct PoolInfo {
     pub gateway: Option<IpAddr>,
     /// Addresses that may be leased.
     pub capacity: usize,
+    /// Where the prefix came from when it is not the config or node file
+    /// (`pf <name>` for `matchMasterSubnet`). Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// The file: `{"version":1,"checksum":"fnv1a64:…","data":{…}}`.

@@ -242,3 +242,20 @@ fn the_binary_logs_to_the_config_log_file() {
         "{line}"
     );
 }
+
+/// `matchMasterSubnet` finds the PF from the VF: without a deviceID the
+/// binary says so (7), and changes nothing.
+#[test]
+fn match_master_subnet_needs_a_device_id() {
+    let t = tempfile::tempdir().unwrap();
+    let c = json!({"cniVersion": "1.1.0", "name": "rail1",
+                   "ipam": {"type": "railcni-ipam", "cidr": "172.16.0.0/16", "matchMasterSubnet": true}});
+    let (ok, reply) = reply(spawn(t.path(), "ADD", "c1", &c));
+    assert!(!ok);
+    assert_eq!(reply["code"], 7, "{reply}");
+    assert!(
+        reply["details"].as_str().unwrap_or("").contains("deviceID"),
+        "{reply}"
+    );
+    assert!(!t.path().join("ipam/rail1.leases.json").exists());
+}

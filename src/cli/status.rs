@@ -29,6 +29,8 @@ pub struct Network {
     pub prefix: Option<String>,
     pub gateway: Option<String>,
     pub capacity: Option<usize>,
+    /// `pf <name>` when the prefix is the PF's subnet (`matchMasterSubnet`).
+    pub source: Option<String>,
     pub leased: usize,
     pub free: Option<usize>,
     pub lease_file: String,
@@ -134,6 +136,7 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
         prefix: None,
         gateway: None,
         capacity: None,
+        source: None,
         leased: 0,
         free: None,
         lease_file: view.path.display().to_string(),
@@ -167,6 +170,7 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
         row.prefix = Some(pool.prefix.to_string());
         row.gateway = pool.gateway.map(|g| g.to_string());
         row.capacity = Some(pool.capacity);
+        row.source = pool.source.clone();
         row.free = Some(pool.capacity.saturating_sub(row.leases.len()));
     }
     row.leased = row.leases.len();
@@ -301,9 +305,13 @@ fn print(r: &Report) {
     println!("node {}", r.node);
     let mut t = table::new(&["NETWORK", "PREFIX", "GATEWAY", "LEASED", "FREE", "CAPACITY"]);
     for n in &r.networks {
+        let prefix = match (&n.prefix, &n.source) {
+            (Some(p), Some(source)) => Some(format!("{p} ({source})")),
+            (p, _) => p.clone(),
+        };
         t.add_row(vec![
             n.name.clone(),
-            or_dash(n.prefix.as_ref()),
+            or_dash(prefix.as_ref()),
             or_dash(n.gateway.as_ref()),
             n.leased.to_string(),
             or_dash(n.free),
