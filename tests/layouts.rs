@@ -222,3 +222,93 @@ fn match_master_subnet_leases_the_pfs_subnet() {
     );
     assert!(!node.record_exists(&node.vfs[0].pci), "nothing changed");
 }
+
+/// The leaf routes IPv6 too: forwarding, and `gw6` on each node's port.
+fn leaf_ipv6(f: &Fabric, rail: u32, gateways: [&str; 2]) {
+    let leaf = f.leaf();
+    // A veth port loses carrier when its VF end moves, and the kernel then
+    // re-runs duplicate detection on the port's own addresses: a real leaf
+    // port sees no such flap, so the stand-in skips it.
+    sh(&format!(
+        "ip netns exec {leaf} sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.conf.all.accept_dad=0 \
+         net.ipv6.conf.{a}.accept_dad=0 net.ipv6.conf.{b}.accept_dad=0",
+        a = f.leaf_port("gpu-0", rail),
+        b = f.leaf_port("gpu-1", rail)
+    ));
+    for (node, gw) in ["gpu-0", "gpu-1"].iter().zip(gateways) {
+        sh(&format!(
+            "ip -n {leaf} addr add {gw} dev {} nodad",
+            f.leaf_port(node, rail)
+        ));
+    }
+    // The leaf's ports just came up: a router answers neighbour
+    // solicitations once its own link-local addresses are no longer tentative.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !String::from_utf8_lossy(&sh(&format!("ip -n {leaf} -6 addr show tentative")).stdout)
+        .trim()
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the leaf's addresses stay tentative"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn ipv6_conf(f: &Fabric, node: &str) -> Value {
+    let mut c = f.conf(node, 1);
+    c["ipam"] = json!({"type": "railcni-ipam", "cidr": "fd00:16::/64", "nodes": {"gpu-0": 0, "gpu-1": 1},
+                       "routes": [{"dst": "fd00::/16"}]});
+    c
+}
+
+#[test]
+fn an_ipv6_only_rail_with_127s_attaches_pings_across_the_leaf_and_detaches_clean() {
+    let f = Fabric::up_with(1);
+    leaf_ipv6(&f, 1, ["fd00:16::1/127", "fd00:16::3/127"]);
+    let (pa, pb) = (f.pod("pa"), f.pod("pb"));
+    let a = f
+        .cni_with("ADD", "gpu-0", &pa, 1, &ipv6_conf(&f, "gpu-0"))
+        .ok();
+    let b = f
+        .cni_with("ADD", "gpu-1", &pb, 1, &ipv6_conf(&f, "gpu-1"))
+        .ok();
+    assert_eq!(
+        (
+            a["ips"][0]["address"].as_str(),
+            a["ips"][0]["gateway"].as_str()
+        ),
+        (Some("fd00:16::/127"), Some("fd00:16::1"))
+    );
+    assert_eq!(b["ips"][0]["address"], "fd00:16::2/127");
+    // Right after ADD: no tentative address, jumbo, don't fragment.
+    assert!(
+        sh_ok(&format!(
+            "ip netns exec {pa} ping -6 -c 1 -W 2 -M do -s 8952 -I fd00:16:: fd00:16::2"
+        )),
+        "A -> B over IPv6 across the leaf"
+    );
+    let rules = String::from_utf8_lossy(&sh(&format!("ip -n {pa} -6 rule")).stdout).into_owned();
+    assert!(rules.contains("from fd00:16:: lookup 1001"), "{rules}");
+    let ra = sh(&format!(
+        "ip netns exec {pa} sysctl -n net.ipv6.conf.net1.accept_dad net.ipv6.conf.net1.accept_ra net.ipv6.conf.net1.autoconf"
+    ));
+    assert_eq!(
+        String::from_utf8_lossy(&ra.stdout),
+        "0\n0\n0\n",
+        "no DAD, router advertisements or SLAAC on a rail"
+    );
+    let tentative = sh(&format!("ip -n {pa} -6 addr show dev net1 tentative"));
+    assert!(
+        String::from_utf8_lossy(&tentative.stdout).trim().is_empty(),
+        "nothing tentative after ADD"
+    );
+    f.cni_with("DEL", "gpu-0", &pa, 1, &ipv6_conf(&f, "gpu-0"))
+        .ok();
+    f.cni_with("DEL", "gpu-1", &pb, 1, &ipv6_conf(&f, "gpu-1"))
+        .ok();
+    let rules = String::from_utf8_lossy(&sh(&format!("ip -n {pa} -6 rule")).stdout).into_owned();
+    assert!(!rules.contains("fd00:16"), "{rules}");
+    assert!(link_in(&pa, "net1").is_none() && !f.record("gpu-0", 1).exists());
+}

@@ -59,7 +59,14 @@ impl Netlink {
             .handle
             .address()
             .add(index, addr.addr(), addr.prefix_len());
-        let msg = std::mem::take(req.message_mut());
+        let mut msg = std::mem::take(req.message_mut());
+        if addr.addr().is_ipv6() {
+            // Usable at once: a rail address is the pool's to give, so no
+            // duplicate detection holds it tentative (and unusable) first.
+            use netlink_packet_route::address::{AddressAttribute, AddressFlags};
+            msg.attributes
+                .push(AddressAttribute::Flags(AddressFlags::Nodad));
+        }
         match self
             .exchange(RouteNetlinkMessage::NewAddress(msg), ADD)
             .await

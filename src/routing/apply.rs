@@ -39,7 +39,20 @@ impl InUse {
     }
 }
 
-/// Sysctls, table routes (connected first), main routes, then the source
+/// The rail's per-interface sysctls, written before the interface comes
+/// up: with IPv6, `accept_dad` 0 must be in place before the kernel makes
+/// the link-local address, or that address (and the neighbour answers
+/// that need it) waits out duplicate detection.
+pub fn write_sysctls(pod: &NetNs, ifname: &str, plan: &RailRoutes) -> Result<()> {
+    let writes: Vec<_> = plan
+        .sysctls
+        .iter()
+        .map(|s| (s.key.path(ifname), s.value.as_str()))
+        .collect();
+    sysctl::write_all_in(pod, &writes)
+}
+
+/// Table routes (connected first), main routes, then the source
 /// rules. Stale rules for the same source go first, so a retried ADD or a
 /// reused address never meets an old rule. A route another attachment
 /// already holds fails the ADD, naming it, except a main-table route: a
@@ -47,19 +60,12 @@ impl InUse {
 /// routes left out that way, which the result must not claim.
 /// `known`: the pod's rules as read just before (saves a dump), if any.
 pub async fn install(
-    pod: &NetNs,
     nl: &Netlink,
     ifname: &str,
     index: u32,
     plan: &RailRoutes,
     known: Option<&InUse>,
 ) -> Result<Vec<RouteSpec>> {
-    let writes: Vec<_> = plan
-        .sysctls
-        .iter()
-        .map(|s| (s.key.path(ifname), s.value.as_str()))
-        .collect();
-    sysctl::write_all_in(pod, &writes)?;
     let mut left_out = Vec::new();
     for route in &plan.routes {
         match nl.add_route(index, route).await? {

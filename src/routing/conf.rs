@@ -136,6 +136,13 @@ impl SysctlKey {
         }
     }
 
+    pub fn ipv6(key: &str) -> Self {
+        SysctlKey {
+            family: Family::Ipv6,
+            key: key.to_string(),
+        }
+    }
+
     /// `/proc/sys/net/<family>/conf/<ifname>/<key>`.
     pub fn path(&self, ifname: &str) -> PathBuf {
         PathBuf::from(format!(

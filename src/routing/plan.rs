@@ -34,6 +34,13 @@ pub const DEFAULT_SYSCTLS: &[(&str, &str)] = &[
     ("arp_notify", "1"),
 ];
 
+/// And on a rail with an IPv6 address: no router advertisements or SLAAC
+/// addresses from the leaf (the pool gives the address and the routes).
+/// Nor duplicate detection: the pool owns the addresses, and an address
+/// (link-local included) held tentative delays the rail's first packets.
+pub const DEFAULT_SYSCTLS6: &[(&str, &str)] =
+    &[("accept_dad", "0"), ("accept_ra", "0"), ("autoconf", "0")];
+
 /// One sysctl to write on the rail interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sysctl {
@@ -165,6 +172,13 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
         .iter()
         .map(|(k, v)| (SysctlKey::ipv4(k), (*v).to_string()))
         .collect();
+    if ipam.ips.iter().any(|ip| ip.address.addr().is_ipv6()) {
+        sysctls.extend(
+            DEFAULT_SYSCTLS6
+                .iter()
+                .map(|(k, v)| (SysctlKey::ipv6(k), (*v).to_string())),
+        );
+    }
     sysctls.extend(conf.sysctl.clone());
     RailRoutes {
         table,

@@ -239,6 +239,9 @@ impl Steps for System<'_> {
         if let Some(mac) = ctx.conf.mac {
             nl.set_mac(moved.index, &mac.0).await?;
         }
+        if let Some(plan) = &self.record.routing {
+            rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, plan)?;
+        }
         nl.set_up(moved.index).await
     }
 
@@ -267,7 +270,6 @@ impl Steps for System<'_> {
             .clone()
             .ok_or_else(|| Error::internal("the routing plan was not recorded"))?;
         let left_out = rail::install(
-            self.sockets.pod,
             self.sockets.pod_nl,
             &self.ctx.env.ifname,
             index,
