@@ -139,8 +139,16 @@ impl NetConf {
         let mut vf = vf_settings(&conf, mac)?;
         vf.ib_guid = pick_guid(&conf, env)?;
         let ipam = ipam_conf(conf.ipam.as_ref())?;
-        let routing =
+        let mut routing =
             RoutingConf::parse(conf.routing.as_ref(), embedded_cidr(ipam.as_ref(), &raw)?)?;
+        if ipam.as_ref().is_some_and(IpamConf::is_embedded) {
+            // The IPAM validates it; here it only names the main table's IPv6 rail.
+            routing.rail_cidr6 = raw
+                .pointer("/ipam/ipv6/cidr")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse::<ipnet::IpNet>().ok())
+                .map(|c| c.trunc());
+        }
         Ok(NetConf {
             mtu_given: conf.mtu.is_some(),
             rdma_given: conf.rdma.is_some(),

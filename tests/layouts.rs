@@ -312,3 +312,95 @@ fn an_ipv6_only_rail_with_127s_attaches_pings_across_the_leaf_and_detaches_clean
     assert!(!rules.contains("fd00:16"), "{rules}");
     assert!(link_in(&pa, "net1").is_none() && !f.record("gpu-0", 1).exists());
 }
+
+fn dual_conf(f: &Fabric, node: &str) -> Value {
+    let mut c = f.conf(node, 1);
+    c["ipam"] = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15", "routes": [{"dst": "172.16.0.0/12"}],
+                       "ipv6": {"cidr": "fd00:16::/48", "perNodePrefix": 127, "gatewayIndex": 1, "routes": [{"dst": "fd00::/16"}]},
+                       "nodes": {"gpu-0": 0, "gpu-1": 1}});
+    c
+}
+
+fn out(cmd: &str) -> String {
+    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
+}
+
+#[test]
+fn a_dual_stack_rail_carries_both_families_from_the_moment_add_returns() {
+    let f = Fabric::up_with(1);
+    leaf_ipv6(&f, 1, ["fd00:16::1/127", "fd00:16::3/127"]);
+    let (pa, pb) = (f.pod("pa"), f.pod("pb"));
+    let a = f
+        .cni_with("ADD", "gpu-0", &pa, 1, &dual_conf(&f, "gpu-0"))
+        .ok();
+    f.cni_with("ADD", "gpu-1", &pb, 1, &dual_conf(&f, "gpu-1"))
+        .ok();
+    let ips: Vec<&str> = a["ips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|ip| ip["address"].as_str())
+        .collect();
+    assert_eq!(ips, ["172.16.0.0/31", "fd00:16::/127"]);
+    assert!(
+        sh_ok(&format!(
+            "ip netns exec {pa} ping -c 1 -W 2 -M do -s 8972 -I 172.16.0.0 172.16.0.2"
+        )),
+        "IPv4 jumbo"
+    );
+    assert!(
+        sh_ok(&format!(
+            "ip netns exec {pa} ping -6 -c 1 -W 2 -M do -s 8952 -I fd00:16:: fd00:16::2"
+        )),
+        "IPv6 jumbo"
+    );
+    let (addr, rule4, rule6, table6) = (
+        out(&format!("ip -n {pa} addr show dev net1")),
+        out(&format!("ip -n {pa} rule")),
+        out(&format!("ip -n {pa} -6 rule")),
+        out(&format!("ip -n {pa} -6 route show table 1001")),
+    );
+    println!("ip addr:\n{addr}\nip rule:\n{rule4}\nip -6 rule:\n{rule6}\nip -6 route show table 1001:\n{table6}");
+    assert!(
+        rule4.contains("1001:\tfrom 172.16.0.0 lookup 1001"),
+        "{rule4}"
+    );
+    assert!(
+        rule6.contains("1001:\tfrom fd00:16:: lookup 1001"),
+        "{rule6}"
+    );
+    assert!(
+        table6.contains("fd00::/16 via fd00:16::1 dev net1"),
+        "{table6}"
+    );
+
+    let conf = dual_conf(&f, "gpu-0");
+    f.cni_with("CHECK", "gpu-0", &pa, 1, &with_prev(&conf, &a))
+        .ok();
+    sh(&format!("ip -n {pa} addr del fd00:16::/127 dev net1"));
+    let err = f
+        .cni_with("CHECK", "gpu-0", &pa, 1, &with_prev(&conf, &a))
+        .err(107);
+    assert!(
+        err["details"]
+            .as_str()
+            .unwrap_or("")
+            .contains("inet fd00:16::/127 is missing"),
+        "{err}"
+    );
+
+    f.cni_with("DEL", "gpu-0", &pa, 1, &conf).ok();
+    f.cni_with("DEL", "gpu-1", &pb, 1, &dual_conf(&f, "gpu-1"))
+        .ok();
+    assert!(!out(&format!("ip -n {pa} rule")).contains("172.16.0.0"));
+    assert!(!out(&format!("ip -n {pa} -6 rule")).contains("fd00:16"));
+    let leases: Value = serde_json::from_str(
+        &std::fs::read_to_string(f.state("gpu-0").join("ipam/rail1.leases.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        leases["data"]["leases"],
+        json!([]),
+        "one lease held both addresses, and it is gone"
+    );
+}

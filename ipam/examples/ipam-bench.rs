@@ -102,6 +102,7 @@ fn main() {
                     address: format!("fd00::{i:x}")
                         .parse()
                         .unwrap_or_else(|e| panic!("{e}")),
+                    address6: None,
                     pod_namespace: Some("training".into()),
                     pod_name: Some(format!("llm-pretrain-worker-{i}")),
                     pod_uid: Some(format!("{i:08x}-1b2c-4d5e-8f90-123456789abc")),
@@ -120,6 +121,7 @@ fn main() {
                 last_allocated: None,
                 leases,
                 pool: None,
+                ..Leases::default()
             };
             store
                 .lock()

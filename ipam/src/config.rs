@@ -18,6 +18,11 @@ pub struct StaticAllocation {
     pub prefix: IpNet,
     #[serde(default)]
     pub gateway: Option<IpAddr>,
+    /// A dual-stack rail's IPv6 prefix and gateway for the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix6: Option<IpNet>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway6: Option<IpAddr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -50,6 +55,20 @@ struct RawPool {
     shared_subnet: Option<SharedSubnet>,
     #[serde(default)]
     match_master_subnet: bool,
+    ipv6: Option<RawPool6>,
+}
+
+/// `ipv6`: a dual-stack rail's IPv6 side, beside the IPv4 `cidr`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawPool6 {
+    cidr: Option<IpNet>,
+    per_node_prefix: Option<u8>,
+    gateway_index: Option<u32>,
+    #[serde(default)]
+    exclusions: Vec<Exclusion>,
+    #[serde(default)]
+    routes: Vec<RouteConf>,
 }
 
 /// `sharedSubnet`: the rail is one subnet (`cidr`) shared by all nodes.
@@ -94,6 +113,8 @@ pub struct PoolConfig {
     pub shared_gateway: Option<IpAddr>,
     /// `matchMasterSubnet`: the node's prefix is its PF's subnet in `cidr`.
     pub match_master_subnet: bool,
+    /// A dual-stack rail's IPv6 pool (`ipv6`): the same nodes, its own cidr.
+    pub ipv6: Option<Box<PoolConfig>>,
 }
 
 /// `/etc/cni/railcni/node.json`: what provisioning knows about this node's cabling.
@@ -111,6 +132,11 @@ pub struct NodeAllocation {
     pub prefix: IpNet,
     #[serde(default)]
     pub gateway: Option<IpAddr>,
+    /// A dual-stack rail's IPv6 prefix and gateway for this node.
+    #[serde(default)]
+    pub prefix6: Option<IpNet>,
+    #[serde(default)]
+    pub gateway6: Option<IpAddr>,
 }
 
 fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
@@ -198,6 +224,7 @@ impl PoolConfig {
             routes: raw.routes,
             shared_gateway: shared_gateway(raw.shared_subnet.as_ref(), cidr)?,
             match_master_subnet: raw.match_master_subnet,
+            ipv6: None,
         };
         if pool.match_master_subnet && pool.cidr.is_none() {
             return Err(config_err(
@@ -206,7 +233,69 @@ impl PoolConfig {
             ));
         }
         pool.validate()?;
+        let mut pool = pool;
+        if let Some(raw6) = raw.ipv6 {
+            pool.ipv6 = Some(Box::new(pool.ipv6_side(raw6)?));
+        }
         Ok(pool)
+    }
+
+    /// The IPv6 side of a dual-stack rail: the nodes and static allocations'
+    /// `prefix6`/`gateway6` with `ipv6`'s own cidr, prefix and routes.
+    fn ipv6_side(&self, raw: RawPool6) -> Result<PoolConfig, IpamError> {
+        if !self.cidr.is_some_and(|c| c.addr().is_ipv4()) {
+            return Err(config_err(
+                "ipv6",
+                "is the IPv6 side of a dual-stack rail: it needs an IPv4 ipam.cidr",
+            ));
+        }
+        let cidr = raw.cidr.map(|c| c.trunc());
+        if !cidr.is_some_and(|c| c.addr().is_ipv6()) {
+            return Err(config_err(
+                "ipv6.cidr",
+                "is required and must be an IPv6 prefix",
+            ));
+        }
+        let per_node_prefix = raw.per_node_prefix.unwrap_or(127);
+        if !(120..=128).contains(&per_node_prefix) {
+            return Err(config_err(
+                "ipv6.perNodePrefix",
+                format!("{per_node_prefix} must be 120..128"),
+            ));
+        }
+        let static_allocations = self
+            .static_allocations
+            .iter()
+            .filter_map(|a| {
+                Some(StaticAllocation {
+                    node_name: a.node_name.clone(),
+                    prefix: a.prefix6?,
+                    gateway: a.gateway6,
+                    prefix6: None,
+                    gateway6: None,
+                })
+            })
+            .collect();
+        let side = PoolConfig {
+            cidr,
+            per_node_prefix,
+            family_fixed: true,
+            gateway_index: raw.gateway_index.unwrap_or(1),
+            static_allocations,
+            nodes: self.nodes.clone(),
+            exclusions: raw.exclusions,
+            routes: raw.routes,
+            shared_gateway: None,
+            match_master_subnet: false,
+            ipv6: None,
+        };
+        side.validate().map_err(|e| match e {
+            IpamError::Spec(cni::Error::InvalidConfig { field, msg }) => {
+                IpamError::config(&field.replacen("ipam.", "ipam.ipv6.", 1), msg)
+            }
+            other => other,
+        })?;
+        Ok(side)
     }
 
     /// The prefix length every address carries: `cidr`'s on a shared
@@ -392,6 +481,29 @@ pub fn from_u128(n: u128, v4: bool) -> IpAddr {
 }
 
 impl NodeFile {
+    /// The IPv6 side of a dual-stack node file: `prefix6`/`gateway6` as
+    /// the prefixes of a file of its own.
+    pub fn ipv6_side(&self) -> NodeFile {
+        NodeFile {
+            node_name: self.node_name.clone(),
+            networks: self
+                .networks
+                .iter()
+                .filter_map(|(n, a)| {
+                    Some((
+                        n.clone(),
+                        NodeAllocation {
+                            prefix: a.prefix6?,
+                            gateway: a.gateway6,
+                            prefix6: None,
+                            gateway6: None,
+                        },
+                    ))
+                })
+                .collect(),
+        }
+    }
+
     /// This node's name: RAILCNI_NODE_NAME, else the node file's
     /// `nodeName`, else the host name.
     pub fn node_name(&self, settings: &cni::Settings) -> Option<String> {

@@ -101,6 +101,8 @@ pub enum Released {
 pub struct Ipam {
     pool: NodePool,
     config: PoolConfig,
+    /// A dual-stack rail's IPv6 pool on this node.
+    pool6: Option<NodePool>,
     store: Store,
     /// This boot's id: leases from another boot are dead.
     boot_id: Option<String>,
@@ -152,9 +154,19 @@ impl Ipam {
             Some(m) => NodePool::from_master(network, &node, &config, &node_file, m)?,
             None => NodePool::resolve(network, &node, &config, &node_file)?,
         };
+        let pool6 = match &config.ipv6 {
+            Some(side) => Some(NodePool::resolve(
+                network,
+                &node,
+                side,
+                &node_file.ipv6_side(),
+            )?),
+            None => None,
+        };
         Ok(Ipam {
             store: Store::new(&settings.ipam_dir(), network, settings.lock_timeout),
             pool,
+            pool6,
             config,
             boot_id: settings.boot_id(),
         })
@@ -164,25 +176,28 @@ impl Ipam {
         &self.store.path
     }
 
-    fn allocation(&self, address: IpAddr) -> Allocation {
-        let gateway = self.pool.gateway;
-        Allocation {
-            ips: vec![AllocatedIp {
-                address: IpNet::new(address, self.config.address_len(&self.pool.prefix))
-                    .unwrap_or(self.pool.prefix),
-                gateway,
-            }],
-            routes: self
-                .config
-                .routes
-                .iter()
-                .map(|r| PoolRoute {
-                    dst: r.dst,
-                    gw: gateway,
-                })
-                .collect(),
-            reclaimed: Vec::new(),
+    fn allocation(&self, address: IpAddr, address6: Option<IpAddr>) -> Allocation {
+        let mut a = Allocation::default();
+        let sides = [(Some(address), &self.pool, &self.config)]
+            .into_iter()
+            .chain(
+                self.pool6
+                    .iter()
+                    .zip(self.config.ipv6.as_deref())
+                    .map(|(p, c)| (address6, p, c)),
+            );
+        for (ip, pool, config) in sides {
+            let Some(ip) = ip else { continue };
+            a.ips.push(AllocatedIp {
+                address: IpNet::new(ip, config.address_len(&pool.prefix)).unwrap_or(pool.prefix),
+                gateway: pool.gateway,
+            });
+            a.routes.extend(config.routes.iter().map(|r| PoolRoute {
+                dst: r.dst,
+                gw: pool.gateway,
+            }));
         }
+        a
     }
 
     /// Lease an address to `holder` (the same one again if it already has
@@ -197,7 +212,7 @@ impl Ipam {
             .iter()
             .find(|l| l.is_for(&holder.container_id, &holder.ifname))
         {
-            return Ok(self.allocation(l.address));
+            return Ok(self.allocation(l.address, l.address6));
         }
         let pick = |data: &Leases| match requested.first() {
             Some(ip) => self.check_requested(*ip, data),
@@ -214,10 +229,17 @@ impl Ipam {
             }
             other => other?,
         };
+        let address6 = match &self.pool6 {
+            Some(pool6) => Some(next_free_in(pool6, data.last_allocated6, &data, |l| {
+                l.address6
+            })?),
+            None => None,
+        };
         data.leases.push(Lease {
             container_id: holder.container_id.clone(),
             ifname: holder.ifname.clone(),
             address,
+            address6,
             pod_namespace: holder.pod_namespace.clone(),
             pod_name: holder.pod_name.clone(),
             pod_uid: holder.pod_uid.clone(),
@@ -226,30 +248,44 @@ impl Ipam {
         });
         data.last_allocated = Some(address);
         data.pool = Some(self.pool_info());
+        if let Some(pool6) = &self.pool6 {
+            data.last_allocated6 = address6;
+            data.pool6 = Some(pool_info(pool6));
+        }
         locked.write(&data)?;
-        let mut allocation = self.allocation(address);
+        let mut allocation = self.allocation(address, address6);
         allocation.reclaimed = reclaimed;
         Ok(allocation)
     }
 
     fn pool_info(&self) -> PoolInfo {
-        PoolInfo {
-            network: self.pool.network.clone(),
-            node: self.pool.node.clone(),
-            prefix: self.pool.prefix,
-            gateway: self.pool.gateway,
-            capacity: self.pool.usable.len(),
-            source: match &self.pool.source {
-                pool::Source::Pf(name) => Some(format!("pf {name}")),
-                _ => None,
-            },
-        }
+        pool_info(&self.pool)
     }
 
     /// A node's prefix never moves under live leases: a config that now
     /// computes another prefix (a node list edited, a node file changed)
     /// fails ADD instead of handing out addresses from a new range.
     fn check_same_prefix(&self, data: &Leases) -> Result<(), IpamError> {
+        let moved6 = self.pool6.as_ref().and_then(|p6| {
+            data.pool6
+                .as_ref()
+                .filter(|was| was.prefix != p6.prefix)
+                .map(|was| (was, p6))
+        });
+        if let (Some((was, now)), false) = (moved6, data.leases.is_empty()) {
+            return Err(IpamError::config(
+                "ipam.ipv6",
+                format!(
+                    "network {} on node {} has {} lease(s) from {}, but the config now gives this node {}; \
+                     restore the node's IPv6 allocation or drain the node first",
+                    now.network,
+                    now.node,
+                    data.leases.len(),
+                    was.prefix,
+                    now.prefix
+                ),
+            ));
+        }
         match &data.pool {
             Some(was) if was.prefix != self.pool.prefix && !data.leases.is_empty() => {
                 Err(IpamError::config(
@@ -316,35 +352,8 @@ impl Ipam {
         Ok(ip)
     }
 
-    /// Round-robin from the last allocation, as host-local does, so a freed
-    /// address is reused last (peers' ARP caches may still point at it).
     fn next_free(&self, data: &Leases) -> Result<IpAddr, IpamError> {
-        let usable = &self.pool.usable;
-        let start = data
-            .last_allocated
-            .and_then(|last| usable.iter().position(|ip| *ip == last))
-            .map_or(0, |i| i + 1);
-        let free = (0..usable.len())
-            .map(|k| usable[(start + k) % usable.len()])
-            .find(|ip| !data.leases.iter().any(|l| l.address == *ip));
-        free.ok_or_else(|| {
-            let p = &self.pool;
-            let holders: Vec<String> = data
-                .leases
-                .iter()
-                .filter(|l| p.contains(&l.address))
-                .map(describe)
-                .collect();
-            IpamError::Exhausted(format!(
-                "network {} on node {} ({}) is exhausted: {} of {} addresses leased: {}",
-                p.network,
-                p.node,
-                p.prefix,
-                holders.len(),
-                usable.len(),
-                holders.join(", ")
-            ))
-        })
+        next_free_in(&self.pool, data.last_allocated, data, |l| Some(l.address))
     }
 
     pub fn release(&self, container_id: &str, ifname: &str) -> Result<Released, IpamError> {
@@ -356,7 +365,7 @@ impl Ipam {
         data.leases
             .iter()
             .find(|l| l.is_for(container_id, ifname))
-            .map(|l| self.allocation(l.address))
+            .map(|l| self.allocation(l.address, l.address6))
             .ok_or_else(|| {
                 IpamError::NoLease(format!(
                     "no lease for {container_id}/{ifname} on {}",
@@ -387,12 +396,63 @@ impl Ipam {
     }
 }
 
+/// Round-robin from the last allocation, as host-local does, so a freed
+/// address is reused last (peers' neighbour caches may still point at it).
+/// `held` is the lease's address on this pool's side.
+fn next_free_in(
+    pool: &NodePool,
+    last: Option<IpAddr>,
+    data: &Leases,
+    held: impl Fn(&Lease) -> Option<IpAddr>,
+) -> Result<IpAddr, IpamError> {
+    let usable = &pool.usable;
+    let start = last
+        .and_then(|last| usable.iter().position(|ip| *ip == last))
+        .map_or(0, |i| i + 1);
+    let taken = |ip: &IpAddr| data.leases.iter().any(|l| held(l) == Some(*ip));
+    let free = (0..usable.len())
+        .map(|k| usable[(start + k) % usable.len()])
+        .find(|ip| !taken(ip));
+    free.ok_or_else(|| {
+        let holders: Vec<String> = data
+            .leases
+            .iter()
+            .filter(|l| held(l).is_some_and(|ip| pool.contains(&ip)))
+            .map(describe)
+            .collect();
+        IpamError::Exhausted(format!(
+            "network {} on node {} ({}) is exhausted: {} of {} addresses leased: {}",
+            pool.network,
+            pool.node,
+            pool.prefix,
+            holders.len(),
+            usable.len(),
+            holders.join(", ")
+        ))
+    })
+}
+
+fn pool_info(pool: &NodePool) -> PoolInfo {
+    PoolInfo {
+        network: pool.network.clone(),
+        node: pool.node.clone(),
+        prefix: pool.prefix,
+        gateway: pool.gateway,
+        capacity: pool.usable.len(),
+        source: match &pool.source {
+            pool::Source::Pf(name) => Some(format!("pf {name}")),
+            _ => None,
+        },
+    }
+}
+
 fn describe(l: &Lease) -> String {
     let pod = match (&l.pod_namespace, &l.pod_name) {
         (Some(ns), Some(n)) => format!("{ns}/{n} "),
         _ => String::new(),
     };
-    format!("{} → {pod}({} {})", l.address, l.container_id, l.ifname)
+    let v6 = l.address6.map(|a| format!(", {a}")).unwrap_or_default();
+    format!("{}{v6} → {pod}({} {})", l.address, l.container_id, l.ifname)
 }
 
 /// Release one attachment's lease from a store.
@@ -513,10 +573,13 @@ pub fn repair(
         _ => None,
     };
     let restored = leases.len();
+    let old = old.ok();
     let data = Leases {
         last_allocated: leases.last().map(|l| l.address),
+        last_allocated6: leases.iter().rev().find_map(|l| l.address6),
+        pool: old.as_ref().and_then(|d| d.pool.clone()),
+        pool6: old.and_then(|d| d.pool6),
         leases,
-        pool: old.ok().and_then(|d| d.pool),
     };
     locked.write(&data)?;
     Ok(Repaired { kept, restored })
@@ -547,6 +610,64 @@ mod tests {
             pod_uid: None,
             netns: None,
         }
+    }
+
+    #[test]
+    fn a_dual_stack_rail_leases_both_families_in_one_lease() {
+        let t = tempfile::tempdir().unwrap();
+        let conf = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15", "routes": [{"dst": "172.16.0.0/12"}],
+                          "ipv6": {"cidr": "fd00:16::/48", "perNodePrefix": 127, "gatewayIndex": 1, "routes": [{"dst": "fd00::/16"}]},
+                          "nodes": {"gpu-0": 0, "gpu-1": 1}});
+        let i = ipam(t.path(), conf);
+        let a = i.allocate(&holder("c1"), &[]).unwrap();
+        let shown: Vec<String> = a
+            .ips
+            .iter()
+            .map(|ip| format!("{} via {:?}", ip.address, ip.gateway))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "172.16.0.0/31 via Some(172.16.0.1)",
+                "fd00:16::/127 via Some(fd00:16::1)"
+            ]
+        );
+        let routes: Vec<String> = a
+            .routes
+            .iter()
+            .map(|r| format!("{} via {:?}", r.dst, r.gw))
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                "172.16.0.0/12 via Some(172.16.0.1)",
+                "fd00::/16 via Some(fd00:16::1)"
+            ]
+        );
+        assert_eq!(
+            i.check("c1", "net1").unwrap().ips.len(),
+            2,
+            "CHECK sees both"
+        );
+        let data = i.store.read().unwrap();
+        assert_eq!(data.leases.len(), 1, "one lease holds both");
+        assert_eq!(data.leases[0].address6, Some("fd00:16::".parse().unwrap()));
+        assert_eq!(
+            data.pool6.as_ref().map(|p| p.prefix.to_string()).as_deref(),
+            Some("fd00:16::/127")
+        );
+        assert_eq!(
+            i.release("c1", "net1").unwrap(),
+            Released::Released("172.16.0.0".parse().unwrap())
+        );
+        assert!(i.store.read().unwrap().leases.is_empty(), "both released");
+        let e =
+            PoolConfig::parse(&json!({"cidr": "172.16.0.0/15", "ipv6": {"perNodePrefix": 127}}))
+                .unwrap_err();
+        assert!(e.to_string().contains("ipam.ipv6.cidr"), "{e}");
+        let e = PoolConfig::parse(&json!({"cidr": "fd00::/48", "ipv6": {"cidr": "fd01::/48"}}))
+            .unwrap_err();
+        assert!(e.to_string().contains("ipam.ipv6"), "{e}");
     }
 
     #[test]
@@ -716,6 +837,7 @@ mod tests {
             container_id: c.into(),
             ifname: "net1".into(),
             address: ip,
+            address6: None,
             pod_namespace: None,
             pod_name: None,
             pod_uid: None,

@@ -22,6 +22,9 @@ pub struct Lease {
     pub container_id: String,
     pub ifname: String,
     pub address: IpAddr,
+    /// A dual-stack rail's IPv6 address, in the same lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address6: Option<IpAddr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_namespace: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,6 +55,11 @@ pub struct Leases {
     /// `railcni status` reports, and what a changed config is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolInfo>,
+    /// A dual-stack rail's IPv6 side: where its round-robin continues, its pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_allocated6: Option<IpAddr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool6: Option<PoolInfo>,
 }
 
 /// A network's pool on this node, as the store remembers it.
@@ -215,6 +223,7 @@ mod tests {
             container_id: "c1".into(),
             ifname: "net1".into(),
             address: ip.parse().unwrap(),
+            address6: None,
             pod_namespace: Some("ml".into()),
             pod_name: None,
             pod_uid: None,
@@ -232,6 +241,7 @@ mod tests {
             last_allocated: Some("172.16.0.0".parse().unwrap()),
             leases: vec![lease("172.16.0.0")],
             pool: None,
+            ..Leases::default()
         };
         s.lock().unwrap().write(&data).unwrap();
         assert_eq!(s.read().unwrap(), data);
@@ -250,6 +260,7 @@ mod tests {
                 last_allocated: None,
                 leases: vec![lease("172.16.0.0")],
                 pool: None,
+                ..Leases::default()
             })
             .unwrap();
         let text = fs::read_to_string(&s.path)
@@ -319,6 +330,7 @@ mod properties {
                 container_id,
                 ifname,
                 address: IpAddr::V4(ip.into()),
+                address6: None,
                 pod_namespace: None,
                 pod_name,
                 pod_uid: None,
@@ -348,7 +360,7 @@ mod properties {
         ) {
             let t = tempfile::tempdir().unwrap();
             let s = Store::new(t.path(), "rail1", Duration::from_secs(1));
-            let data = Leases { last_allocated: None, leases, pool: None };
+            let data = Leases { last_allocated: None, leases, pool: None, ..Leases::default() };
             s.lock().unwrap().write(&data).unwrap();
             prop_assert_eq!(s.read().unwrap(), data.clone());
             let mut bytes = std::fs::read(&s.path).unwrap();

@@ -96,10 +96,16 @@ fn from_records(state: &NodeState, network: &str) -> (Vec<Lease>, Vec<Restored>)
             .map_or((None, None), |(n, p)| {
                 (Some(n.to_string()), Some(p.to_string()))
             });
+        // A dual-stack rail's record holds both addresses: one lease.
+        let address6 = super::status::addresses_of(r)
+            .into_iter()
+            .find(|a| a.addr().is_ipv6() && address.addr().is_ipv4())
+            .map(|a| a.addr());
         leases.push(Lease {
             container_id: r.container_id.clone(),
             ifname: r.ifname.clone(),
             address: address.addr(),
+            address6,
             pod_namespace: ns,
             pod_name: name,
             pod_uid: None,

@@ -297,8 +297,16 @@ pub fn judged(proof: &Proof, boot: Option<&str>) -> Option<bool> {
 
 /// The first address of the ADD result the record kept.
 pub fn address_of(r: &Record) -> Option<String> {
-    let result = cni::CniResult::from_value(r.result.as_ref()?).ok()?;
-    result.ips.first().map(|ip| ip.address.to_string())
+    addresses_of(r).first().map(ToString::to_string)
+}
+
+/// Every address of the ADD result the record kept.
+pub fn addresses_of(r: &Record) -> Vec<ipnet::IpNet> {
+    r.result
+        .as_ref()
+        .and_then(|v| cni::CniResult::from_value(v).ok())
+        .map(|res| res.ips.iter().map(|ip| ip.address).collect())
+        .unwrap_or_default()
 }
 
 fn print(r: &Report) {

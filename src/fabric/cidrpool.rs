@@ -77,6 +77,8 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
                     node_name: a.node_name?,
                     prefix: a.prefix,
                     gateway: a.gateway,
+                    prefix6: None,
+                    gateway6: None,
                 })
             })
             .collect::<Vec<_>>();

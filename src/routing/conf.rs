@@ -20,6 +20,8 @@ pub struct RoutingConf {
     pub default_route: bool,
     /// The rail's own CIDR for the main table; defaults to the embedded IPAM's `cidr`.
     pub rail_cidr: Option<IpNet>,
+    /// A dual-stack rail's IPv6 CIDR for the main table: the embedded IPAM's `ipv6.cidr`.
+    pub rail_cidr6: Option<IpNet>,
     /// Per-interface overrides, from `net.ipv{4,6}.conf.IFNAME.<key>`.
     pub sysctl: BTreeMap<SysctlKey, String>,
 }
@@ -87,6 +89,7 @@ impl RoutingConf {
             main_routes: raw.main_routes.unwrap_or(true),
             default_route: raw.default_route.unwrap_or(false),
             rail_cidr: raw.rail_cidr.or(ipam_cidr).map(|c| c.trunc()),
+            rail_cidr6: None,
             sysctl,
         })
     }

@@ -157,7 +157,8 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
             routes.push(spec);
         }
     }
-    if let (true, Some(cidr)) = (conf.main_routes, conf.rail_cidr.filter(|c| !on_link(c))) {
+    let rail_cidrs = [conf.rail_cidr, conf.rail_cidr6].into_iter().flatten();
+    for cidr in rail_cidrs.filter(|c| conf.main_routes && !on_link(c)) {
         if let Some(gw) = gateway_for(&cidr) {
             routes.push(RouteSpec {
                 dst: cidr,
