@@ -41,6 +41,8 @@ pub struct Network {
 #[serde(rename_all = "camelCase")]
 pub struct LeaseRow {
     pub address: String,
+    /// A dual-stack rail's IPv6 address, in the same lease.
+    pub address6: Option<String>,
     pub pod: Option<String>,
     pub pod_uid: Option<String>,
     pub container_id: String,
@@ -158,6 +160,7 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
         .iter()
         .map(|l| LeaseRow {
             address: l.address.to_string(),
+            address6: l.address6.map(|a| a.to_string()),
             pod: pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
             pod_uid: l.pod_uid.clone(),
             container_id: l.container_id.clone(),

@@ -99,6 +99,7 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
             resource_name: None,
             mtu: None,
             static_allocations,
+            cidr6: None,
             shared_subnet: None,
             planes: None,
             checks: None,

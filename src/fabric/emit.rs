@@ -2,6 +2,7 @@
 //! gateway reach it through the node file the installer writes from the
 //! ConfigMap, so a NAD's size does not grow with the cluster.
 
+use ipnet::IpNet;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -50,6 +51,9 @@ impl Resolved {
         }
         if let Some(shared) = &rail.shared_subnet {
             ipam["sharedSubnet"] = json!(shared);
+        }
+        if let Some(ipv6) = rail.ipv6_json() {
+            ipam["ipv6"] = ipv6;
         }
         let mut conf = json!({
             "cniVersion": "1.1.0",
@@ -100,18 +104,19 @@ impl Resolved {
         if !self.nodes.iter().any(|n| n == node) {
             return Err(PlanError(format!("node {node:?} is not in the plan")));
         }
-        let networks: serde_json::Map<String, Value> = self
-            .allocations
-            .iter()
-            .filter(|a| a.node == node)
-            .map(|a| {
-                let mut v = json!({"prefix": a.prefix});
-                if let Some(gw) = a.gateway {
-                    v["gateway"] = json!(gw);
-                }
-                (a.rail.clone(), v)
-            })
-            .collect();
+        let mut networks = serde_json::Map::new();
+        for a in self.allocations.iter().filter(|a| a.node == node) {
+            // A dual-stack rail's IPv6 prefix sits beside its IPv4 one.
+            let (prefix, gateway) = match a.prefix {
+                IpNet::V6(_) => ("prefix6", "gateway6"),
+                IpNet::V4(_) => ("prefix", "gateway"),
+            };
+            let entry = networks.entry(a.rail.clone()).or_insert_with(|| json!({}));
+            entry[prefix] = json!(a.prefix);
+            if let Some(gw) = a.gateway {
+                entry[gateway] = json!(gw);
+            }
+        }
         Ok(json!({"nodeName": node, "networks": networks}))
     }
 
@@ -288,6 +293,30 @@ mod tests {
             panic!("3 planes")
         };
         assert!(e.0.contains("planes 3"), "{}", e.0);
+    }
+
+    #[test]
+    fn a_dual_stack_rail_plans_both_families() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, cidr6: \"fd00:16::/48\"}\nnodes: [gpu-0, gpu-1]\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let conf = r.cni_config(&r.plan.rails[0]);
+        assert_eq!(conf["ipam"]["ipv6"]["cidr"], "fd00:16::/48");
+        assert_eq!(conf["ipam"]["ipv6"]["perNodePrefix"], 127);
+        let node = r.node_file("gpu-1").unwrap();
+        assert_eq!(
+            node["networks"]["rail1"],
+            serde_json::json!({"prefix": "172.16.0.2/31", "gateway": "172.16.0.3",
+                               "prefix6": "fd00:16::2/127", "gateway6": "fd00:16::3"})
+        );
+        let csv = r.csv();
+        assert!(
+            csv.contains("gpu-1,rail1,fd00:16::2,fd00:16::3,fd00:16::2/127\n"),
+            "{csv}"
+        );
+        assert!(
+            csv.contains("gpu-1,rail1,172.16.0.2,172.16.0.3,172.16.0.2/31\n"),
+            "{csv}"
+        );
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct Rail {
     /// Explicit allocations (node → prefix, gateway), e.g. from a CIDRPool.
     #[serde(default)]
     pub static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
+    /// A dual-stack rail's IPv6 CIDR: each node gets a /127 of it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr6: Option<IpNet>,
     /// One subnet (`cidr`) shared by every node, with this gateway: each
     /// node still leases from its own `perNodePrefix` slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,14 +197,24 @@ impl Plan {
             let pool = PoolConfig::parse(&rail.pool_json(&indices))
                 .map_err(|e| PlanError(format!("rail {}: {e}", rail.name)))?;
             for node in &nodes {
-                match NodePool::resolve(&rail.name, node, &pool, &NodeFile::default()) {
-                    Ok(p) => allocations.push(Allocation {
+                let v4 = NodePool::resolve(&rail.name, node, &pool, &NodeFile::default());
+                let v6 = pool
+                    .ipv6
+                    .as_deref()
+                    .map(|p6| NodePool::resolve(&rail.name, node, p6, &NodeFile::default()));
+                let both = v4.and_then(|p| {
+                    Ok(std::iter::once(p)
+                        .chain(v6.transpose()?)
+                        .collect::<Vec<_>>())
+                });
+                match both {
+                    Ok(pools) => allocations.extend(pools.into_iter().map(|p| Allocation {
                         node: node.clone(),
                         rail: rail.name.clone(),
                         prefix: p.prefix,
                         gateway: p.gateway,
                         host: p.usable.first().copied(),
-                    }),
+                    })),
                     // Imported pools need not cover every node on every rail.
                     Err(_) if !rail.static_allocations.is_empty() => {}
                     Err(e) => {
@@ -263,6 +276,9 @@ impl Rail {
         if let Some(shared) = &self.shared_subnet {
             pool["sharedSubnet"] = json!(shared);
         }
+        if let Some(ipv6) = self.ipv6_json() {
+            pool["ipv6"] = ipv6;
+        }
         if self.static_allocations.is_empty() {
             pool["nodes"] = json!(indices
                 .iter()
@@ -319,6 +335,9 @@ impl Rail {
             .map(|(k, cidr)| Rail {
                 name: format!("{}-p{k}", self.name),
                 cidr,
+                cidr6: self
+                    .cidr6
+                    .and_then(|c6| c6.subnets(c6.prefix_len() + bits).ok()?.nth(k)),
                 // A plane's own part is what its gateway reaches by default.
                 routes: if self.routes.is_empty() {
                     vec![cidr]
@@ -330,6 +349,14 @@ impl Rail {
                 ..self.clone()
             })
             .collect())
+    }
+
+    /// The IPAM's `ipv6` object of a dual-stack rail: /127s of `cidr6`.
+    pub fn ipv6_json(&self) -> Option<serde_json::Value> {
+        let cidr6 = self.cidr6?;
+        Some(
+            json!({"cidr": cidr6, "perNodePrefix": 127, "gatewayIndex": 1, "routes": [{"dst": cidr6}]}),
+        )
     }
 
     pub fn route_dsts(&self) -> Vec<IpNet> {
