@@ -170,21 +170,7 @@ async fn probe_rail(
         .await
         .map_err(|e| e.details())?
         .ok_or_else(|| format!("{} is not in the pod", r.ifname))?;
-    let result = r
-        .result
-        .as_ref()
-        .map(CniResult::from_value)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    let ip = result.as_ref().and_then(|res| {
-        res.ips
-            .iter()
-            .find_map(|ip| match (ip.address.addr(), ip.gateway) {
-                (IpAddr::V4(a), gw) => Some((a, gw)),
-                _ => None,
-            })
-    });
-    let recorded_mtu = Expected::from_record(r).ok().and_then(|e| e.mtu);
+    let ip = ipv4_of(r)?;
     let mut rail = Rail {
         network: r.network.clone(),
         ifname: r.ifname.clone(),
@@ -193,7 +179,7 @@ async fn probe_rail(
         up: link.up,
         carrier: link.carrier,
         mtu: link.mtu,
-        recorded_mtu,
+        recorded_mtu: Expected::from_record(r).ok().and_then(|e| e.mtu),
         targets: Vec::new(),
     };
     let mut problems = link_problems(&rail);
@@ -208,9 +194,8 @@ async fn probe_rail(
     let pinger = Pinger::open(&ns, ours).map_err(|e| e.details())?;
     let who = format!("{} {}", r.network, r.ifname);
     if let Some(IpAddr::V4(gw)) = gateway {
-        let neighbour = resolve(&ns, &link, ours, gw);
         let mut target = ping(&pinger, "gateway", gw, full);
-        target.neighbour = neighbour.map(|m| m.to_string());
+        target.neighbour = resolve(&ns, &link, ours, gw).map(|m| m.to_string());
         problems.extend(words(&who, &target, full));
         rail.targets.push(target);
     }
@@ -220,6 +205,22 @@ async fn probe_rail(
         rail.targets.push(target);
     }
     Ok((rail, problems))
+}
+
+/// The rail's IPv4 address and its gateway, from the result ADD recorded.
+fn ipv4_of(r: &Record) -> Result<Option<(Ipv4Addr, Option<IpAddr>)>, String> {
+    let result = r
+        .result
+        .as_ref()
+        .map(CniResult::from_value)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Ok(result.and_then(|res| {
+        res.ips.iter().find_map(|ip| match ip.address.addr() {
+            IpAddr::V4(a) => Some((a, ip.gateway)),
+            IpAddr::V6(_) => None,
+        })
+    }))
 }
 
 fn resolve(ns: &NetNs, link: &Link, ours: Ipv4Addr, gw: Ipv4Addr) -> Option<Mac> {
