@@ -67,15 +67,92 @@ struct RawConf {
     runtime_config: RawRuntimeConfig,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The capabilities a runtime injects. Keys are matched without regard to
+/// case: Multus writes `deviceID`, containerd and CRI-O pass Go field names
+/// through (`DeviceID`, `HostPort`).
+#[derive(Debug, Default)]
 struct RawRuntimeConfig {
-    #[serde(rename = "deviceID")]
     device_id: Option<String>,
     mac: Option<String>,
-    #[serde(rename = "CNIDeviceInfoFile")]
     device_info_file: Option<String>,
-    #[serde(rename = "infinibandGUID")]
     infiniband_guid: Option<String>,
+    /// `io.kubernetes.cri.pod-annotations`: containerd's whole annotation map.
+    pod_annotations: Option<serde_json::Map<String, Value>>,
+}
+
+/// The annotation through which a pod names its VF when nothing else does.
+pub const DEVICE_ANNOTATION: &str = "railcni.io/device-id";
+const POD_ANNOTATIONS: &str = "io.kubernetes.cri.pod-annotations";
+
+impl<'de> Deserialize<'de> for RawRuntimeConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let map = serde_json::Map::<String, Value>::deserialize(d)?;
+        let find = |name: &str| {
+            map.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v)
+        };
+        let text = |name: &str| match find(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(D::Error::custom(format!(
+                "runtimeConfig.{name}: {other} must be a string"
+            ))),
+        };
+        let pod_annotations = match find(POD_ANNOTATIONS) {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(m.clone()),
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "runtimeConfig.{POD_ANNOTATIONS}: {other} must be a map"
+                )))
+            }
+        };
+        Ok(RawRuntimeConfig {
+            device_id: text("deviceID")?,
+            mac: text("mac")?,
+            device_info_file: text("CNIDeviceInfoFile")?,
+            infiniband_guid: text("infinibandGUID")?,
+            pod_annotations,
+        })
+    }
+}
+
+/// runtimeConfig.deviceID > deviceID > pciBusID > the pod's annotation.
+fn pick_device(conf: &RawConf) -> Result<Option<String>> {
+    let given = [
+        &conf.runtime_config.device_id,
+        &conf.device_id,
+        &conf.pci_bus_id,
+    ]
+    .into_iter()
+    .flatten()
+    .find(|d| !d.is_empty());
+    match given {
+        Some(d) => Ok(Some(d.clone())),
+        None => annotated_device(&conf.runtime_config),
+    }
+}
+
+/// The VF a pod names in its annotations (containerd passes them all): a
+/// PCI address, or error 7 naming the annotation.
+fn annotated_device(rc: &RawRuntimeConfig) -> Result<Option<String>> {
+    let Some(value) = rc
+        .pod_annotations
+        .as_ref()
+        .and_then(|m| m.get(DEVICE_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    let field = format!("runtimeConfig.{POD_ANNOTATIONS}[\"{DEVICE_ANNOTATION}\"]");
+    match value.as_str().map(crate::vf::normalize_pci) {
+        Some(Ok(pci)) => Ok(Some(pci)),
+        _ => Err(Error::config(
+            &field,
+            format!("{value} is not a PCI address like 0000:3b:02.1"),
+        )),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -139,6 +216,7 @@ impl NetConf {
         let mut vf = vf_settings(&conf, mac)?;
         vf.ib_guid = pick_guid(&conf, env)?;
         let ipam = ipam_conf(conf.ipam.as_ref())?;
+        let device_id = pick_device(&conf)?;
         let mut routing =
             RoutingConf::parse(conf.routing.as_ref(), embedded_cidr(ipam.as_ref(), &raw)?)?;
         if ipam.as_ref().is_some_and(IpamConf::is_embedded) {
@@ -166,12 +244,7 @@ impl NetConf {
                 .filter(|f| !f.is_empty())
                 .map(PathBuf::from),
             name,
-            device_id: conf
-                .runtime_config
-                .device_id
-                .or(conf.device_id)
-                .or(conf.pci_bus_id)
-                .filter(|d| !d.is_empty()),
+            device_id,
             mac,
             ipam,
             prev_result: conf.prev_result,
@@ -464,6 +537,41 @@ mod tests {
 
     fn parse(json: &str) -> Result<NetConf> {
         parse_with(json, &env_with_args(""))
+    }
+
+    #[test]
+    fn runtime_capabilities_in_any_case_and_a_pods_device_annotation() {
+        // containerd/CRI-O pass Go field names through.
+        let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","runtimeConfig":{"DeviceID":"0000:3b:02.4","Mac":"02:00:00:00:00:09","portMappings":[{"HostPort":8080,"ContainerPort":80}]}}"#).unwrap();
+        assert_eq!(c.device_id.as_deref(), Some("0000:3b:02.4"));
+        assert_eq!(
+            c.mac.map(|m| m.to_string()).as_deref(),
+            Some("02:00:00:00:00:09")
+        );
+        // No deviceID anywhere: the pod's annotation names the VF.
+        let annotated = |v: &str| {
+            format!(
+                r#"{{"cniVersion":"1.0.0","name":"r","type":"railcni","runtimeConfig":{{"io.kubernetes.cri.pod-annotations":{{"railcni.io/device-id":{v},"other":"x"}}}}}}"#
+            )
+        };
+        assert_eq!(
+            parse(&annotated(r#""0000:3b:02.1""#))
+                .unwrap()
+                .device_id
+                .as_deref(),
+            Some("0000:3b:02.1")
+        );
+        for bad in [r#""eth0""#, "7"] {
+            let e = parse(&annotated(bad)).unwrap_err();
+            assert_eq!(e.code(), 7);
+            assert!(e.details().contains("railcni.io/device-id"), "{e}");
+        }
+        // An explicit deviceID wins over the annotation.
+        let both = r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","deviceID":"0000:3b:02.2","runtimeConfig":{"io.kubernetes.cri.pod-annotations":{"railcni.io/device-id":"0000:3b:02.1"}}}"#;
+        assert_eq!(
+            parse(both).unwrap().device_id.as_deref(),
+            Some("0000:3b:02.2")
+        );
     }
 
     #[test]
