@@ -229,18 +229,28 @@ impl Node {
     /// The node's environment, and nothing else: where railcni reads and
     /// writes on this fake node.
     fn node_env<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
-        cmd.env_clear()
-            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .env("RAILCNI_SYSFS_ROOT", self.sysfs())
-            .env("RAILCNI_STATE_DIR", self.state_dir())
-            .env("RAILCNI_FAKE_HARDWARE", self.hardware_file())
-            .env("RAILCNI_BOOT_ID", self.dir.path().join("boot_id"))
-            .env("RAILCNI_NODE_NAME", "gpu-0")
-            .env(
+        cmd.env_clear().envs(self.env_vars())
+    }
+
+    /// The variables that point railcni at this node (and PATH).
+    pub fn env_vars(&self) -> Vec<(String, String)> {
+        let path = |p: PathBuf| p.display().to_string();
+        [
+            ("PATH", "/usr/sbin:/usr/bin:/sbin:/bin".to_string()),
+            ("RAILCNI_SYSFS_ROOT", path(self.sysfs())),
+            ("RAILCNI_STATE_DIR", path(self.state_dir())),
+            ("RAILCNI_FAKE_HARDWARE", path(self.hardware_file())),
+            ("RAILCNI_BOOT_ID", path(self.dir.path().join("boot_id"))),
+            ("RAILCNI_NODE_NAME", "gpu-0".to_string()),
+            (
                 "RAILCNI_NODE_CONFIG",
-                self.dir.path().join("no-node-file.json"),
-            )
-            .env("RAILCNI_LOG_DIR", self.dir.path().join("logs"))
+                path(self.dir.path().join("no-node-file.json")),
+            ),
+            ("RAILCNI_LOG_DIR", path(self.dir.path().join("logs"))),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
     }
 
     /// Run railcni in the node's host namespace with a CNI request.
