@@ -5,7 +5,8 @@
 # reference plugins (host-local, host-device) railcni is compared with,
 # podman (the installer image test), containerd's go-cni (a second client)
 # a C compiler with static libc (the benchmark's no-op plugin), and
-# Prometheus with promtool and curl (the metrics tests).
+# Prometheus with promtool and curl (the metrics tests), and containerd,
+# runc and protoc (the CRI tests and their client's build).
 set -euo pipefail
 
 need=()
@@ -21,6 +22,9 @@ command -v podman >/dev/null || need+=(podman)
 command -v cc >/dev/null || need+=(gcc)
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
 command -v curl >/dev/null || need+=(curl)
+command -v containerd >/dev/null && command -v ctr >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+command -v protoc >/dev/null || need+=(protobuf-compiler)
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 
 if ((${#need[@]})); then

@@ -40,8 +40,24 @@ impl Containerd {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
         let ipam = Path::new(PLUGIN).with_file_name("railcni-ipam");
+        // railcni behind a one-line tracer: every call's verb, netns and
+        // ifname, as containerd makes it.
+        std::fs::copy(PLUGIN, dir.join("railcni.real")).unwrap();
+        std::fs::write(
+            dir.join("bin/railcni"),
+            format!(
+                "#!/bin/sh\necho \"$CNI_COMMAND netns=$CNI_NETNS ifname=$CNI_IFNAME\" >> {}\nexec {} \"$@\"\n",
+                dir.join("calls").display(),
+                dir.join("railcni.real").display()
+            ),
+        )
+        .unwrap();
+        let chmod = Command::new("chmod")
+            .arg("+x")
+            .arg(dir.join("bin/railcni"))
+            .status();
+        assert!(chmod.is_ok_and(|s| s.success()));
         for (from, name) in [
-            (PathBuf::from(PLUGIN), "railcni"),
             (ipam, "railcni-ipam"),
             (Path::new(REFERENCE_PLUGINS).join("loopback"), "loopback"),
         ] {
@@ -121,6 +137,15 @@ impl Containerd {
             let _ = child.wait();
         }
         self.client = None;
+    }
+
+    /// The CNI calls containerd made: "VERB netns=… ifname=…" per line.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     pub fn log(&self) -> String {
