@@ -60,6 +60,12 @@ impl Containerd {
         for (from, name) in [
             (ipam, "railcni-ipam"),
             (Path::new(REFERENCE_PLUGINS).join("loopback"), "loopback"),
+            // For comparison runs: Debian's bridge with host-local.
+            (Path::new(REFERENCE_PLUGINS).join("bridge"), "bridge"),
+            (
+                Path::new(REFERENCE_PLUGINS).join("host-local"),
+                "host-local",
+            ),
         ] {
             std::fs::copy(&from, dir.join("bin").join(name))
                 .unwrap_or_else(|e| panic!("{}: {e}", from.display()));

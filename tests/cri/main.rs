@@ -230,3 +230,49 @@ fn a_1_1_0_conflist_is_refused_by_containerd_1_6_and_rolled_back() {
     assert!(ctr.list().is_empty());
     nothing_left(&node, &vf);
 }
+
+/// What `scripts/demo-containerd.sh` shows: a pod sandbox through
+/// containerd's CRI on a fake VF, `railcni status` and `inspect` while it
+/// runs, jumbo don't-fragment pings to the leaf's gateway, then stop and
+/// remove with nothing left.
+#[test]
+fn demo_a_pod_through_containerds_cri() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    sh(&format!(
+        "ip -n {} addr add 172.16.0.1/31 dev r1v0",
+        node.fabric()
+    ));
+    let ctr = Containerd::start(&node, &conflist(&vf, "1.0.0"));
+    let started = std::time::Instant::now();
+    let id = ctr.run("trainer-0").unwrap();
+    println!("demo: RunPodSandbox {id} took {:?}", started.elapsed());
+    let (state, ip, netns) = ctr.status(&id);
+    println!("demo: PodSandboxStatus: state {state} (0 = READY), ip {ip}, netns {netns}");
+    let (code, status, _) = node.operator(&["status"]);
+    println!("demo: railcni status (exit {code}):\n{status}");
+    assert_eq!(code, 0);
+    assert!(status.contains("172.16.0.0/31"), "{status}");
+    let (code, inspect, _) = node.operator(&["inspect", &netns]);
+    println!("demo: railcni inspect {netns} (exit {code}):\n{inspect}");
+    assert_eq!(code, 0);
+    let ping = sh(&format!(
+        "ip netns exec {} ping -c 3 -i 0.2 -M do -s 8972 172.16.0.1",
+        Node::ns_of(&netns)
+    ));
+    println!(
+        "demo: ping -M do -s 8972 172.16.0.1 from the pod:\n{}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+    assert!(ping.status.success());
+    let started = std::time::Instant::now();
+    ctr.stop(&id).unwrap();
+    println!("demo: StopPodSandbox took {:?}", started.elapsed());
+    ctr.remove(&id).unwrap();
+    nothing_left(&node, &vf);
+    println!(
+        "demo: CNI calls containerd made:\n{}",
+        ctr.calls().join("\n")
+    );
+    println!("demo: {} is home, no record, no lease", vf.ifname);
+}
