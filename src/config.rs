@@ -202,8 +202,8 @@ impl NetConf {
     /// `raw` is the config object; the skeleton has already checked its
     /// `cniVersion`.
     pub fn parse(raw: Value, env: &Env) -> Result<Self> {
-        let conf: RawConf =
-            serde_json::from_value(raw.clone()).map_err(|e| wrong_type(&raw, &e))?;
+        // Straight from the parsed value: a NAD may carry 16k allocations.
+        let conf = RawConf::deserialize(&raw).map_err(|e| wrong_type(&raw, &e))?;
         let name = conf
             .name
             .clone()
