@@ -196,6 +196,9 @@ pub struct NetConf {
     pub device_info_file: Option<PathBuf>,
     /// The config as received, handed unchanged to an external IPAM plugin.
     pub raw: Value,
+    /// The embedded IPAM's `staticAllocations`, unparsed (see
+    /// `cni::skeleton::split_config`).
+    pub static_allocations: Option<String>,
 }
 
 impl NetConf {
@@ -249,7 +252,22 @@ impl NetConf {
             ipam,
             prev_result: conf.prev_result,
             raw,
+            static_allocations: None,
         })
+    }
+
+    /// The `ipam.staticAllocations` the skeleton left unparsed: the embedded
+    /// IPAM reads them as they are; an external plugin gets them back in
+    /// its config, as it was sent.
+    pub fn with_static_allocations(mut self, statics: Option<String>) -> Self {
+        let Some(statics) = statics else { return self };
+        if self.ipam.as_ref().is_some_and(IpamConf::is_embedded) {
+            self.static_allocations = Some(statics);
+        } else if let Some(ipam) = self.raw.get_mut("ipam").and_then(Value::as_object_mut) {
+            let parsed = serde_json::from_str(&statics).unwrap_or(Value::Null);
+            ipam.insert("staticAllocations".into(), parsed);
+        }
+        self
     }
 
     /// The PCI address, required by every command that touches a VF.

@@ -80,8 +80,14 @@ impl<'a> Ipam<'a> {
         }
         let ipam_conf = self.conf.raw.get("ipam").unwrap_or(&Value::Null);
         let device = self.conf.device_id.as_deref();
-        let loaded =
-            railcni_ipam::Ipam::load_for(&self.conf.name, ipam_conf, self.settings, device)?;
+        let statics = self.conf.static_allocations.as_deref();
+        let loaded = railcni_ipam::Ipam::load_split(
+            &self.conf.name,
+            ipam_conf,
+            statics,
+            self.settings,
+            device,
+        )?;
         Ok(self.loaded.get_or_init(|| loaded))
     }
 

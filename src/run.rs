@@ -51,9 +51,10 @@ fn run(request: Request) -> Result<Option<Value>> {
         env,
         settings,
         config,
+        static_allocations,
         version,
     } = request;
-    let conf = NetConf::parse(config, &env)?;
+    let conf = NetConf::parse(config, &env)?.with_static_allocations(static_allocations);
     let ctx = Ctx::new(env, conf, Node::new(settings)?);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

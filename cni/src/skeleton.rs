@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::env::{Command, Env};
@@ -53,8 +54,12 @@ pub struct Request {
     pub verb: Verb,
     pub env: Env,
     pub settings: Settings,
-    /// The network config: a JSON object.
+    /// The network config: a JSON object (a railcni-ipam pool's
+    /// `ipam.staticAllocations` taken out, see `split_config`).
     pub config: Value,
+    /// `ipam.staticAllocations`, as text and not yet parsed: a migrated
+    /// pool carries 16k of them, and the node needs one.
+    pub static_allocations: Option<String>,
     /// Its `cniVersion`, already checked against the command.
     pub version: Version,
 }
@@ -119,7 +124,7 @@ fn prepare(program: &'static str, stdin: &[u8], settings: Settings) -> Result<Pr
             json!({"cniVersion": asked.to_string(), "supportedVersions": SUPPORTED}),
         ));
     };
-    let config = parse_config(stdin)?;
+    let (config, static_allocations) = split_config(stdin)?;
     start_logging(program, &env, &config, &settings)?;
     let version = config_version(&config)?;
     version.gate(env.command)?;
@@ -128,6 +133,7 @@ fn prepare(program: &'static str, stdin: &[u8], settings: Settings) -> Result<Pr
         env,
         settings,
         config,
+        static_allocations,
         version,
     })))
 }
@@ -171,6 +177,189 @@ fn start_logging(
     conf.and(level).map(drop)
 }
 
+/// stdin as a JSON object, with `ipam.staticAllocations` cut out as text:
+/// a tree of 16k allocations costs more to build (and free) than all the
+/// rest of an ADD, and even checking its syntax costs more than the ADD.
+/// The IPAM parses the text whole the first time it sees a config (which
+/// also checks it) and only this node's entry after that. Everything else
+/// is parsed as `parse_config` would.
+pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<String>)> {
+    if let Some(split) = cut_statics(stdin) {
+        return Ok(split);
+    }
+    match serde_json::from_slice::<Split>(stdin) {
+        Ok(Split(config, statics)) => Ok((config, statics.map(|r| r.get().to_string()))),
+        // Not an object of JSON values: say why as the full parse does.
+        Err(_) => parse_config(stdin).map(|v| (v, None)),
+    }
+}
+
+/// Stands in for the cut-out list until it is confirmed to be
+/// `ipam.staticAllocations` of the parsed config.
+const PLACEHOLDER: &str = "\"railcni:cut:staticAllocations\"";
+
+/// The one `"staticAllocations": [...]` in stdin, cut out, when the rest
+/// parses and the cut sat at `ipam.staticAllocations`; else `None`.
+fn cut_statics(stdin: &[u8]) -> Option<(Value, Option<String>)> {
+    let key = b"\"staticAllocations\"";
+    let at = memchr::memmem::find(stdin, key)?;
+    if memchr::memmem::find(&stdin[at + key.len()..], key).is_some() {
+        return None;
+    }
+    let mut i = at + key.len();
+    let skip_ws = |mut i: usize| {
+        while stdin.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    i = skip_ws(i);
+    if stdin.get(i) != Some(&b':') {
+        return None;
+    }
+    i = skip_ws(i + 1);
+    if stdin.get(i) != Some(&b'[') {
+        return None;
+    }
+    let end = end_of_array(stdin, i)?;
+    let text = std::str::from_utf8(&stdin[i..end]).ok()?.to_string();
+    let mut reduced = Vec::with_capacity(stdin.len() - (end - i) + PLACEHOLDER.len());
+    reduced.extend_from_slice(&stdin[..i]);
+    reduced.extend_from_slice(PLACEHOLDER.as_bytes());
+    reduced.extend_from_slice(&stdin[end..]);
+    let mut config = parse_config(&reduced).ok()?;
+    let ipam = config.get_mut("ipam")?.as_object_mut()?;
+    let placeholder = &PLACEHOLDER[1..PLACEHOLDER.len() - 1];
+    if ipam.get("staticAllocations").and_then(Value::as_str) != Some(placeholder) {
+        return None;
+    }
+    ipam.remove("staticAllocations");
+    Some((config, Some(text)))
+}
+
+/// The index just past the array that opens at `start`: brackets counted,
+/// strings (and their escapes) stepped over. Syntax is not checked here.
+fn end_of_array(b: &[u8], start: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, &c) in b.iter().enumerate().skip(start) {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One pass over stdin: every member parsed, but `ipam.staticAllocations`
+/// only scanned (kept raw).
+struct Split(Value, Option<Box<RawValue>>);
+
+impl<'de> serde::Deserialize<'de> for Split {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Top;
+        impl<'de> serde::de::Visitor<'de> for Top {
+            type Value = Split;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a network config object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Split, A::Error> {
+                let mut config = serde_json::Map::new();
+                let mut statics = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "ipam" {
+                        let IpamSplit(ipam, raw) = map.next_value()?;
+                        statics = raw;
+                        config.insert(key, ipam);
+                    } else {
+                        config.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(Split(Value::Object(config), statics))
+            }
+        }
+        d.deserialize_map(Top)
+    }
+}
+
+/// The `ipam` member: an object's `staticAllocations` kept raw; a member
+/// of another type is kept as it is, for the config check to name.
+struct IpamSplit(Value, Option<Box<RawValue>>);
+
+impl<'de> serde::Deserialize<'de> for IpamSplit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Ipam;
+        impl<'de> serde::de::Visitor<'de> for Ipam {
+            type Value = IpamSplit;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the ipam member")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<IpamSplit, A::Error> {
+                let mut members = serde_json::Map::new();
+                let mut statics = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "staticAllocations" {
+                        statics = Some(map.next_value::<Box<RawValue>>()?);
+                    } else {
+                        members.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(IpamSplit(Value::Object(members), statics))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<IpamSplit, A::Error> {
+                let mut items = Vec::new();
+                while let Some(v) = seq.next_element::<Value>()? {
+                    items.push(v);
+                }
+                Ok(IpamSplit(Value::Array(items), None))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<IpamSplit, E> {
+                Ok(IpamSplit(Value::String(v.into()), None))
+            }
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<IpamSplit, E> {
+                Ok(IpamSplit(Value::Bool(v), None))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<IpamSplit, E> {
+                Ok(IpamSplit(json!(v), None))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<IpamSplit, E> {
+                Ok(IpamSplit(json!(v), None))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<IpamSplit, E> {
+                Ok(IpamSplit(json!(v), None))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<IpamSplit, E> {
+                Ok(IpamSplit(Value::Null, None))
+            }
+        }
+        d.deserialize_any(Ipam)
+    }
+}
+
 /// stdin as a JSON object (code 6 otherwise).
 pub fn parse_config(stdin: &[u8]) -> Result<Value> {
     let config: Value = serde_json::from_slice(stdin)
@@ -211,6 +400,31 @@ mod tests {
     #[test]
     fn config_must_be_an_object_with_a_supported_version() {
         assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
+        assert_eq!(split_config(b"[1]").map_err(|e| e.code()), Err(6));
+        let (v, statics) = split_config(
+            br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({"name": "r", "ipam": {"type": "railcni-ipam", "cidr": "10.0.0.0/8"}})
+        );
+        assert_eq!(statics.as_deref(), Some(r#"[{"nodeName":"a"}]"#));
+        // A list that is not at ipam.staticAllocations stays where it is.
+        let (v, statics) =
+            split_config(br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#).unwrap();
+        assert_eq!(
+            (v["args"]["staticAllocations"][1].as_str(), statics),
+            (Some("]"), None)
+        );
+        let (_, statics) =
+            split_config(br#"{"ipam":{"staticAllocations":[{"nodeName":"a\"]"},[]],"cidr":"x"}}"#)
+                .unwrap();
+        assert_eq!(
+            statics.as_deref(),
+            Some(r#"[{"nodeName":"a\"]"},[]]"#),
+            "strings and escapes stepped over"
+        );
         assert_eq!(parse_config(b"{torn").map_err(|e| e.code()), Err(6));
         assert_eq!(config_version(&json!({})).map_err(|e| e.code()), Err(7));
         assert_eq!(

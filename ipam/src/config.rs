@@ -143,6 +143,84 @@ fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
     IpamError::config(&format!("ipam.{field}"), msg)
 }
 
+/// Names a config this node has validated: FNV-1a's mix over 8-byte
+/// words (a pool of 16k allocations is 800 KB). Not a defence against a
+/// crafted collision: a hit still checks this node's own entry, so the most
+/// a collision could skip is the pool-wide overlap check.
+fn digest(parts: &[&[u8]]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for part in parts {
+        let mut words = part.chunks_exact(8);
+        for w in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0x0100_0000_01b3);
+        }
+        for b in words.remainder() {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        h = (h ^ part.len() as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// This node's entry of an unparsed `staticAllocations` list of a config
+/// already validated whole, without building the others: the node's quoted
+/// name is searched for and the flat object around it parsed. (Should the
+/// text defeat that, every element is looked at instead.)
+fn own_allocation(text: &str, node: &str) -> Result<Vec<StaticAllocation>, IpamError> {
+    let quoted = serde_json::to_string(node).unwrap_or_default();
+    let mut own = Vec::new();
+    let mut from = 0;
+    let finder = memchr::memmem::Finder::new(quoted.as_bytes());
+    while let Some(at) = finder.find(&text.as_bytes()[from..]).map(|i| i + from) {
+        from = at + quoted.len();
+        let (Some(start), Some(end)) =
+            (text[..at].rfind('{'), text[at..].find('}').map(|i| i + at))
+        else {
+            return all_for(text, node);
+        };
+        match serde_json::from_str::<StaticAllocation>(&text[start..=end]) {
+            Ok(a) if a.node_name == node => own.push(a),
+            Ok(_) => {}
+            Err(_) => return all_for(text, node),
+        }
+    }
+    Ok(own)
+}
+
+/// Every element of the list looked at (the slow, always-right way).
+fn all_for(text: &str, node: &str) -> Result<Vec<StaticAllocation>, IpamError> {
+    let all: Vec<StaticAllocation> =
+        serde_json::from_str(text).map_err(|e| config_err("staticAllocations", e))?;
+    Ok(all.into_iter().filter(|a| a.node_name == node).collect())
+}
+
+/// Mark a validated config, keeping the latest few marks per network (a
+/// node may see several configs of one network while a NAD is updated);
+/// best effort: a missing mark only means validating again.
+fn remember_validated(cache: &std::path::Path, network: &str, marker: &std::path::Path) {
+    const KEEP: usize = 8;
+    if cni::files::private_dir(cache).is_err() {
+        return;
+    }
+    let prefix = format!("{}.", cni::files::file_safe(network));
+    let mut marks: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(cache)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .collect()
+        })
+        .unwrap_or_default();
+    marks.sort();
+    let excess = (marks.len() + 1).saturating_sub(KEEP);
+    for (_, old) in marks.into_iter().take(excess) {
+        let _ = std::fs::remove_file(old);
+    }
+    let _ = std::fs::write(marker, b"");
+}
+
 /// `sharedSubnet` checked: a gateway inside `cidr`, neither its network
 /// nor its broadcast address.
 fn shared_gateway(
@@ -183,8 +261,55 @@ const MAX_HOST_BITS: u8 = 8;
 
 impl PoolConfig {
     pub fn parse(v: &Value) -> Result<Self, IpamError> {
+        PoolConfig::parse_with(v, None, true)
+    }
+
+    /// `v` without its `staticAllocations`, which come unparsed in `raw`
+    /// (a migrated pool may carry 16k of them). A config this node already
+    /// validated (its digest marked under `cache`) is not validated again,
+    /// and only this node's allocation is kept; any other is validated
+    /// whole, then marked.
+    pub fn parse_split(
+        v: &Value,
+        raw: &str,
+        node: &str,
+        cache: &std::path::Path,
+        network: &str,
+    ) -> Result<Self, IpamError> {
+        let marker = cache.join(format!(
+            "{}.{:016x}",
+            cni::files::file_safe(network),
+            digest(&[v.to_string().as_bytes(), raw.as_bytes()])
+        ));
+        if marker.exists() {
+            let pool = PoolConfig::parse_with(v, Some(own_allocation(raw, node)?), false)?;
+            for (i, a) in pool.static_allocations.iter().enumerate() {
+                check_allocation(
+                    &format!("staticAllocations[{i}]"),
+                    a.prefix,
+                    a.gateway,
+                    &pool,
+                )?;
+            }
+            return Ok(pool);
+        }
+        let all: Vec<StaticAllocation> =
+            serde_json::from_str(raw).map_err(|e| config_err("staticAllocations", e))?;
+        let pool = PoolConfig::parse_with(v, Some(all), true)?;
+        remember_validated(cache, network, &marker);
+        Ok(pool)
+    }
+
+    fn parse_with(
+        v: &Value,
+        statics: Option<Vec<StaticAllocation>>,
+        validate: bool,
+    ) -> Result<Self, IpamError> {
         // Straight from the parsed value (no copy: a pool may hold 16k allocations).
-        let raw = RawPool::deserialize(v).map_err(|e| IpamError::config("ipam", e))?;
+        let mut raw = RawPool::deserialize(v).map_err(|e| IpamError::config("ipam", e))?;
+        if let Some(statics) = statics {
+            raw.static_allocations = statics;
+        }
         let cidr = raw.cidr.map(|c| c.trunc());
         // The family: the cidr's, else what perNodePrefix implies.
         let max_len = match (cidr, raw.per_node_prefix) {
@@ -232,7 +357,9 @@ impl PoolConfig {
                 "needs ipam.cidr: the rail the PF's subnet lies in",
             ));
         }
-        pool.validate()?;
+        if validate {
+            pool.validate()?;
+        }
         let mut pool = pool;
         if let Some(raw6) = raw.ipv6 {
             pool.ipv6 = Some(Box::new(pool.ipv6_side(raw6)?));
@@ -534,6 +661,56 @@ mod tests {
     use super::*;
     use cni::Reply;
     use serde_json::json;
+
+    #[test]
+    fn a_split_pool_is_validated_once_then_only_this_nodes_entry_is_read() {
+        let t = tempfile::tempdir().unwrap();
+        let v = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
+        let list = r#"[{"nodeName":"gpu-0","prefix":"172.16.0.0/31"},{"nodeName":"gpu-1","prefix":"172.16.0.2/31","gateway":"172.16.0.3"},
+                      {"nodeName":"gpu-10","prefix":"172.16.0.4/31"}]"#;
+        let first = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
+        assert_eq!(
+            first.static_allocations.len(),
+            3,
+            "validated whole the first time"
+        );
+        let marks = std::fs::read_dir(t.path()).unwrap().count();
+        assert_eq!(marks, 1);
+        let again = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
+        assert_eq!(
+            again.static_allocations.len(),
+            1,
+            "then only this node's entry"
+        );
+        assert_eq!(
+            again.static_allocations[0].gateway,
+            Some("172.16.0.3".parse().unwrap())
+        );
+        assert!(
+            PoolConfig::parse_split(&v, list, "gpu-2", t.path(), "rail1")
+                .unwrap()
+                .static_allocations
+                .is_empty()
+        );
+        // An overlapping list is refused every time: nothing is marked.
+        let overlapping = r#"[{"nodeName":"a","prefix":"172.16.0.0/31"},{"nodeName":"b","prefix":"172.16.0.0/31"}]"#;
+        for _ in 0..2 {
+            let e = PoolConfig::parse_split(&v, overlapping, "a", t.path(), "rail1").unwrap_err();
+            assert_eq!(e.code(), 7, "{e}");
+        }
+        let torn = r#"[{"nodeName":"a","prefix":"#;
+        assert_eq!(
+            PoolConfig::parse_split(&v, torn, "a", t.path(), "rail1")
+                .unwrap_err()
+                .code(),
+            7
+        );
+        assert_eq!(
+            std::fs::read_dir(t.path()).unwrap().count(),
+            1,
+            "only the valid config is marked"
+        );
+    }
 
     #[test]
     fn nodes_as_a_map_never_move() {

@@ -132,7 +132,32 @@ impl Ipam {
         settings: &Settings,
         device_id: Option<&str>,
     ) -> Result<Self, IpamError> {
-        let config = PoolConfig::parse(ipam_conf)?;
+        Ipam::load_split(network, ipam_conf, None, settings, device_id)
+    }
+
+    /// As `load_for`, with the config's `staticAllocations` unparsed in
+    /// `statics` (see `cni::skeleton::split_config`).
+    pub fn load_split(
+        network: &str,
+        ipam_conf: &serde_json::Value,
+        statics: Option<&str>,
+        settings: &Settings,
+        device_id: Option<&str>,
+    ) -> Result<Self, IpamError> {
+        let node_file = NodeFile::load(&settings.node_config)?;
+        let node = node_file.node_name(settings).ok_or_else(|| {
+            IpamError::config(
+                "node file",
+                "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file",
+            )
+        })?;
+        let config = match statics {
+            Some(raw) => {
+                let cache = settings.ipam_dir().join("validated");
+                PoolConfig::parse_split(ipam_conf, raw, &node, &cache, network)?
+            }
+            None => PoolConfig::parse(ipam_conf)?,
+        };
         let master = match (config.match_master_subnet, device_id) {
             (false, _) => None,
             (true, Some(pci)) => Some(master::Master::of_vf(&settings.sysfs_root, pci)?),
@@ -143,13 +168,6 @@ impl Ipam {
                 ))
             }
         };
-        let node_file = NodeFile::load(&settings.node_config)?;
-        let node = node_file.node_name(settings).ok_or_else(|| {
-            IpamError::config(
-                "node file",
-                "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file",
-            )
-        })?;
         let pool = match &master {
             Some(m) => NodePool::from_master(network, &node, &config, &node_file, m)?,
             None => NodePool::resolve(network, &node, &config, &node_file)?,

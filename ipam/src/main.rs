@@ -48,7 +48,9 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
                 .and_then(Value::as_str)
                 .filter(|d| !d.is_empty())
         });
-    let ipam = std::mem::ManuallyDrop::new(Ipam::load_for(network, ipam_conf, &request.settings, device)?);
+    let statics = request.static_allocations.as_deref();
+    let ipam = Ipam::load_split(network, ipam_conf, statics, &request.settings, device)?;
+    let ipam = std::mem::ManuallyDrop::new(ipam);
     match request.verb {
         Verb::Add => {
             let requested = requested_ips(conf, &env.args)?;
