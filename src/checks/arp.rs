@@ -7,9 +7,6 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::socket::{recv, MsgFlags};
-
 use crate::error::{Error, Result};
 use crate::net::{Mac, NetNs};
 
@@ -157,21 +154,24 @@ impl ArpSocket {
         let mut buf = [0u8; 1500];
         for _ in 0..tries.max(1) {
             self.send(ask)?;
-            let deadline = Instant::now() + per_try;
-            while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-                let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
-                let ms = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
-                if poll(&mut fds, PollTimeout::from(ms)).unwrap_or(0) == 0 {
-                    break;
-                }
-                let n = recv(self.fd.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT).unwrap_or(0);
-                match Arp::decode(&buf[..n]) {
-                    // Our own requests come back to a packet socket too.
-                    Some(arp) if arp.sender_mac != self.mac && answers(&arp) => {
-                        return Ok(Some(Mac(arp.sender_mac)));
+            let mut found = None;
+            let answered = super::receive_until(
+                self.fd.as_fd(),
+                &mut buf,
+                Instant::now() + per_try,
+                |datagram| {
+                    match Arp::decode(datagram) {
+                        // Our own requests come back to a packet socket too.
+                        Some(arp) if arp.sender_mac != self.mac && answers(&arp) => {
+                            found = Some(Mac(arp.sender_mac));
+                            true
+                        }
+                        _ => false,
                     }
-                    _ => {}
-                }
+                },
+            );
+            if answered {
+                return Ok(found);
             }
         }
         Ok(None)

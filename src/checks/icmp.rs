@@ -7,10 +7,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::socket::{
-    bind, recv, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType,
-    SockaddrIn,
+    bind, sendto, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType, SockaddrIn,
 };
 
 use crate::error::{Error, Result};
@@ -90,19 +88,14 @@ impl Pinger {
             }
         }
         let mut buf = vec![0u8; size + 64];
-        let deadline = sent_at + wait;
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
-            let ms = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
-            if poll(&mut fds, PollTimeout::from(ms)).unwrap_or(0) == 0 {
-                break;
-            }
-            let n = recv(self.fd.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT).unwrap_or(0);
-            if is_reply(&buf[..n], target, self.id, seq) {
-                return Ok(Echo::Reply(sent_at.elapsed()));
-            }
-        }
-        Ok(Echo::NoAnswer)
+        let answered = super::receive_until(self.fd.as_fd(), &mut buf, sent_at + wait, |ip| {
+            is_reply(ip, target, self.id, seq)
+        });
+        Ok(if answered {
+            Echo::Reply(sent_at.elapsed())
+        } else {
+            Echo::NoAnswer
+        })
     }
 }
 
