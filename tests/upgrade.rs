@@ -88,16 +88,22 @@ fn install_fixture(node: &Node, v: &str, pci: &str) -> Value {
     serde_json::from_str(&record).unwrap()
 }
 
+/// The fixture's node: one VF, the boot the fixture was captured in, a pod.
+fn fixture_node() -> (Node, FakeVf, String) {
+    let node = Node::new(1, 1);
+    node.reboot("boot-fixture");
+    let vf = node.vfs[0].clone();
+    let pod = node.pod("fixture");
+    (node, vf, pod)
+}
+
 fn lease_file(node: &Node) -> PathBuf {
     node.state_dir().join("ipam/rail1.leases.json")
 }
 
 #[test]
 fn v1_state_is_read_checked_listed_gced_and_torn_down() {
-    let node = Node::new(1, 1);
-    node.reboot("boot-fixture");
-    let vf = node.vfs[0].clone();
-    let pod = node.pod("fixture");
+    let (node, vf, pod) = fixture_node();
     let mut add = Req::new("ADD", "fixture-pod", &pod, "net1", fixture_conf(&vf.pci));
     add.args =
         Some("IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer-0;K8S_POD_UID=1234".into());
@@ -140,10 +146,7 @@ fn v1_state_is_read_checked_listed_gced_and_torn_down() {
 
 #[test]
 fn a_v1_attachment_whose_pod_died_across_the_upgrade_is_given_back() {
-    let node = Node::new(1, 1);
-    node.reboot("boot-fixture");
-    let vf = node.vfs[0].clone();
-    let pod = node.pod("fixture");
+    let (node, vf, pod) = fixture_node();
     let add = Req::new("ADD", "fixture-pod", &pod, "net1", fixture_conf(&vf.pci));
     node.cni(&add).ok();
     install_fixture(&node, "v1", &vf.pci);
@@ -162,10 +165,7 @@ fn a_v1_attachment_whose_pod_died_across_the_upgrade_is_given_back() {
 
 #[test]
 fn state_from_a_newer_release_is_refused_naming_both_versions() {
-    let node = Node::new(1, 1);
-    node.reboot("boot-fixture");
-    let vf = node.vfs[0].clone();
-    let pod = node.pod("fixture");
+    let (node, vf, pod) = fixture_node();
     let add = Req::new("ADD", "fixture-pod", &pod, "net1", fixture_conf(&vf.pci));
     node.cni(&add).ok();
     let record_path = node
