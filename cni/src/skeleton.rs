@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::env::{Command, Env};
@@ -184,13 +183,10 @@ fn start_logging(
 /// also checks it) and only this node's entry after that. Everything else
 /// is parsed as `parse_config` would.
 pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<String>)> {
-    if let Some(split) = cut_statics(stdin) {
-        return Ok(split);
-    }
-    match serde_json::from_slice::<Split>(stdin) {
-        Ok(Split(config, statics)) => Ok((config, statics.map(|r| r.get().to_string()))),
-        // Not an object of JSON values: say why as the full parse does.
-        Err(_) => parse_config(stdin).map(|v| (v, None)),
+    match cut_statics(stdin) {
+        Some(split) => Ok(split),
+        // No such list, or not where it can be cut safely: parsed whole.
+        None => parse_config(stdin).map(|v| (v, None)),
     }
 }
 
@@ -264,100 +260,6 @@ fn end_of_array(b: &[u8], start: usize) -> Option<usize> {
         }
     }
     None
-}
-
-/// One pass over stdin: every member parsed, but `ipam.staticAllocations`
-/// only scanned (kept raw).
-struct Split(Value, Option<Box<RawValue>>);
-
-impl<'de> serde::Deserialize<'de> for Split {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct Top;
-        impl<'de> serde::de::Visitor<'de> for Top {
-            type Value = Split;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a network config object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<Split, A::Error> {
-                let mut config = serde_json::Map::new();
-                let mut statics = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "ipam" {
-                        let IpamSplit(ipam, raw) = map.next_value()?;
-                        statics = raw;
-                        config.insert(key, ipam);
-                    } else {
-                        config.insert(key, map.next_value()?);
-                    }
-                }
-                Ok(Split(Value::Object(config), statics))
-            }
-        }
-        d.deserialize_map(Top)
-    }
-}
-
-/// The `ipam` member: an object's `staticAllocations` kept raw; a member
-/// of another type is kept as it is, for the config check to name.
-struct IpamSplit(Value, Option<Box<RawValue>>);
-
-impl<'de> serde::Deserialize<'de> for IpamSplit {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct Ipam;
-        impl<'de> serde::de::Visitor<'de> for Ipam {
-            type Value = IpamSplit;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("the ipam member")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<IpamSplit, A::Error> {
-                let mut members = serde_json::Map::new();
-                let mut statics = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "staticAllocations" {
-                        statics = Some(map.next_value::<Box<RawValue>>()?);
-                    } else {
-                        members.insert(key, map.next_value()?);
-                    }
-                }
-                Ok(IpamSplit(Value::Object(members), statics))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> std::result::Result<IpamSplit, A::Error> {
-                let mut items = Vec::new();
-                while let Some(v) = seq.next_element::<Value>()? {
-                    items.push(v);
-                }
-                Ok(IpamSplit(Value::Array(items), None))
-            }
-            fn visit_str<E>(self, v: &str) -> std::result::Result<IpamSplit, E> {
-                Ok(IpamSplit(Value::String(v.into()), None))
-            }
-            fn visit_bool<E>(self, v: bool) -> std::result::Result<IpamSplit, E> {
-                Ok(IpamSplit(Value::Bool(v), None))
-            }
-            fn visit_i64<E>(self, v: i64) -> std::result::Result<IpamSplit, E> {
-                Ok(IpamSplit(json!(v), None))
-            }
-            fn visit_u64<E>(self, v: u64) -> std::result::Result<IpamSplit, E> {
-                Ok(IpamSplit(json!(v), None))
-            }
-            fn visit_f64<E>(self, v: f64) -> std::result::Result<IpamSplit, E> {
-                Ok(IpamSplit(json!(v), None))
-            }
-            fn visit_unit<E>(self) -> std::result::Result<IpamSplit, E> {
-                Ok(IpamSplit(Value::Null, None))
-            }
-        }
-        d.deserialize_any(Ipam)
-    }
 }
 
 /// stdin as a JSON object (code 6 otherwise).

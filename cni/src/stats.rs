@@ -88,7 +88,8 @@ fn dir(settings: &Settings) -> PathBuf {
     settings.state_dir.join("stats")
 }
 
-fn path(settings: &Settings, network: &str) -> PathBuf {
+/// The network's stats file.
+pub fn file_of(settings: &Settings, network: &str) -> PathBuf {
     dir(settings).join(format!("{}.json", files::file_safe(network)))
 }
 
@@ -122,9 +123,8 @@ fn update(
     network: &str,
     change: impl FnOnce(&mut NetworkStats),
 ) -> io::Result<()> {
-    let dir = dir(settings);
-    files::private_dir(&dir)?;
-    let file = files::open_rw(&dir.join(format!("{}.json", files::file_safe(network))))?;
+    files::private_dir(&dir(settings))?;
+    let file = files::open_rw(&file_of(settings, network))?;
     files::lock_open(&file, LOCK_WAIT, LOCK_POLL).map_err(|e| match e {
         files::LockError::Busy(t) => {
             io::Error::other(format!("stats file stayed locked for {t:?}"))
@@ -188,11 +188,6 @@ fn load(path: &Path) -> Result<NetworkStats, String> {
     files::lock_open(&file, LOCK_WAIT, LOCK_POLL)
         .map_err(|_| "stats file stayed locked".to_string())?;
     read_locked(&file).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The network's stats file, for tests and messages.
-pub fn file_of(settings: &Settings, network: &str) -> PathBuf {
-    path(settings, network)
 }
 
 #[cfg(test)]

@@ -121,22 +121,13 @@ impl Ipam {
         ipam_conf: &serde_json::Value,
         settings: &Settings,
     ) -> Result<Self, IpamError> {
-        Ipam::load_for(network, ipam_conf, settings, None)
+        Ipam::load_split(network, ipam_conf, None, settings, None)
     }
 
     /// As `load`, for the VF at `device_id` (which `matchMasterSubnet`
-    /// needs: the node's prefix is its PF's subnet).
-    pub fn load_for(
-        network: &str,
-        ipam_conf: &serde_json::Value,
-        settings: &Settings,
-        device_id: Option<&str>,
-    ) -> Result<Self, IpamError> {
-        Ipam::load_split(network, ipam_conf, None, settings, device_id)
-    }
-
-    /// As `load_for`, with the config's `staticAllocations` unparsed in
-    /// `statics` (see `cni::skeleton::split_config`).
+    /// needs: the node's prefix is its PF's subnet), with the config's
+    /// `staticAllocations` as unparsed text in `statics` (see
+    /// `cni::skeleton::split_config`).
     pub fn load_split(
         network: &str,
         ipam_conf: &serde_json::Value,
@@ -265,7 +256,7 @@ impl Ipam {
             proof: Proof::now(holder.netns.as_deref(), self.boot_id.clone()),
         });
         data.last_allocated = Some(address);
-        data.pool = Some(self.pool_info());
+        data.pool = Some(pool_info(&self.pool));
         if let Some(pool6) = &self.pool6 {
             data.last_allocated6 = address6;
             data.pool6 = Some(pool_info(pool6));
@@ -274,10 +265,6 @@ impl Ipam {
         let mut allocation = self.allocation(address, address6);
         allocation.reclaimed = reclaimed;
         Ok(allocation)
-    }
-
-    fn pool_info(&self) -> PoolInfo {
-        pool_info(&self.pool)
     }
 
     /// A node's prefix never moves under live leases: a config that now

@@ -167,7 +167,8 @@ fn link_target_name(link: &Path) -> Option<String> {
     Some(target.file_name()?.to_str()?.to_string())
 }
 
-fn list_dir(dir: &Path) -> Vec<String> {
+/// A directory's entry names, sorted (none when it cannot be read).
+pub fn list_dir(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()

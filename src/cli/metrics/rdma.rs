@@ -10,6 +10,7 @@ use std::path::Path;
 use super::exposition::name_part;
 use super::{pod_label, Exposition, Kind};
 use crate::state::Record;
+use crate::vf::sysfs::list_dir;
 use crate::vf::Sysfs;
 
 pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
@@ -21,7 +22,7 @@ pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
             let Some(ports) = sysfs.rdma_ports(&r.pci, dev) else {
                 continue;
             };
-            for port in names(&ports) {
+            for port in list_dir(&ports) {
                 device_port(e, r, dev, &port, &ports.join(&port));
             }
         }
@@ -39,7 +40,7 @@ fn device_port(e: &mut Exposition, r: &Record, dev: &str, port: &str, dir: &Path
     ];
     let mut seen = BTreeSet::new();
     for sub in ["hw_counters", "counters"] {
-        for file in names(&dir.join(sub)) {
+        for file in list_dir(&dir.join(sub)) {
             let Some(value) = read_number(&dir.join(sub).join(&file)) else {
                 continue;
             };
@@ -58,16 +59,4 @@ fn read_number(path: &Path) -> Option<f64> {
     let text = fs::read_to_string(path).ok()?;
     let n: u64 = text.trim().parse().ok()?;
     Some(n as f64)
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut out: Vec<String> = fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
 }

@@ -246,6 +246,7 @@ impl Steps for System<'_> {
     }
 
     fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
+        // Off: no rail to build (an InfiniBand VF has no Ethernet MAC for ARP).
         if self.ctx.conf.checks.address_conflict == crate::checks::Mode::Off {
             return Ok(());
         }
