@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path};
 
-use cni::files::write_atomic;
+use cni::files::replace_atomic;
 use serde_json::json;
 
 use crate::vf::Vf;
@@ -54,11 +54,12 @@ pub fn write(
         }
     }
     let info = json!({"type": "pci", "version": "1.1.0", "pci": pci});
+    // Under /run (tmpfs): gone with the boot, so never synced.
     let written = path
         .parent()
         .map(std::fs::create_dir_all)
         .unwrap_or(Ok(()))
-        .and_then(|_| write_atomic(path, info.to_string().as_bytes()));
+        .and_then(|_| replace_atomic(path, info.to_string().as_bytes()));
     if let Err(e) = written {
         crate::log_warn!("cannot write device-info {}: {e}", path.display());
     }

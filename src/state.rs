@@ -151,6 +151,23 @@ impl Record {
     }
 }
 
+/// An unreadable record last written in an earlier boot is what an OS crash
+/// left of a write that never reached the disk: its pod died with that boot
+/// and the reboot gave its VF back, so it is renamed `<pci>.json.crashed`
+/// (kept to read, no longer listed) and the VF is treated as unattached.
+fn set_aside(path: &std::path::Path, why: &str) {
+    let aside = path.with_extension("json.crashed");
+    match fs::rename(path, &aside) {
+        Ok(()) => crate::log_warn!(
+            "attachment record {} is unreadable ({why}) and was written before this boot: \
+             an OS crash left it; kept as {} and the VF treated as unattached",
+            path.display(),
+            aside.display()
+        ),
+        Err(e) => crate::log_warn!("cannot set aside {}: {e}", path.display()),
+    }
+}
+
 pub struct Store {
     root: PathBuf,
     lock_timeout: Duration,
@@ -224,8 +241,14 @@ impl Store {
                 path.display()
             ))
         };
-        let record: Record =
-            serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+        let record: Record = match serde_json::from_slice(&bytes) {
+            Ok(record) => record,
+            Err(e) if files::written_before_boot(&path) => {
+                set_aside(&path, &e.to_string());
+                return Ok(None);
+            }
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
         if record.version > RECORD_VERSION {
             return Err(unreadable(format!(
                 "it is record version {}, written by a newer railcni; this railcni {} reads up to version \
@@ -266,26 +289,15 @@ impl Store {
             .find(|r| r.is_for(container_id, ifname)))
     }
 
-    /// Durably (see `files::write_atomic`).
+    /// Atomically (readers and a killed railcni see the old or the new
+    /// record) but not crash-safe: the record only matters while its pod
+    /// lives, and an OS crash ends every pod of the boot (see `load` for what
+    /// such a crash may leave). ADD's one crash-safe write is the lease.
     pub fn save(&self, record: &Record) -> Result<()> {
-        self.write(record, files::write_atomic)
-    }
-
-    /// Atomically but not durably: for a write whose loss in a crash leaves
-    /// an older record that still says enough.
-    pub fn save_relaxed(&self, record: &Record) -> Result<()> {
-        self.write(record, files::replace_atomic)
-    }
-
-    fn write(
-        &self,
-        record: &Record,
-        how: fn(&std::path::Path, &[u8]) -> std::io::Result<()>,
-    ) -> Result<()> {
         let path = self.record_path(&record.pci)?;
         let bytes = serde_json::to_vec_pretty(record)
             .map_err(|e| Error::internal(format!("encode record: {e}")))?;
-        how(&path, &bytes)
+        files::replace_atomic(&path, &bytes)
             .map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
     }
 
@@ -299,7 +311,7 @@ impl Store {
     pub fn probe_writable(&self) -> Result<()> {
         let dir = self.dir("attachments")?;
         let probe = dir.join(".status-probe");
-        files::write_atomic(&probe, b"ok").map_err(|e| {
+        files::replace_atomic(&probe, b"ok").map_err(|e| {
             Error::unavailable(format!("state dir {} is not writable: {e}", dir.display()))
         })?;
         let _ = fs::remove_file(probe);
@@ -368,6 +380,28 @@ mod tests {
         let e = s.load("0000:3b:00.2").unwrap_err();
         assert_eq!(e.code(), 106);
         assert!(e.details().contains("0000:3b:00.2.json"));
+    }
+
+    #[test]
+    fn a_torn_record_of_an_earlier_boot_is_set_aside_not_an_error() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(t.path());
+        fs::create_dir_all(t.path().join("attachments")).unwrap();
+        let path = t.path().join("attachments/0000:3b:00.2.json");
+        fs::write(&path, "").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(s.load("0000:3b:00.2").unwrap(), None);
+        assert!(!path.exists());
+        assert!(t
+            .path()
+            .join("attachments/0000:3b:00.2.json.crashed")
+            .exists());
+        assert!(s.list().unwrap().is_empty());
     }
 
     #[test]

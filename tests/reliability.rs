@@ -298,3 +298,92 @@ fn del_behind_a_held_lease_lock_answers_try_again() {
     assert!(!node.record_exists(&vf.pci));
     assert!(!leases(&node, "rail1").contains("\"p\""));
 }
+
+/// The syscalls that wait for the disk, as `strace -c` counted them.
+fn syncs(summary: &str) -> u64 {
+    summary
+        .lines()
+        .filter(|l| {
+            let name = l.split_whitespace().last().unwrap_or("");
+            ["fsync", "fdatasync", "syncfs", "sync", "sync_file_range"].contains(&name)
+        })
+        .filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Run `req` under `strace -c` and return how many times it waited for the disk.
+fn synced(node: &Node, req: &Req) -> (Reply, u64) {
+    let out = node
+        .state_dir()
+        .with_extension(format!("{}.strace", req.command));
+    let mut traced = req.clone();
+    traced.wrap = ["strace", "-f", "-qq", "-c", "-o"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.display().to_string()])
+        .collect();
+    let reply = node.cni(&traced);
+    let summary = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    (reply, syncs(&summary))
+}
+
+#[test]
+fn an_add_and_a_del_each_wait_for_the_disk_once() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let add = rail1_add("p", &pod, vf);
+    let (reply, add_syncs) = synced(&node, &add);
+    reply.ok();
+    let (reply, del_syncs) = synced(&node, &add.cmd("DEL"));
+    reply.ok();
+    assert_eq!(
+        (add_syncs, del_syncs),
+        (1, 1),
+        "ADD, DEL: the lease write only"
+    );
+}
+
+/// An OS crash ends every pod and may leave a record that never reached the
+/// disk (empty). After the reboot the VF is attachable again, the old
+/// boot's lease is reclaimed, and the torn record is kept aside, not fatal.
+#[test]
+fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let old = node.pod("old");
+    let add_old = rail1_add("old", &old, vf);
+    node.cni(&add_old).ok();
+    node.kill_pod(&old, &[(vf, "net1")]);
+    node.reboot("boot-2");
+    let record = node
+        .state_dir()
+        .join(format!("attachments/{}.json", vf.pci));
+    std::fs::write(&record, "").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&record)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1))
+        .unwrap();
+
+    let new = node.pod("new");
+    let reply = node.cni(&rail1_add("new", &new, vf));
+    assert!(
+        reply.stderr.contains("an OS crash left it"),
+        "{}",
+        reply.stderr
+    );
+    assert_eq!(
+        address(&reply.ok()),
+        "172.16.0.0/31",
+        "the old lease is reclaimed"
+    );
+    assert!(record.with_extension("json.crashed").exists());
+    node.cni(&add_old.cmd("DEL")).ok();
+    assert!(
+        link_in(&Node::ns_of(&new), "net1").is_some(),
+        "the old DEL leaves the new pod alone"
+    );
+}

@@ -119,11 +119,14 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{:016x}.tmp", h.finish()))
 }
 
-/// Replace `path` with `bytes` so that a crash leaves the old or the new
-/// file: a fresh temp file (`O_EXCL`, never through a symlink), fsync,
-/// rename, fsync of the directory. The temp file is removed on any failure
-/// (a killed writer's is swept by the next holder of the lock, see
-/// `sweep_temps`).
+/// Replace `path` with `bytes` so that no crash, not even the machine's,
+/// leaves a torn file: a fresh temp file (`O_EXCL`, never through a
+/// symlink), fsync, rename. That is one fsync. The directory is not synced:
+/// an OS crash may roll the rename back, leaving the old file whole, and
+/// every state file is written for one boot (each lease and record names
+/// the boot it was made in), so a rolled-back file only holds what that
+/// dead boot held. The temp file is removed on any failure (a killed
+/// writer's is swept by the next holder of the lock, see `sweep_temps`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_mode(path, bytes, FILE_MODE)
 }
@@ -134,13 +137,14 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
     replace(path, bytes, mode, true)
 }
 
-/// Replace `path` atomically (readers see the old or the new file) without
-/// waiting for the disk: for writes whose loss in a crash is harmless.
+/// Replace `path` atomically for every reader and for a killed writer
+/// (old or new file), without waiting for the disk: an OS crash may leave
+/// the new name empty. For files whose loss with the boot is harmless.
 pub fn replace_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     replace(path, bytes, FILE_MODE, false)
 }
 
-fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()> {
+fn replace(path: &Path, bytes: &[u8], mode: u32, crash_safe: bool) -> io::Result<()> {
     let tmp = temp_path(path);
     let written = OpenOptions::new()
         .create_new(true)
@@ -150,8 +154,8 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(bytes)?;
-            if durable {
-                f.sync_all()?;
+            if crash_safe {
+                f.sync_data()?;
             }
             Ok(())
         })
@@ -160,11 +164,28 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
-    if !durable {
-        return Ok(());
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    File::open(dir)?.sync_all()
+    Ok(())
+}
+
+/// Was the file at `path` last written before this boot (by its mtime
+/// against the boot time in `/proc/stat`)? `false` when either is unknown.
+pub fn written_before_boot(path: &Path) -> bool {
+    let Ok(modified) = fs::symlink_metadata(path).and_then(|m| m.modified()) else {
+        return false;
+    };
+    boot_time().is_some_and(|boot| modified < boot)
+}
+
+/// The wall-clock time this boot began (`btime` in `/proc/stat`).
+fn boot_time() -> Option<std::time::SystemTime> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let secs = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 /// Remove the temp files a killed writer of `path` left behind. Call it
@@ -210,6 +231,22 @@ mod tests {
         assert_eq!(mode & 0o777, FILE_MODE);
         let names: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn a_file_of_an_earlier_boot_is_known_by_its_mtime() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("record.json");
+        replace_atomic(&p, b"{}").unwrap();
+        assert!(!written_before_boot(&p), "written just now");
+        File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1))
+            .unwrap();
+        assert!(written_before_boot(&p));
+        assert!(!written_before_boot(&t.path().join("missing")));
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! root; `system::System` is the real implementation.
 //!
 //! 1. lease the address (undo: release it);
-//! 2. write the record durably, before the first host change, with the
-//!    routing plan and the PF's original VF settings (undo: remove it);
+//! 2. write the record before the first host change, with the routing
+//!    plan and the PF's original VF settings (undo: remove it);
 //! 3. set the PF-side VF settings (undo: restore them);
 //! 4. move the netdev into the pod; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may

@@ -119,7 +119,7 @@ impl<'a> System<'a> {
     }
 
     /// The table is chosen against what the pod holds now (the VF adds no
-    /// rule), so the whole plan goes into the one durable record write:
+    /// rule), so the whole plan goes into the record written before the move:
     /// rules outlive the VF, and DEL needs the plan to remove them.
     async fn plan_routing(&mut self, ipam: &CniResult) -> Result<()> {
         let conf = &self.ctx.conf.routing;
@@ -157,8 +157,8 @@ impl Steps for System<'_> {
         }
     }
 
-    /// The PF's current VF settings and the routing plan, then ONE durable
-    /// record write before the first host change: a crash anywhere after
+    /// The PF's current VF settings and the routing plan, then the record,
+    /// written before the first host change: a railcni killed anywhere after
     /// leaves a record DEL can finish from.
     async fn record(&mut self, ipam: &CniResult) -> Result<()> {
         let (ctx, vf) = (self.ctx, &self.intent.vf);
@@ -329,16 +329,16 @@ impl Steps for System<'_> {
         Ok(())
     }
 
-    /// Mark the record attached, with the result to replay. Not made durable:
-    /// after a crash the durable "adding" record says more, not less (DEL
-    /// and a retried ADD handle it), so this write needs no fsync.
+    /// Mark the record attached, with the result to replay. A railcni
+    /// killed before this write leaves the "adding" record, which says more,
+    /// not less (DEL and a retried ADD handle it).
     fn finish(&mut self, result: &CniResult) -> Result<()> {
         self.record.phase = Phase::Attached;
         self.record.result = Some(
             serde_json::to_value(result)
                 .map_err(|e| Error::internal(format!("encode result: {e}")))?,
         );
-        self.ctx.node.store.save_relaxed(&self.record)
+        self.ctx.node.store.save(&self.record)
     }
 
     async fn undo(&mut self, step: Undo) -> Result<()> {
