@@ -19,7 +19,7 @@ use railcni_ipam::store::Store;
 use serde_json::Value;
 
 const SYSCALLS: &[&str] = &[
-    "sendto", "recvfrom", "setns", "openat", "write", "fsync", "rename", "flock",
+    "sendto", "recvfrom", "setns", "openat", "write", "fsync", "fdatasync", "rename", "flock",
 ];
 
 #[derive(Default, Debug)]
