@@ -38,12 +38,21 @@ fn add_check_del_round_trip_restores_the_vf() {
         "VF left the host"
     );
     assert!(node.record_exists(&vf.pci));
-    assert!(
-        sh_ok(&format!(
-            "ip netns exec {ns} sh -c 'test $(cat /proc/sys/net/ipv4/conf/net1/arp_notify) = 1'"
-        )),
-        "arp_notify is on in the pod"
-    );
+    // Set in the link message (IFLA_INET_CONF), read back from the kernel's files.
+    for (key, value) in [
+        ("rp_filter", "2"),
+        ("arp_ignore", "2"),
+        ("arp_announce", "2"),
+        ("accept_local", "1"),
+        ("arp_notify", "1"),
+    ] {
+        let path = format!("/proc/sys/net/ipv4/conf/net1/{key}");
+        assert_eq!(
+            out(&format!("ip netns exec {ns} cat {path}")).trim(),
+            value,
+            "{key} in the pod"
+        );
+    }
 
     node.cni(&add.cmd("CHECK").with_conf(with_prev(&conf, &result)))
         .ok();

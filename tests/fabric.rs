@@ -7,10 +7,6 @@ mod common;
 use common::fabric::Fabric;
 use common::*;
 
-fn out(cmd: &str) -> String {
-    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
-}
-
 fn ping(ns: &str, args: &str, dst: &str) -> bool {
     sh_ok(&format!(
         "ip netns exec {ns} ping -q -c 1 -W 2 {args} {dst}"

@@ -19,7 +19,15 @@ use railcni_ipam::store::Store;
 use serde_json::Value;
 
 const SYSCALLS: &[&str] = &[
-    "sendto", "recvfrom", "setns", "openat", "write", "fsync", "fdatasync", "rename", "flock",
+    "sendto",
+    "recvfrom",
+    "setns",
+    "openat",
+    "write",
+    "fsync",
+    "fdatasync",
+    "rename",
+    "flock",
 ];
 
 #[derive(Default, Debug)]
@@ -210,10 +218,6 @@ impl Bench {
         }
         max
     }
-}
-
-fn out(cmd: &str) -> String {
-    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
 }
 
 #[test]

@@ -321,10 +321,6 @@ fn dual_conf(f: &Fabric, node: &str) -> Value {
     c
 }
 
-fn out(cmd: &str) -> String {
-    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
-}
-
 #[test]
 fn a_dual_stack_rail_carries_both_families_from_the_moment_add_returns() {
     let f = Fabric::up_with(1);

@@ -182,7 +182,7 @@ fn rail_names_that_are_not_net_n_get_their_own_tables() {
         );
         node.cni(&Req::new("ADD", "c1", &pod, ifname, c)).ok();
     }
-    let rules = sh_out(&format!("ip -n {ns} rule show"));
+    let rules = out(&format!("ip -n {ns} rule show"));
     let ours: Vec<&str> = rules.lines().filter(|l| l.contains("from 172.")).collect();
     assert_eq!(ours.len(), 2, "both rules survive: {rules}");
     let prio = |l: &str| l.split(':').next().unwrap_or("").to_string();
@@ -229,10 +229,6 @@ fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
         "never claimed twice: {}",
         results[1]
     );
-}
-
-fn sh_out(cmd: &str) -> String {
-    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
 }
 
 /// `railcni gc --apply` releases a lease an external IPAM plugin made

@@ -5,7 +5,7 @@ use std::os::fd::AsRawFd;
 use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST};
 use netlink_packet_route::RouteNetlinkMessage;
 use nix::errno::Errno;
-use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage, Prop};
+use rtnetlink::packet_route::link::{InetDevConf, LinkAttribute, LinkFlags, LinkMessage, Prop};
 use rtnetlink::LinkUnspec;
 
 use super::{nl_err, Failure, NetNs, Netlink};
@@ -148,6 +148,30 @@ impl Netlink {
             LinkUnspec::new_with_index(index).down().build(),
         )
         .await
+    }
+
+    /// What bring-up sets before the link is up, in one message: the MTU
+    /// (when it changes) and the IPv4 interface settings (see `devconf`).
+    pub async fn set_mtu_and_inet_conf(
+        &self,
+        index: u32,
+        mtu: Option<u32>,
+        inet: Option<InetDevConf>,
+    ) -> Result<()> {
+        let mut what = format!("set link #{index}");
+        let mut builder = LinkUnspec::new_with_index(index);
+        if let Some(mtu) = mtu {
+            what.push_str(&format!(" mtu {mtu}"));
+            builder = builder.mtu(mtu);
+        }
+        if let Some(conf) = inet {
+            what.push_str(" and its IPv4 interface settings");
+            builder = builder.append_extra_attribute(super::devconf::attribute(conf));
+        }
+        if mtu.is_none() && inet.is_none() {
+            return Ok(());
+        }
+        self.apply(what, builder.build()).await
     }
 
     pub async fn set_mtu(&self, index: u32, mtu: u32) -> Result<()> {

@@ -8,6 +8,7 @@
 //! that closes first is an error, never "nothing there".
 
 pub mod answer;
+pub mod devconf;
 pub mod link;
 pub mod mac;
 pub mod netns;

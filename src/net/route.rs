@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST};
-use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::packet_route::address::AddressAttribute;
 use rtnetlink::packet_route::route::{RouteAttribute, RouteMessage, RouteScope};
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
@@ -15,6 +15,11 @@ use nix::errno::Errno;
 use super::{nl_err, Failure, Netlink};
 use crate::error::{Error, Result};
 use crate::routing::{RouteSpec, RuleSpec};
+
+/// IPv4 or IPv6 (an AF_UNSPEC dump also carries other families).
+fn is_ip(family: AddressFamily) -> bool {
+    matches!(family, AddressFamily::Inet | AddressFamily::Inet6)
+}
 
 /// A rule as the kernel reports it.
 #[derive(Debug, Clone)]
@@ -142,22 +147,22 @@ impl Netlink {
         }
     }
 
+    /// Every IPv4 and IPv6 route, in one dump (AF_UNSPEC: the kernel walks
+    /// every family; multicast routing tables are left out).
     pub async fn routes(&self) -> Result<Vec<InstalledRoute>> {
-        let mut out = Vec::new();
-        for query in [
-            RouteMessageBuilder::<std::net::Ipv4Addr>::new().build(),
-            RouteMessageBuilder::<std::net::Ipv6Addr>::new().build(),
-        ] {
-            let replies = self
-                .exchange(RouteNetlinkMessage::GetRoute(query), DUMP)
-                .await
-                .map_err(|f| nl_err("dump routes", f))?;
-            out.extend(replies.into_iter().filter_map(|m| match m {
-                RouteNetlinkMessage::NewRoute(m) => Some(InstalledRoute::from_message(m)),
+        let replies = self
+            .exchange(RouteNetlinkMessage::GetRoute(RouteMessage::default()), DUMP)
+            .await
+            .map_err(|f| nl_err("dump routes", f))?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewRoute(m) if is_ip(m.header.address_family) => {
+                    Some(InstalledRoute::from_message(m))
+                }
                 _ => None,
-            }));
-        }
-        Ok(out)
+            })
+            .collect())
     }
 
     /// `ip rule add from <src> lookup <table> priority <p>`, with the action
@@ -190,8 +195,21 @@ impl Netlink {
         }
     }
 
+    /// Every IPv4 and IPv6 rule, in one dump (AF_UNSPEC).
     pub async fn rules(&self) -> Result<Vec<Rule>> {
-        self.rules_of(&[IpVersion::V4, IpVersion::V6]).await
+        let replies = self
+            .exchange(RouteNetlinkMessage::GetRule(RuleMessage::default()), DUMP)
+            .await
+            .map_err(|f| nl_err("dump rules", f))?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewRule(m) if is_ip(m.header.family) => {
+                    Some(Rule::from_message(m))
+                }
+                _ => None,
+            })
+            .collect())
     }
 
     /// The rules of these families only (one dump each).

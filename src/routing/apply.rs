@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::log_info;
 use crate::net::route::{RouteAdded, Rule, MAIN_TABLE};
 use crate::net::{sysctl, NetNs, Netlink};
+use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
 use crate::routing::RouteSpec;
 use rtnetlink::IpVersion;
@@ -39,13 +40,13 @@ impl InUse {
     }
 }
 
-/// The rail's per-interface sysctls, written before the interface comes
-/// up: with IPv6, `accept_dad` 0 must be in place before the kernel makes
-/// the link-local address, or that address (and the neighbour answers
-/// that need it) waits out duplicate detection.
-pub fn write_sysctls(pod: &NetNs, ifname: &str, plan: &RailRoutes) -> Result<()> {
-    let writes: Vec<_> = plan
-        .sysctls
+/// Per-interface sysctls the link message cannot carry (see
+/// `net::devconf`), written before the interface comes up: with IPv6,
+/// `accept_dad` 0 must be in place before the kernel makes the link-local
+/// address, or that address (and the neighbour answers that need it)
+/// waits out duplicate detection.
+pub fn write_sysctls(pod: &NetNs, ifname: &str, sysctls: &[&Sysctl]) -> Result<()> {
+    let writes: Vec<_> = sysctls
         .iter()
         .map(|s| (s.key.path(ifname), s.value.as_str()))
         .collect();

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::hw::RdmaNetnsMode;
 use crate::log_info;
 use crate::net::mac::format_hw_addr;
-use crate::net::{Link, Mac, NetNs, Netlink};
+use crate::net::{devconf, Link, Mac, NetNs, Netlink};
 use crate::routing::apply::{self as rail, InUse};
 use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
@@ -41,6 +41,8 @@ pub struct System<'a> {
     /// The netdev once it is in the pod.
     moved: Option<Link>,
     record: Record,
+    /// The lease file write, under way beside the move.
+    lease_write: Option<railcni_ipam::PendingWrite>,
 }
 
 impl<'a> System<'a> {
@@ -91,6 +93,7 @@ impl<'a> System<'a> {
             in_use: None,
             moved: None,
             record,
+            lease_write: None,
         })
     }
 
@@ -151,7 +154,9 @@ impl Steps for System<'_> {
         match self.ctx.ipam() {
             Some(ipam) => {
                 self.record.external_ipam = ipam.external()?;
-                ipam.add()
+                let (result, write) = ipam.add()?;
+                self.lease_write = write;
+                Ok(result)
             }
             None => Ok(CniResult::default()),
         }
@@ -171,6 +176,13 @@ impl Steps for System<'_> {
             self.record.rdma_device = self.rdma.clone();
         }
         ctx.node.store.save(&self.record)
+    }
+
+    fn lease_written(&mut self) -> Result<()> {
+        match self.lease_write.take() {
+            Some(write) => Ok(write.wait()?),
+            None => Ok(()),
+        }
     }
 
     fn set_vf(&mut self) -> Result<()> {
@@ -233,14 +245,20 @@ impl Steps for System<'_> {
         if let Some(dev) = &self.rdma {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
-        if moved.mtu != self.intent.mtu {
-            nl.set_mtu(moved.index, self.intent.mtu).await?;
-        }
+        let sysctls = self
+            .record
+            .routing
+            .as_ref()
+            .map(|plan| devconf::split(&plan.sysctls))
+            .unwrap_or_default();
+        let mtu = (moved.mtu != self.intent.mtu).then_some(self.intent.mtu);
+        nl.set_mtu_and_inet_conf(moved.index, mtu, sysctls.inet)
+            .await?;
         if let Some(mac) = ctx.conf.mac {
             nl.set_mac(moved.index, &mac.0).await?;
         }
-        if let Some(plan) = &self.record.routing {
-            rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, plan)?;
+        if !sysctls.files.is_empty() {
+            rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &sysctls.files)?;
         }
         nl.set_up(moved.index).await
     }

@@ -30,6 +30,11 @@ pub fn sh(cmd: &str) -> Output {
     out
 }
 
+/// What a command that must succeed printed.
+pub fn out(cmd: &str) -> String {
+    String::from_utf8_lossy(&sh(cmd).stdout).into_owned()
+}
+
 pub fn sh_ok(cmd: &str) -> bool {
     Command::new("sh")
         .arg("-c")
