@@ -198,7 +198,7 @@ pub struct NetConf {
     pub raw: Value,
     /// The embedded IPAM's `staticAllocations`, unparsed (see
     /// `cni::skeleton::split_config`).
-    pub static_allocations: Option<String>,
+    pub static_allocations: Option<Vec<u8>>,
 }
 
 impl NetConf {
@@ -259,12 +259,12 @@ impl NetConf {
     /// The `ipam.staticAllocations` the skeleton left unparsed: the embedded
     /// IPAM reads them as they are; an external plugin gets them back in
     /// its config, as it was sent.
-    pub fn with_static_allocations(mut self, statics: Option<String>) -> Self {
+    pub fn with_static_allocations(mut self, statics: Option<Vec<u8>>) -> Self {
         let Some(statics) = statics else { return self };
         if self.ipam.as_ref().is_some_and(IpamConf::is_embedded) {
             self.static_allocations = Some(statics);
         } else if let Some(ipam) = self.raw.get_mut("ipam").and_then(Value::as_object_mut) {
-            let parsed = serde_json::from_str(&statics).unwrap_or(Value::Null);
+            let parsed = serde_json::from_slice(&statics).unwrap_or(Value::Null);
             ipam.insert("staticAllocations".into(), parsed);
         }
         self

@@ -10,6 +10,7 @@ pub mod files;
 pub mod liveness;
 pub mod log;
 pub mod result;
+mod scan;
 pub mod settings;
 pub mod skeleton;
 pub mod stats;

@@ -56,9 +56,10 @@ pub struct Request {
     /// The network config: a JSON object (a railcni-ipam pool's
     /// `ipam.staticAllocations` taken out, see `split_config`).
     pub config: Value,
-    /// `ipam.staticAllocations`, as text and not yet parsed: a migrated
-    /// pool carries 16k of them, and the node needs one.
-    pub static_allocations: Option<String>,
+    /// `ipam.staticAllocations`, the JSON text as it came and not yet
+    /// parsed (nor checked as UTF-8): a migrated pool carries 16k of them,
+    /// and the node needs one.
+    pub static_allocations: Option<Vec<u8>>,
     /// Its `cniVersion`, already checked against the command.
     pub version: Version,
 }
@@ -85,18 +86,20 @@ where
     let mut stdin = Vec::new();
     let read = std::io::stdin()
         .read_to_end(&mut stdin)
-        .map_err(|e| Error::Io(format!("cannot read stdin: {e}")));
-    let outcome = match read.and_then(|_| prepare(program, &stdin, settings)) {
-        Ok(Prepared::Version(reply)) => Ok(Some(reply)),
-        Ok(Prepared::Request(request)) => dispatch(*request),
-        Err(e) => {
-            crate::log_error!("{e}");
-            Err(E::from(e))
+        .map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
+    let (out, code) = match read.and_then(|_| prepare(program, stdin, settings)) {
+        Ok(Prepared::Version(reply)) => (Some(reply), 0),
+        Ok(Prepared::Request(request)) => {
+            let version = request.version;
+            match dispatch(*request) {
+                Ok(out) => (out, 0),
+                Err(e) => (Some(reply_json(&e, version)), 1),
+            }
         }
-    };
-    let (out, code) = match outcome {
-        Ok(out) => (out, 0),
-        Err(e) => (Some(reply_json(&e, reply_version(&stdin))), 1),
+        Err((e, version)) => {
+            crate::log_error!("{e}");
+            (Some(reply_json(&E::from(e), version)), 1)
+        }
     };
     if let Some(v) = out {
         let mut stdout = std::io::stdout().lock();
@@ -115,18 +118,27 @@ enum Prepared {
     Request(Box<Request>),
 }
 
-fn prepare(program: &'static str, stdin: &[u8], settings: Settings) -> Result<Prepared> {
-    let env = Env::from_process()?;
+/// The invocation, or why not with the version to answer in (the caller's
+/// when it is one we speak).
+fn prepare(
+    program: &'static str,
+    stdin: Vec<u8>,
+    settings: Settings,
+) -> std::result::Result<Prepared, (Error, Version)> {
+    let env = Env::from_process().map_err(|e| (e, reply_version(&stdin)))?;
     let Some(verb) = Verb::of(env.command) else {
-        let asked = asked_version(stdin).unwrap_or(LATEST);
+        let asked = reply_version(&stdin);
         return Ok(Prepared::Version(
             json!({"cniVersion": asked.to_string(), "supportedVersions": SUPPORTED}),
         ));
     };
-    let (config, static_allocations) = split_config(stdin)?;
-    start_logging(program, &env, &config, &settings)?;
-    let version = config_version(&config)?;
-    version.gate(env.command)?;
+    // Not a JSON object: there is no version to answer in.
+    let (config, static_allocations) = split_config(stdin).map_err(|e| (e, LATEST))?;
+    let asked = asked_in(&config);
+    let with_asked = |e| (e, asked);
+    start_logging(program, &env, &config, &settings).map_err(with_asked)?;
+    let version = config_version(&config).map_err(with_asked)?;
+    version.gate(env.command).map_err(with_asked)?;
     Ok(Prepared::Request(Box::new(Request {
         verb,
         env,
@@ -182,11 +194,17 @@ fn start_logging(
 /// The IPAM parses the text whole the first time it sees a config (which
 /// also checks it) and only this node's entry after that. Everything else
 /// is parsed as `parse_config` would.
-pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<String>)> {
-    match cut_statics(stdin) {
-        Some(split) => Ok(split),
+pub fn split_config(stdin: Vec<u8>) -> Result<(Value, Option<Vec<u8>>)> {
+    match cut_statics(&stdin) {
+        // The list's bytes, moved to the front of stdin's buffer: no copy.
+        Some((config, list)) => {
+            let mut text = stdin;
+            text.truncate(list.end);
+            text.drain(..list.start);
+            Ok((config, Some(text)))
+        }
         // No such list, or not where it can be cut safely: parsed whole.
-        None => parse_config(stdin).map(|v| (v, None)),
+        None => parse_config(&stdin).map(|v| (v, None)),
     }
 }
 
@@ -194,14 +212,12 @@ pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<String>)> {
 /// `ipam.staticAllocations` of the parsed config.
 const PLACEHOLDER: &str = "\"railcni:cut:staticAllocations\"";
 
-/// The one `"staticAllocations": [...]` in stdin, cut out, when the rest
-/// parses and the cut sat at `ipam.staticAllocations`; else `None`.
-fn cut_statics(stdin: &[u8]) -> Option<(Value, Option<String>)> {
+/// The config without its one `"staticAllocations": [...]`, and where that
+/// list is in stdin, when the rest parses and the list sat at
+/// `ipam.staticAllocations`; else `None`.
+fn cut_statics(stdin: &[u8]) -> Option<(Value, std::ops::Range<usize>)> {
     let key = b"\"staticAllocations\"";
     let at = memchr::memmem::find(stdin, key)?;
-    if memchr::memmem::find(&stdin[at + key.len()..], key).is_some() {
-        return None;
-    }
     let mut i = at + key.len();
     let skip_ws = |mut i: usize| {
         while stdin.get(i).is_some_and(u8::is_ascii_whitespace) {
@@ -217,8 +233,12 @@ fn cut_statics(stdin: &[u8]) -> Option<(Value, Option<String>)> {
     if stdin.get(i) != Some(&b'[') {
         return None;
     }
-    let end = end_of_array(stdin, i)?;
-    let text = std::str::from_utf8(&stdin[i..end]).ok()?.to_string();
+    let end = crate::scan::end_of_array(stdin, i)?;
+    // Another such key after the list: parse it all (one inside the list is
+    // the list's business, checked when it is parsed).
+    if memchr::memmem::find(&stdin[end..], key).is_some() {
+        return None;
+    }
     let mut reduced = Vec::with_capacity(stdin.len() - (end - i) + PLACEHOLDER.len());
     reduced.extend_from_slice(&stdin[..i]);
     reduced.extend_from_slice(PLACEHOLDER.as_bytes());
@@ -230,36 +250,7 @@ fn cut_statics(stdin: &[u8]) -> Option<(Value, Option<String>)> {
         return None;
     }
     ipam.remove("staticAllocations");
-    Some((config, Some(text)))
-}
-
-/// The index just past the array that opens at `start`: brackets counted,
-/// strings (and their escapes) stepped over. Syntax is not checked here.
-fn end_of_array(b: &[u8], start: usize) -> Option<usize> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, &c) in b.iter().enumerate().skip(start) {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_string = true,
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    Some((config, i..end))
 }
 
 /// stdin as a JSON object (code 6 otherwise).
@@ -284,14 +275,18 @@ pub fn config_version(config: &Value) -> Result<Version> {
     }
 }
 
-fn asked_version(stdin: &[u8]) -> Option<Version> {
-    let config: Value = serde_json::from_slice(stdin).ok()?;
-    Version::parse(config.get("cniVersion")?.as_str()?).ok()
+/// The config's `cniVersion` when it is one we speak, else the latest.
+fn asked_in(config: &Value) -> Version {
+    config
+        .get("cniVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| Version::parse(s).ok())
+        .unwrap_or(LATEST)
 }
 
 /// Answer in the caller's version when it is one we speak.
 fn reply_version(stdin: &[u8]) -> Version {
-    asked_version(stdin).unwrap_or(LATEST)
+    serde_json::from_slice::<Value>(stdin).map_or(LATEST, |config| asked_in(&config))
 }
 
 #[cfg(test)]
@@ -302,29 +297,30 @@ mod tests {
     #[test]
     fn config_must_be_an_object_with_a_supported_version() {
         assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
-        assert_eq!(split_config(b"[1]").map_err(|e| e.code()), Err(6));
+        assert_eq!(split_config(b"[1]".to_vec()).map_err(|e| e.code()), Err(6));
         let (v, statics) = split_config(
-            br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#,
+            br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#.to_vec(),
         )
         .unwrap();
         assert_eq!(
             v,
             json!({"name": "r", "ipam": {"type": "railcni-ipam", "cidr": "10.0.0.0/8"}})
         );
-        assert_eq!(statics.as_deref(), Some(r#"[{"nodeName":"a"}]"#));
+        assert_eq!(statics.as_deref(), Some(&br#"[{"nodeName":"a"}]"#[..]));
         // A list that is not at ipam.staticAllocations stays where it is.
         let (v, statics) =
-            split_config(br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#).unwrap();
+            split_config(br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#.to_vec()).unwrap();
         assert_eq!(
             (v["args"]["staticAllocations"][1].as_str(), statics),
             (Some("]"), None)
         );
-        let (_, statics) =
-            split_config(br#"{"ipam":{"staticAllocations":[{"nodeName":"a\"]"},[]],"cidr":"x"}}"#)
-                .unwrap();
+        let (_, statics) = split_config(
+            br#"{"ipam":{"staticAllocations":[{"nodeName":"a\"]"},[]],"cidr":"x"}}"#.to_vec(),
+        )
+        .unwrap();
         assert_eq!(
             statics.as_deref(),
-            Some(r#"[{"nodeName":"a\"]"},[]]"#),
+            Some(&br#"[{"nodeName":"a\"]"},[]]"#[..]),
             "strings and escapes stepped over"
         );
         assert_eq!(parse_config(b"{torn").map_err(|e| e.code()), Err(6));
