@@ -1,32 +1,37 @@
 #!/usr/bin/env bash
 # railcni beside the reference chain and the kernel's own cost, in one run on
-# the same fake VFs (veth stand-ins), release build. Every figure is also a
-# ratio to a floor or reference measured in the same run, interleaved.
+# the same fake VFs (veth stand-ins), static release build, ending in one
+# table of every goal, each a difference to a floor measured in the same run,
+# interleaved, so a noisy machine moves both sides.
 #
 #   scripts/bench.sh [--quick]      (--quick: a few cycles, to prove it runs; CI)
 #
+# Every exec is made by a Go harness (benches/libcni-bench) the way libcni
+# and Multus make them, the floors included ("ip -batch" exec'd in the host
+# or the pod netns: no "ip netns exec" in the way).
 # 1. single rail through libcni: railcni + embedded IPAM vs the reference
-#    chain host-device + static + tuning(mtu 9000) + sbr; ADD and DEL p50/p95;
+#    chain host-device + static + tuning(mtu 9000) + sbr; ADD and DEL p50/p95,
+#    beside the bare move (one "ip link set … netns … name" each way) and
+#    the same kernel work in ip (one process a side);
 # 2. an 8-rail pod, Multus-style (8 serial ADDs on 8 VFs over 2 PFs, then 8
-#    DELs in reverse): railcni, the reference chain, and the kernel-work
-#    floor (ip -batch doing the same kernel operations, one process a side),
-#    beside what explains the gap: the same ip work split per rail (two ip
-#    processes a rail, as any plugin run once per network must), libcni
-#    running a no-op plugin 8 times, and (from ftrace) what the kernel's
-#    namespace move itself took in each;
-# 3. the bare move floor (ip link set … netns … name, both ways), interleaved;
+#    DELs in reverse): railcni, the reference chain, the kernel-work floor
+#    (ip -batch doing the same kernel work, one process a side), the same
+#    ip work split per rail, libcni running a no-op plugin 8 times, and
+#    (from ftrace) what the kernel's namespace move itself took in each;
+# 3. a NAD with 16,384 inline static allocations vs one: ADD+DEL of
+#    railcni-ipam and of railcni (embedded IPAM), stdin through a pipe;
 # 4. railcni-ipam allocate+release ops/s, in-process and through the binary;
 # 5. VERSION exec time (railcni vs host-device, and the exec floor: a static
 #    no-op and /bin/true), stripped size, peak RSS of an ADD;
 # 6. per ADD and per DEL: namespace moves, netlink sends, fsyncs, syscalls.
-# Writes the table to stdout and JSON to target/bench/bench.json.
+# Writes the tables to stdout and JSON to target/bench/bench.json.
 # Do not run it beside a build or a test suite: it measures time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "bench.sh: run as root (network namespaces)" >&2; exit 1; }
 quick=0; [ "${1:-}" = "--quick" ] && quick=1
-if ((quick)); then cycles=3 warm=1 pod_cycles=2 version_runs=10 ipam_pairs=100; else
-  cycles=60 warm=5 pod_cycles=25 version_runs=300 ipam_pairs=2000; fi
+if ((quick)); then cycles=3 warm=1 pod_cycles=2 version_runs=10 ipam_pairs=100 big_pairs=3; else
+  cycles=60 warm=5 pod_cycles=25 version_runs=300 ipam_pairs=2000 big_pairs=30; fi
 command -v strace >/dev/null && command -v go >/dev/null && [ -x /usr/lib/cni/sbr ] && [ -x /usr/bin/time ] ||
   { echo "bench.sh: needs strace, go, the reference plugins and GNU time (scripts/install-test-deps.sh)" >&2; exit 1; }
 
@@ -126,44 +131,67 @@ for n in $(seq 1 8); do batches "r$n" "$n"; done
 # The kernel's own time for each namespace move (ftrace; n/a without it).
 . scripts/trace-moves.sh
 
-ms() { echo "$1 $2" | awk '{printf "%.3f", ($2 - $1) * 1000}'; }
 in_host() { ip netns exec "$host" "$@"; }
 
-echo "==> 1, 3: single rail through libcni ($cycles cycles + $warm warm-up), interleaved with the bare move" >&2
+echo "==> 1: single rail through libcni ($cycles cycles + $warm warm-up), interleaved with the bare move and the kernel work" >&2
 read -r pci0 name0 <<<"${vfs[0]}"
 read -r pci1 name1 <<<"${vfs[1]}"
 single_a=$work/railcni/01.conflist
 # The reference chain gets its own VF (the second of PF1), same kind of veth.
 sed "s/\"device\":\"$name0\"/\"device\":\"$name1\"/" "$work/reference/01.conflist" >"$work/ref-single.conflist"
-: >"$work/single.jsonl"; : >"$work/floor.txt"
+echo "link set dev $name0 netns $prefix-pod name net1" >"$work/move-in.batch"
+echo "link set dev net1 netns $host name $name0" >"$work/move-out.batch"
+harness() { in_host "$work/libcni-bench" "$@" 2>>"$out_dir/plugins.log"; }
+: >"$work/single.jsonl"; : >"$work/move.jsonl"; : >"$work/kernel1.jsonl"
 for c in $(seq 1 $((cycles + warm))); do
-  in_host "$work/libcni-bench" single "$bin" "$pod" 1 0 "$single_a" "$work/ref-single.conflist" \
-    >>"$work/single.jsonl" 2>>"$out_dir/plugins.log"
-  t0=$EPOCHREALTIME; in_host ip link set dev "$name0" netns "$prefix-pod" name net1; t1=$EPOCHREALTIME
-  ip -n "$prefix-pod" link set dev net1 netns "$host" name "$name0"; t2=$EPOCHREALTIME
-  in_host ip -batch "$work/host-in1.batch"; ip -n "$prefix-pod" -batch "$work/pod-in1.batch"; t3=$EPOCHREALTIME
-  ip -n "$prefix-pod" -batch "$work/pod-out1.batch"; in_host ip -batch "$work/host-out1.batch"; t4=$EPOCHREALTIME
-  ((c > warm)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/floor.txt"
+  keep=/dev/null; ((c > warm)) && keep=
+  harness single "$bin" "$pod" 1 0 "$single_a" "$work/ref-single.conflist" >>"${keep:-$work/single.jsonl}"
+  harness floor "$pod" "$work/move-in.batch" - "$work/move-out.batch" - >>"${keep:-$work/move.jsonl}"
+  harness floor "$pod" "$work/host-in1.batch" "$work/pod-in1.batch" "$work/pod-out1.batch" "$work/host-out1.batch" \
+    >>"${keep:-$work/kernel1.jsonl}"
 done
 
 echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch floors" >&2
-: >"$work/pod.jsonl"; : >"$work/podfloor.txt"
+: >"$work/pod.jsonl"; : >"$work/podfloor.jsonl"; : >"$work/perrail.jsonl"
 trace_moves on || echo "bench.sh: no usable tracefs; the kernel's move times will be n/a" >&2
 for c in $(seq 0 "$pod_cycles"); do
-  in_host "$work/libcni-bench" pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" \
-    >>"$work/pod.jsonl" 2>>"$out_dir/plugins.log"
-  t0=$EPOCHREALTIME
-  in_host ip -batch "$work/host-in.batch"; ip -n "$prefix-pod" -batch "$work/pod-in.batch"
-  t1=$EPOCHREALTIME
-  ip -n "$prefix-pod" -batch "$work/pod-out.batch"; in_host ip -batch "$work/host-out.batch"
-  t2=$EPOCHREALTIME
-  for n in $(seq 1 8); do in_host ip -batch "$work/host-inr$n.batch"; ip -n "$prefix-pod" -batch "$work/pod-inr$n.batch"; done
-  t3=$EPOCHREALTIME
-  for n in $(seq 8 -1 1); do ip -n "$prefix-pod" -batch "$work/pod-outr$n.batch"; in_host ip -batch "$work/host-outr$n.batch"; done
-  t4=$EPOCHREALTIME
-  ((c > 0)) && echo "$(ms "$t0" "$t1") $(ms "$t1" "$t2") $(ms "$t2" "$t3") $(ms "$t3" "$t4")" >>"$work/podfloor.txt"
+  keep=/dev/null; ((c > 0)) && keep=
+  harness pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" >>"${keep:-$work/pod.jsonl}"
+  harness floor "$pod" "$work/host-in.batch" "$work/pod-in.batch" "$work/pod-out.batch" "$work/host-out.batch" \
+    >>"${keep:-$work/podfloor.jsonl}"
+  for n in $(seq 1 8); do harness floor "$pod" "$work/host-inr$n.batch" "$work/pod-inr$n.batch" - -; done >"$work/perrail-in"
+  for n in $(seq 8 -1 1); do harness floor "$pod" - - "$work/pod-outr$n.batch" "$work/host-outr$n.batch"; done >"$work/perrail-out"
+  cat "$work/perrail-in" "$work/perrail-out" | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+print(json.dumps({"add": [sum(r["add"][0] for r in rows)], "del": [sum(r["del"][0] for r in rows)]}))' \
+    >>"${keep:-$work/perrail.jsonl}"
 done
 trace_moves off "$work/moves.trace"
+
+echo "==> 3: a NAD with 16,384 inline static allocations vs one ($big_pairs interleaved pairs each)" >&2
+python3 - "$work" "$pci0" <<'PY'
+import ipaddress, json, sys
+work, pci = sys.argv[1], sys.argv[2]
+net = ipaddress.ip_network("172.30.0.0/15")
+def conf(n, kind):
+    allocs = [{"nodeName": f"gpu-{i}", "prefix": f"{net.network_address + 2 * i}/31",
+               "gateway": str(net.network_address + 2 * i + 1)} for i in range(n)]
+    c = {"cniVersion": "1.1.0", "name": f"bignad-{kind}", "type": kind,
+         "ipam": {"type": "railcni-ipam", "cidr": str(net), "staticAllocations": allocs}}
+    if kind == "railcni":
+        c["deviceID"] = pci
+    return c
+for kind in ("railcni", "railcni-ipam"):
+    for n, label in ((1, "one"), (16384, "big")):
+        json.dump(conf(n, kind), open(f"{work}/{kind}-{label}.json", "w"))
+PY
+for kind in railcni-ipam railcni; do
+  # The first call with a config validates it whole, once per node: not timed.
+  harness pairs 1 "$bin/$kind" "$pod" "$work/$kind-one.json" "$work/$kind-big.json" >/dev/null
+  harness pairs "$big_pairs" "$bin/$kind" "$pod" "$work/$kind-one.json" "$work/$kind-big.json" >"$work/bignad-$kind.json"
+done
+big_bytes=$(stat -c %s "$work/railcni-big.json")
 
 echo "==> 4: railcni-ipam allocate+release" >&2
 bench=target/release/examples/ipam-bench
@@ -227,27 +255,23 @@ read -r del_sys del_send del_fsync del_moves < <(tally "$work/DEL.c" "$work/DEL.
 python3 - "$work" "$out_dir/bench.json" "$out_dir/plugins.log" <<PY
 import json, re, statistics, sys
 work, out = sys.argv[1], sys.argv[2]
+p50 = statistics.median
 def q(xs, p):
     xs = sorted(xs); return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
 ms = lambda ns: [x / 1e6 for x in ns]
-single = {"A": {"add": [], "del": []}, "B": {"add": [], "del": []}}
-for line in open(f"{work}/single.jsonl"):
-    d = json.loads(line)
-    for k in "AB":
-        single[k]["add"] += ms(d[k]["add"]); single[k]["del"] += ms(d[k]["del"])
-for k in "AB":
-    single[k]["add"] = single[k]["add"][$warm:]; single[k]["del"] = single[k]["del"][$warm:]
-floor = [tuple(map(float, l.split())) for l in open(f"{work}/floor.txt")]
-pod = {k: {"add": [], "del": []} for k in "ABC"}
-for i, line in enumerate(open(f"{work}/pod.jsonl")):
-    if i == 0: continue
-    d = json.loads(line)
-    for k in "ABC":
-        pod[k]["add"] += ms(d[k]["add"]); pod[k]["del"] += ms(d[k]["del"])
-podfloor = [tuple(map(float, l.split())) for l in open(f"{work}/podfloor.txt")]
-version = {k: ms(v) for k, v in json.load(open(f"{work}/version.json")).items()}
+def sets(path):
+    """Each set's ADD (attach) and DEL (detach) times in ms, over the lines of a harness file."""
+    got = {}
+    for line in open(path):
+        d = json.loads(line)
+        for k, v in ({"F": d} if "add" in d else d).items():
+            got.setdefault(k, {"add": [], "del": []})
+            got[k]["add"] += ms(v["add"]); got[k]["del"] += ms(v["del"])
+    return got
+single, move, kernel1 = sets(f"{work}/single.jsonl"), sets(f"{work}/move.jsonl")["F"], sets(f"{work}/kernel1.jsonl")["F"]
+pod, podfloor, perrail = sets(f"{work}/pod.jsonl"), sets(f"{work}/podfloor.jsonl")["F"], sets(f"{work}/perrail.jsonl")["F"]
+version = {k.rsplit("/", 1)[-1]: p50(ms(v)) for k, v in json.load(open(f"{work}/version.json")).items()}
 counting = json.load(open(f"{work}/counting.json"))
-vp50 = lambda name: statistics.median(next(v for k, v in version.items() if k.endswith("/" + name)))
 
 def moves(path):
     """The kernel's time per namespace move (sends over 1 ms, see trace_moves),
@@ -273,77 +297,87 @@ def moves(path):
     for (comm, _), took in per_process.items():
         key = "railcni" if comm == "railcni" else ("oneProcess" if len(took) == 8 else "perRail")
         sets[key] += took
-    return {k: (statistics.median(v) if v else None) for k, v in sets.items()} | {
+    return {k: (p50(v) if v else None) for k, v in sets.items()} | {
         "mean": {k: (statistics.fmean(v) if v else None) for k, v in sets.items()},
         "count": {k: len(v) for k, v in sets.items()}}
-move_ms = moves(f"{work}/moves.trace")
 
 def own_log(path):
     """railcni's closing log lines: what each ADD and DEL took, and how much
-    of it was the kernel's move (p50 of each, ms)."""
+    of it was outside the kernel's move (p50 of each, ms)."""
     took = {"attached": [], "detached": []}
     for line in open(path, errors="replace"):
         m = re.search(r"\] (attached|detached) .*; took ([\d.]+) ms \(([\d.]+) ms of it", line)
         if m:
             took[m.group(1)].append((float(m.group(2)), float(m.group(3))))
-    return {verb: {"took": statistics.median([t for t, _ in v]), "outsideMove": statistics.median([t - m for t, m in v]),
-                   "count": len(v)} if v else None
+    return {verb: {"took": p50([t for t, _ in v]), "outsideMove": p50([t - m for t, m in v]), "count": len(v)} if v else None
             for verb, v in (("add", took["attached"]), ("del", took["detached"]))}
-own = own_log(sys.argv[3])
+
+def bignad(kind):
+    d = json.load(open(f"{work}/bignad-{kind}.json"))
+    one, big = (next(v for k, v in d.items() if k.endswith(f"-{n}.json")) for n in ("one", "big"))
+    pair = p50(ms(big["pair"])) - p50(ms(one["pair"]))
+    own = p50(ms(big["own"])) - p50(ms(one["own"])) if any(big["own"]) else None
+    return {"one": p50(ms(one["pair"])), "big": p50(ms(big["pair"])), "difference": pair, "ownDifference": own,
+            "pairs": len(big["pair"])}
+
+stat = lambda xs: {"p50": q(xs, .5), "p95": q(xs, .95)}
 r = {
   "singleRail": {
-    "railcni": {"add": {"p50": q(single["A"]["add"], .5), "p95": q(single["A"]["add"], .95)},
-                "del": {"p50": q(single["A"]["del"], .5), "p95": q(single["A"]["del"], .95)}},
-    "reference": {"add": {"p50": q(single["B"]["add"], .5), "p95": q(single["B"]["add"], .95)},
-                  "del": {"p50": q(single["B"]["del"], .5), "p95": q(single["B"]["del"], .95)}},
-    "moveFloor": {"in": {"p50": q([f[0] for f in floor], .5), "p95": q([f[0] for f in floor], .95)},
-                  "out": {"p50": q([f[1] for f in floor], .5), "p95": q([f[1] for f in floor], .95)}},
-    "kernelFloor": {"add": {"p50": q([f[2] for f in floor], .5), "p95": q([f[2] for f in floor], .95)},
-                    "del": {"p50": q([f[3] for f in floor], .5), "p95": q([f[3] for f in floor], .95)}},
-    "cycles": len(floor),
+    "railcni": {v: stat(single["A"][v]) for v in ("add", "del")},
+    "reference": {v: stat(single["B"][v]) for v in ("add", "del")},
+    "bareMove": {v: stat(move[v]) for v in ("add", "del")},
+    "kernelFloor": {v: stat(kernel1[v]) for v in ("add", "del")},
+    "cycles": len(move["add"]),
   },
   "eightRailPod": {
-    "railcni": {"attach": statistics.median(pod["A"]["add"]), "detach": statistics.median(pod["A"]["del"])},
-    "reference": {"attach": statistics.median(pod["B"]["add"]), "detach": statistics.median(pod["B"]["del"])},
-    "kernelFloor": {"attach": statistics.median([f[0] for f in podfloor]), "detach": statistics.median([f[1] for f in podfloor])},
-    "kernelFloorPerRail": {"attach": statistics.median([f[2] for f in podfloor]), "detach": statistics.median([f[3] for f in podfloor])},
-    "noopPlugin": {"attach": statistics.median(pod["C"]["add"]), "detach": statistics.median(pod["C"]["del"])},
-    "moveMs": move_ms,
-    "cycles": len(podfloor),
+    "railcni": {"attach": p50(pod["A"]["add"]), "detach": p50(pod["A"]["del"])},
+    "reference": {"attach": p50(pod["B"]["add"]), "detach": p50(pod["B"]["del"])},
+    "kernelFloor": {"attach": p50(podfloor["add"]), "detach": p50(podfloor["del"])},
+    "kernelFloorPerRail": {"attach": p50(perrail["add"]), "detach": p50(perrail["del"])},
+    "noopPlugin": {"attach": p50(pod["C"]["add"]), "detach": p50(pod["C"]["del"])},
+    "moveMs": moves(f"{work}/moves.trace"),
+    "cycles": len(podfloor["add"]),
   },
+  "bigNad": {"bytes": $big_bytes, "railcniIpam": bignad("railcni-ipam"), "railcni": bignad("railcni")},
   "ipam": {"inProcess1": int("$ipam_inproc"), "inProcess32": int("$ipam_inproc32"),
            "binary1": int("$ipam_bin"), "binary32": int("$ipam_bin32"), "unit": "allocate+release pairs/s"},
-  "version": {"railcni": vp50("railcni"), "hostDevice": vp50("host-device"),
-              "binTrue": vp50("true"), "staticNoop": vp50("noop")},
-  "counting": {"callOff": statistics.median(ms(counting["off"])), "callOn": statistics.median(ms(counting["on"])),
+  "version": {"railcni": version["railcni"], "hostDevice": version["host-device"],
+              "binTrue": version["true"], "staticNoop": version["noop"]},
+  "counting": {"callOff": p50(ms(counting["off"])), "callOn": p50(ms(counting["on"])),
                "inProcessUs": float("$stats_ns") / 1000},
   "strippedBytes": $size, "addPeakRssKiB": int("$rss"),
-  "railcniLog": own,
+  "railcniLog": own_log(sys.argv[3]),
   "perAdd": {"syscalls": $add_sys, "netlinkSends": $add_send, "fsyncs": $add_fsync, "netnsMoves": $add_moves},
   "perDel": {"syscalls": $del_sys, "netlinkSends": $del_send, "fsyncs": $del_fsync, "netnsMoves": $del_moves},
 }
+s, p, b, v = r["singleRail"], r["eightRailPod"], r["bigNad"], r["version"]
+goals = [
+  ("big NAD (16,384 vs 1 allocation), railcni-ipam ADD+DEL", b["railcniIpam"]["difference"], 5.0, "ms"),
+  ("big NAD (16,384 vs 1 allocation), railcni ADD+DEL", b["railcni"]["difference"], 5.0, "ms"),
+  ("8-rail attach above ip -batch + 8 no-op execs", p["railcni"]["attach"] - p["kernelFloor"]["attach"] - p["noopPlugin"]["attach"], 8.0, "ms"),
+  ("8-rail detach above ip -batch + 8 no-op execs", p["railcni"]["detach"] - p["kernelFloor"]["detach"] - p["noopPlugin"]["detach"], 8.0, "ms"),
+  ("single-rail ADD above the bare move", s["railcni"]["add"]["p50"] - s["bareMove"]["add"]["p50"], 1.5, "ms"),
+  ("single-rail DEL above the bare move", s["railcni"]["del"]["p50"] - s["bareMove"]["del"]["p50"], 1.5, "ms"),
+  ("VERSION above the no-op's exec", v["railcni"] - v["staticNoop"], 0.25, "ms"),
+  ("fsyncs per ADD", r["perAdd"]["fsyncs"], 1, ""),
+  ("fsyncs per DEL", r["perDel"]["fsyncs"], 1, ""),
+]
+r["goals"] = [{"goal": g, "measured": m, "atMost": t, "met": m <= t} for g, m, t, _ in goals]
 json.dump(r, open(out, "w"), indent=2)
-s, p = r["singleRail"], r["eightRailPod"]
-fin, fout = s["moveFloor"]["in"]["p50"], s["moveFloor"]["out"]["p50"]
-kadd, kdel = s["kernelFloor"]["add"]["p50"], s["kernelFloor"]["del"]["p50"]
-print(f"single rail via libcni ({s['cycles']} cycles, interleaved)      p50 ms   p95 ms   p50 above kernel floor   vs reference")
-for verb, fl in (("add", kadd), ("del", kdel)):
-    a, b = s["railcni"][verb], s["reference"][verb]
-    print(f"  railcni   {verb.upper()}                                       {a['p50']:7.2f}  {a['p95']:7.2f}   {a['p50'] - fl:+7.2f}          {a['p50'] / b['p50']:.2f}x")
-    print(f"  reference {verb.upper()} (host-device+static+tuning+sbr)     {b['p50']:7.2f}  {b['p95']:7.2f}   {b['p50'] - fl:+7.2f}")
-print(f"  kernel-work floor (ip -batch, 2 execs): ADD {kadd:.2f} ms, DEL {kdel:.2f} ms (p50)")
-print(f"  bare move floor (one ip exec): in {fin:.2f} ms, out {fout:.2f} ms (p50; p95 {s['moveFloor']['in']['p95']:.2f} / {s['moveFloor']['out']['p95']:.2f})")
-print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)       attach ms   detach ms   above the floor (ratio)")
-fa, fd = p["kernelFloor"]["attach"], p["kernelFloor"]["detach"]
-rows = (("railcni", "railcni"), ("reference", "reference chain (24 execs)"),
-        ("kernelFloor", "kernel-work floor: ip, 1 process a side"),
-        ("kernelFloorPerRail", "same ip work, 2 processes a rail"),
-        ("noopPlugin", "libcni + a no-op plugin, 8 execs"))
-for key, label in rows:
-    a, d = p[key]["attach"], p[key]["detach"]
-    extra = "" if key in ("kernelFloor", "noopPlugin") else \
-        f"   {a - fa:+6.1f} ({a / fa:.2f}x) / {d - fd:+6.1f} ({d / fd:.2f}x)"
-    print(f"  {label:<44}{a:8.1f}   {d:8.1f}{extra}")
+
+print(f"single rail via libcni ({s['cycles']} cycles, interleaved)   p50 ms   p95 ms   vs reference")
+for verb in ("add", "del"):
+    a, ref = s["railcni"][verb], s["reference"][verb]
+    print(f"  railcni   {verb.upper()}                                 {a['p50']:7.2f}  {a['p95']:7.2f}   {a['p50'] / ref['p50']:.2f}x")
+    print(f"  reference {verb.upper()} (host-device+static+tuning+sbr){ref['p50']:8.2f}  {ref['p95']:7.2f}")
+print(f"  bare move (one ip exec a way): in {s['bareMove']['add']['p50']:.2f}, out {s['bareMove']['del']['p50']:.2f}; "
+      f"the same kernel work in ip (one process a side): ADD {s['kernelFloor']['add']['p50']:.2f}, DEL {s['kernelFloor']['del']['p50']:.2f}")
+print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)      attach ms   detach ms")
+for key, label in (("railcni", "railcni"), ("reference", "reference chain (24 execs)"),
+                   ("kernelFloor", "kernel-work floor: ip, 1 process a side"),
+                   ("kernelFloorPerRail", "same ip work, 2 processes a rail"),
+                   ("noopPlugin", "libcni + a no-op plugin, 8 execs")):
+    print(f"  {label:<44}{p[key]['attach']:8.1f}   {p[key]['detach']:8.1f}")
 mv = p["moveMs"]
 if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
     mean = mv["mean"]
@@ -352,21 +386,32 @@ if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
           f"{mv['railcni']:.2f} / {mean['railcni']:.2f} in railcni")
 else:
     print("  the kernel's namespace move: n/a (no writable tracefs)")
+own = r["railcniLog"]
 if own["add"] and own["del"]:
     print(f"  railcni's own log, p50 over every ADD / DEL of this run: took {own['add']['took']:.2f} / {own['del']['took']:.2f} ms, "
           f"outside the kernel's move {own['add']['outsideMove']:.2f} / {own['del']['outsideMove']:.2f} ms")
+print(f"a NAD with 16,384 inline allocations ({b['bytes']} bytes) vs one, ADD+DEL p50 of {b['railcni']['pairs']} pairs, stdin a pipe:")
+for key, label in (("railcniIpam", "railcni-ipam"), ("railcni", "railcni (embedded IPAM, a VF moved)")):
+    x = b[key]
+    extra = "" if x["ownDifference"] is None else f" (its own time outside the moves {x['ownDifference']:+.2f})"
+    print(f"  {label:<38} {x['one']:7.2f} vs {x['big']:7.2f} ms: {x['difference']:+.2f} ms{extra}")
 i = r["ipam"]
-print(f"railcni-ipam allocate+release pairs/s, every change durable: in-process {i['inProcess1']} "
-      f"(= {2 * i['inProcess1']} ops/s; 32 procs {i['inProcess32']}), binary {i['binary1']} (32 callers {i['binary32']})")
-v = r["version"]
-print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms ({v['railcni'] / v['hostDevice']:.2f}x); "
-      f"exec floor: static no-op {v['staticNoop']:.2f} ms ({v['railcni'] / v['staticNoop']:.2f}x), /bin/true {v['binTrue']:.2f} ms")
+print(f"railcni-ipam allocate+release pairs/s: in-process {i['inProcess1']} (32 procs {i['inProcess32']}), "
+      f"binary {i['binary1']} (32 callers {i['binary32']})")
+print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms; "
+      f"exec floor: static no-op {v['staticNoop']:.2f} ms, /bin/true {v['binTrue']:.2f} ms")
 k = r["counting"]
-print(f"counting a call for railcni metrics: {k['inProcessUs']:.0f} us p50 in-process; a DEL exec p50 {k['callOff']:.3f} ms off, "
+print(f"counting a call for railcni metrics: {k['inProcessUs']:.0f} us in-process; a DEL exec {k['callOff']:.3f} ms off, "
       f"{k['callOn']:.3f} ms on ({(k['callOn'] - k['callOff']) * 1000:+.0f} us; goal <= +100 us)")
 print(f"stripped size {r['strippedBytes']} bytes; peak RSS of an ADD {r['addPeakRssKiB']} KiB")
 for verb in ("perAdd", "perDel"):
     c = r[verb]
     print(f"{verb[3:]:>3}: {c['syscalls']} syscalls, {c['netlinkSends']} netlink sends, {c['fsyncs']} fsyncs, {c['netnsMoves']} namespace moves")
+print()
+print(f"{'goal (every figure against a floor of the same run)':<58}{'measured':>10}{'at most':>10}  verdict")
+for g, m, t, unit in goals:
+    shown = f"{m:+.2f} {unit}" if unit else f"{m}"
+    limit = f"{t:.2f} {unit}" if unit else f"{t}"
+    print(f"  {g:<56}{shown:>10}{limit:>10}  {'met' if m <= t else 'NOT MET'}")
 print(f"(JSON: {out})")
 PY

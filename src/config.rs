@@ -198,7 +198,7 @@ pub struct NetConf {
     pub raw: Value,
     /// The embedded IPAM's `staticAllocations`, unparsed (see
     /// `cni::skeleton::split_config`).
-    pub static_allocations: Option<Vec<u8>>,
+    pub static_allocations: Option<cni::input::Input>,
 }
 
 impl NetConf {
@@ -259,7 +259,7 @@ impl NetConf {
     /// The `ipam.staticAllocations` the skeleton left unparsed: the embedded
     /// IPAM reads them as they are; an external plugin gets them back in
     /// its config, as it was sent.
-    pub fn with_static_allocations(mut self, statics: Option<Vec<u8>>) -> Self {
+    pub fn with_static_allocations(mut self, statics: Option<cni::input::Input>) -> Self {
         let Some(statics) = statics else { return self };
         if self.ipam.as_ref().is_some_and(IpamConf::is_embedded) {
             self.static_allocations = Some(statics);

@@ -16,6 +16,17 @@
 //	    IPAM: the cheapest call that still counts), taking turns with
 //	    RAILCNI_STATS=off and on; prints {"off": [ns...], "on": [ns...]}
 //
+//	libcni-bench floor <pod-netns> <in-host> <in-pod> <out-pod> <out-host>
+//	    one cycle of the kernel-work floor: "ip -batch <file>" exec'd the way
+//	    libcni execs a plugin, in this process's netns (the host's) or in
+//	    the pod's ("-" skips one); prints {"add": [ns], "del": [ns]}
+//
+//	libcni-bench pairs <cycles> <plugin> <netns> <conf>...
+//	    ADD then DEL of each config (stdin through a pipe, as libcni and
+//	    Multus pass it), taking turns; prints {"<conf>": {"pair": [ns...],
+//	    "own": [ns...]}}, "own" being what the plugin's closing log lines
+//	    say it took outside the kernel's namespace moves (railcni only)
+//
 // The sets take turns within every cycle, and which goes first rotates from
 // cycle to cycle (interleaved). Prints {"A": {"add": [ns...], "del":
 // [ns...]}, "B": {...}, ...} on stdout, one letter per set in argument order.
@@ -29,8 +40,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -113,7 +127,133 @@ func execCounting(cycles int, plugin, stateDir string) {
 	json.NewEncoder(os.Stdout).Encode(out)
 }
 
+// setns(2) on x86_64 (Go's syscall package does not name it).
+const sysSetns = 308
+
+// inNetns runs f on this goroutine's OS thread switched into the netns at
+// path: a child exec'd from there starts in that netns.
+func inNetns(path string, f func()) {
+	if runtime.GOARCH != "amd64" {
+		fail(fmt.Errorf("the floor needs setns(2), wired for amd64 only"))
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		fail(err)
+	}
+	defer self.Close()
+	target, err := os.Open(path)
+	if err != nil {
+		fail(err)
+	}
+	defer target.Close()
+	setns := func(fd uintptr) {
+		if _, _, e := syscall.RawSyscall(sysSetns, fd, syscall.CLONE_NEWNET, 0); e != 0 {
+			fail(fmt.Errorf("setns: %v", e))
+		}
+	}
+	setns(target.Fd())
+	defer setns(self.Fd())
+	f()
+}
+
+// batch execs "ip -batch <file>" (in the pod's netns if inPod); "-" is nothing.
+func batch(podNetns, file string, inPod bool) int64 {
+	if file == "-" {
+		return 0
+	}
+	var took int64
+	run := func() {
+		cmd := exec.Command("ip", "-batch", file)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			fail(fmt.Errorf("ip -batch %s: %w: %s", file, err, stderr.String()))
+		}
+		took = time.Since(t0).Nanoseconds()
+	}
+	if inPod {
+		inNetns(podNetns, run)
+	} else {
+		run()
+	}
+	return took
+}
+
+func floor(podNetns, inHost, inPod, outPod, outHost string) {
+	add := batch(podNetns, inHost, false) + batch(podNetns, inPod, true)
+	del := batch(podNetns, outPod, true) + batch(podNetns, outHost, false)
+	json.NewEncoder(os.Stdout).Encode(timings{Add: []int64{add}, Del: []int64{del}})
+}
+
+var tookLine = regexp.MustCompile(`took ([0-9.]+) ms(?: \(([0-9.]+) ms of it)?`)
+
+// ownNs is what the plugin's closing log line says it took outside the
+// kernel's namespace move, in ns (0 without such a line).
+func ownNs(stderr []byte) int64 {
+	m := tookLine.FindSubmatch(stderr)
+	if m == nil {
+		return 0
+	}
+	took, _ := strconv.ParseFloat(string(m[1]), 64)
+	moved, _ := strconv.ParseFloat(string(m[2]), 64)
+	return int64((took - moved) * 1e6)
+}
+
+type pairTimings struct {
+	Pair []int64 `json:"pair"`
+	Own  []int64 `json:"own"`
+}
+
+// pairs times ADD then DEL of each config, interleaved, stdin through a pipe.
+func pairs(cycles int, plugin, netns string, confs []string) {
+	out := map[string]*pairTimings{}
+	stdins := make([][]byte, len(confs))
+	for i, c := range confs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			fail(err)
+		}
+		stdins[i] = b
+		out[c] = &pairTimings{}
+	}
+	call := func(verb string, stdin []byte) ([]byte, int64) {
+		cmd := exec.Command(plugin)
+		cmd.Env = append(os.Environ(), "CNI_COMMAND="+verb, "CNI_CONTAINERID=pairs", "CNI_NETNS="+netns,
+			"CNI_IFNAME=net1", "CNI_PATH="+filepath.Dir(plugin))
+		cmd.Stdin = bytes.NewReader(stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			fail(fmt.Errorf("%s of %s: %w: %s", verb, plugin, err, stdout.String()))
+		}
+		return stderr.Bytes(), time.Since(t0).Nanoseconds()
+	}
+	for c := 0; c < cycles; c++ {
+		for k := range confs {
+			i := (c + k) % len(confs)
+			addLog, add := call("ADD", stdins[i])
+			delLog, del := call("DEL", stdins[i])
+			out[confs[i]].Pair = append(out[confs[i]].Pair, add+del)
+			out[confs[i]].Own = append(out[confs[i]].Own, ownNs(addLog)+ownNs(delLog))
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
 func main() {
+	if len(os.Args) == 7 && os.Args[1] == "floor" {
+		floor(os.Args[2], os.Args[3], os.Args[4], os.Args[5], os.Args[6])
+		return
+	}
+	if len(os.Args) >= 6 && os.Args[1] == "pairs" {
+		cycles, _ := strconv.Atoi(os.Args[2])
+		pairs(cycles, os.Args[3], os.Args[4], os.Args[5:])
+		return
+	}
 	if len(os.Args) == 5 && os.Args[1] == "counting" {
 		cycles, _ := strconv.Atoi(os.Args[2])
 		execCounting(cycles, os.Args[3], os.Args[4])

@@ -3,12 +3,13 @@
 //! version does not have, run the verb, print the result or the error reply.
 //! Nothing else ever reaches stdout.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use serde_json::{json, Value};
 
 use crate::env::{Command, Env};
 use crate::error::{reply_json, Error, Reply, Result};
+use crate::input::Input;
 use crate::log::{self, Level, LogConf};
 use crate::settings::Settings;
 use crate::version::{Version, LATEST, SUPPORTED};
@@ -59,7 +60,7 @@ pub struct Request {
     /// `ipam.staticAllocations`, the JSON text as it came and not yet
     /// parsed (nor checked as UTF-8): a migrated pool carries 16k of them,
     /// and the node needs one.
-    pub static_allocations: Option<Vec<u8>>,
+    pub static_allocations: Option<Input>,
     /// Its `cniVersion`, already checked against the command.
     pub version: Version,
 }
@@ -83,11 +84,8 @@ where
     let settings = Settings::from_env();
     // stderr only until the config says more.
     log::init(program, Level::Info, None, &settings.log_dir, String::new());
-    let mut stdin = Vec::new();
-    let read = std::io::stdin()
-        .read_to_end(&mut stdin)
-        .map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
-    let (out, code) = match read.and_then(|_| prepare(program, stdin, settings)) {
+    let read = Input::stdin().map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
+    let (out, code) = match read.and_then(|stdin| prepare(program, stdin, settings)) {
         Ok(Prepared::Version(reply)) => (Some(reply), 0),
         Ok(Prepared::Request(request)) => {
             let version = request.version;
@@ -122,7 +120,7 @@ enum Prepared {
 /// when it is one we speak).
 fn prepare(
     program: &'static str,
-    stdin: Vec<u8>,
+    stdin: Input,
     settings: Settings,
 ) -> std::result::Result<Prepared, (Error, Version)> {
     let env = Env::from_process().map_err(|e| (e, reply_version(&stdin)))?;
@@ -194,15 +192,10 @@ fn start_logging(
 /// The IPAM parses the text whole the first time it sees a config (which
 /// also checks it) and only this node's entry after that. Everything else
 /// is parsed as `parse_config` would.
-pub fn split_config(stdin: Vec<u8>) -> Result<(Value, Option<Vec<u8>>)> {
+pub fn split_config(stdin: Input) -> Result<(Value, Option<Input>)> {
     match cut_statics(&stdin) {
-        // The list's bytes, moved to the front of stdin's buffer: no copy.
-        Some((config, list)) => {
-            let mut text = stdin;
-            text.truncate(list.end);
-            text.drain(..list.start);
-            Ok((config, Some(text)))
-        }
+        // The list stays where it was read: no copy.
+        Some((config, list)) => Ok((config, Some(stdin.into_part(list)))),
         // No such list, or not where it can be cut safely: parsed whole.
         None => parse_config(&stdin).map(|v| (v, None)),
     }
@@ -297,10 +290,11 @@ mod tests {
     #[test]
     fn config_must_be_an_object_with_a_supported_version() {
         assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
-        assert_eq!(split_config(b"[1]".to_vec()).map_err(|e| e.code()), Err(6));
-        let (v, statics) = split_config(
-            br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#.to_vec(),
-        )
+        assert_eq!(
+            split_config(Input::from(b"[1]".to_vec())).map_err(|e| e.code()),
+            Err(6)
+        );
+        let (v, statics) = split_config(Input::from(br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#.to_vec()))
         .unwrap();
         assert_eq!(
             v,
@@ -308,15 +302,17 @@ mod tests {
         );
         assert_eq!(statics.as_deref(), Some(&br#"[{"nodeName":"a"}]"#[..]));
         // A list that is not at ipam.staticAllocations stays where it is.
-        let (v, statics) =
-            split_config(br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#.to_vec()).unwrap();
+        let (v, statics) = split_config(Input::from(
+            br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#.to_vec(),
+        ))
+        .unwrap();
         assert_eq!(
             (v["args"]["staticAllocations"][1].as_str(), statics),
             (Some("]"), None)
         );
-        let (_, statics) = split_config(
+        let (_, statics) = split_config(Input::from(
             br#"{"ipam":{"staticAllocations":[{"nodeName":"a\"]"},[]],"cidr":"x"}}"#.to_vec(),
-        )
+        ))
         .unwrap();
         assert_eq!(
             statics.as_deref(),
