@@ -102,10 +102,8 @@ impl<'a> Ipam<'a> {
         }))
     }
 
-    /// Addresses, routes and DNS for the attachment; `ips[].interface`
-    /// unset. The embedded IPAM's lease file is written on a thread of its
-    /// own: wait for the returned write before the address is put to use.
-    pub fn add(&self) -> Result<(CniResult, Option<railcni_ipam::PendingWrite>)> {
+    /// Addresses, routes and DNS for the attachment; `ips[].interface` unset.
+    pub fn add(&self) -> Result<CniResult> {
         if !self.ipam.is_embedded() {
             let out = self.exec("ADD", None)?;
             let v: Value = serde_json::from_slice(&out).map_err(|e| {
@@ -116,9 +114,9 @@ impl<'a> Ipam<'a> {
             })?;
             let mut r = CniResult::from_value(&v)?;
             r.interfaces.clear();
-            return Ok((r, None));
+            return Ok(r);
         }
-        let (allocation, pending) = self.embedded()?.allocate_in_background(
+        let allocation = self.embedded()?.allocate(
             &railcni_ipam::Holder::of(self.env),
             &self.conf.requested_ips,
         )?;
@@ -126,7 +124,7 @@ impl<'a> Ipam<'a> {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }
         self.count_reclaimed(allocation.reclaimed.len());
-        Ok((allocation.to_result(), pending))
+        Ok(allocation.to_result())
     }
 
     /// Release the lease of attachment (`container_id`, `ifname`), which

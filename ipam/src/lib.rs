@@ -18,7 +18,6 @@ use cni::{CniResult, IpConfig, Route, Settings};
 use config::{NodeFile, PoolConfig};
 pub use error::IpamError;
 use pool::NodePool;
-pub use store::PendingWrite;
 use store::{Lease, Leases, PoolInfo, Store};
 
 /// Who holds an address: the CNI attachment key plus the pod, when known.
@@ -214,27 +213,6 @@ impl Ipam {
     /// one). When the pool is full or the requested address is taken, the
     /// leases of provably gone holders are released first (see `Proof`).
     pub fn allocate(&self, holder: &Holder, requested: &[IpAddr]) -> Result<Allocation, IpamError> {
-        self.lease(holder, requested, false)
-            .map(|(allocation, _)| allocation)
-    }
-
-    /// `allocate`, with the lease file written on a thread of its own (see
-    /// `Locked::write_in_background`): wait for the `PendingWrite`, if
-    /// any, before the address is put to use.
-    pub fn allocate_in_background(
-        &self,
-        holder: &Holder,
-        requested: &[IpAddr],
-    ) -> Result<(Allocation, Option<PendingWrite>), IpamError> {
-        self.lease(holder, requested, true)
-    }
-
-    fn lease(
-        &self,
-        holder: &Holder,
-        requested: &[IpAddr],
-        background: bool,
-    ) -> Result<(Allocation, Option<PendingWrite>), IpamError> {
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
         self.check_same_prefix(&data)?;
@@ -243,7 +221,7 @@ impl Ipam {
             .iter()
             .find(|l| l.is_for(&holder.container_id, &holder.ifname))
         {
-            return Ok((self.allocation(l.address, l.address6), None));
+            return Ok(self.allocation(l.address, l.address6));
         }
         let pick = |data: &Leases| match requested.first() {
             Some(ip) => self.check_requested(*ip, data),
@@ -283,15 +261,10 @@ impl Ipam {
             data.last_allocated6 = address6;
             data.pool6 = Some(pool_info(pool6));
         }
-        let pending = if background {
-            Some(locked.write_in_background(&data)?)
-        } else {
-            locked.write(&data)?;
-            None
-        };
+        locked.write(&data)?;
         let mut allocation = self.allocation(address, address6);
         allocation.reclaimed = reclaimed;
-        Ok((allocation, pending))
+        Ok(allocation)
     }
 
     /// A node's prefix never moves under live leases: a config that now
@@ -642,23 +615,6 @@ mod tests {
             pod_uid: None,
             netns: None,
         }
-    }
-
-    #[test]
-    fn a_background_write_keeps_the_lock_until_the_lease_is_in_place() {
-        let t = tempfile::tempdir().unwrap();
-        let conf = json!({"type": "railcni-ipam", "cidr": "10.0.0.0/8", "perNodePrefix": 24, "nodes": ["gpu-0"]});
-        let i = ipam(t.path(), conf);
-        let (first, write) = i.allocate_in_background(&holder("c1"), &[]).unwrap();
-        // Taken at once: it waits for the lock the write holds, then sees c1's lease.
-        let second = i.allocate(&holder("c2"), &[]).unwrap();
-        write.expect("a new lease is written").wait().unwrap();
-        assert_ne!(first.ips[0].address, second.ips[0].address);
-        let on_disk = i.store.read().unwrap();
-        assert_eq!(on_disk.leases.len(), 2);
-        let (again, write) = i.allocate_in_background(&holder("c1"), &[]).unwrap();
-        assert!(write.is_none(), "a lease it already has writes nothing");
-        assert_eq!(again.ips[0].address, first.ips[0].address);
     }
 
     #[test]

@@ -190,57 +190,19 @@ impl Locked<'_> {
         self.store.read()
     }
 
-    /// Replace the file, crash-safe (see `files::write_atomic`).
+    /// Durably replace the file (see `files::write_atomic`).
     pub fn write(&self, data: &Leases) -> Result<(), IpamError> {
-        write_file(&self.store.path, &encode(data)?)
+        let path = &self.store.path;
+        let doc = Document {
+            version: STORE_VERSION,
+            checksum: checksum(data),
+            data: data.clone(),
+        };
+        let bytes = serde_json::to_vec_pretty(&doc)
+            .map_err(|e| IpamError::io(format!("encode leases: {e}")))?;
+        files::write_atomic(path, &bytes)
+            .map_err(|e| IpamError::io(format!("cannot write lease file {}: {e}", path.display())))
     }
-
-    /// `write` on a thread of its own, which keeps the lock until the file
-    /// is in place: the caller goes on (railcni moves the VF, which waits
-    /// for the kernel far longer than the disk takes) and waits for the
-    /// write with `PendingWrite::wait` before it relies on the lease.
-    pub fn write_in_background(self, data: &Leases) -> Result<PendingWrite, IpamError> {
-        let bytes = encode(data)?;
-        let path = self.store.path.clone();
-        let lock = self._lock;
-        let handle = std::thread::Builder::new()
-            .name("lease-write".into())
-            .spawn(move || {
-                let written = write_file(&path, &bytes);
-                drop(lock);
-                written
-            })
-            .map_err(|e| IpamError::io(format!("cannot start the lease write: {e}")))?;
-        Ok(PendingWrite { handle })
-    }
-}
-
-/// A lease file write under way on its own thread (and holding the lock).
-pub struct PendingWrite {
-    handle: std::thread::JoinHandle<Result<(), IpamError>>,
-}
-
-impl PendingWrite {
-    /// Wait until the file is in place; its error if it could not be.
-    pub fn wait(self) -> Result<(), IpamError> {
-        self.handle
-            .join()
-            .unwrap_or_else(|_| Err(IpamError::io("the lease write stopped unexpectedly")))
-    }
-}
-
-fn encode(data: &Leases) -> Result<Vec<u8>, IpamError> {
-    let doc = Document {
-        version: STORE_VERSION,
-        checksum: checksum(data),
-        data: data.clone(),
-    };
-    serde_json::to_vec_pretty(&doc).map_err(|e| IpamError::io(format!("encode leases: {e}")))
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), IpamError> {
-    files::write_atomic(path, bytes)
-        .map_err(|e| IpamError::io(format!("cannot write lease file {}: {e}", path.display())))
 }
 
 /// The network a lease file name stands for (the inverse of `file_safe`).

@@ -41,8 +41,6 @@ pub struct System<'a> {
     /// The netdev once it is in the pod.
     moved: Option<Link>,
     record: Record,
-    /// The lease file write, under way beside the move.
-    lease_write: Option<railcni_ipam::PendingWrite>,
 }
 
 impl<'a> System<'a> {
@@ -93,7 +91,6 @@ impl<'a> System<'a> {
             in_use: None,
             moved: None,
             record,
-            lease_write: None,
         })
     }
 
@@ -154,9 +151,7 @@ impl Steps for System<'_> {
         match self.ctx.ipam() {
             Some(ipam) => {
                 self.record.external_ipam = ipam.external()?;
-                let (result, write) = ipam.add()?;
-                self.lease_write = write;
-                Ok(result)
+                ipam.add()
             }
             None => Ok(CniResult::default()),
         }
@@ -176,13 +171,6 @@ impl Steps for System<'_> {
             self.record.rdma_device = self.rdma.clone();
         }
         ctx.node.store.save(&self.record)
-    }
-
-    fn lease_written(&mut self) -> Result<()> {
-        match self.lease_write.take() {
-            Some(write) => Ok(write.wait()?),
-            None => Ok(()),
-        }
     }
 
     fn set_vf(&mut self) -> Result<()> {
