@@ -24,8 +24,8 @@
 //	libcni-bench pairs <cycles> <plugin> <netns> <conf>...
 //	    ADD then DEL of each config (stdin through a pipe, as libcni and
 //	    Multus pass it), taking turns; prints {"<conf>": {"pair": [ns...],
-//	    "own": [ns...]}}, "own" being what the plugin's closing log lines
-//	    say it took outside the kernel's namespace moves (railcni only)
+//	    "moves": [ns...]}}, "moves" being what the plugin's closing log
+//	    lines say the kernel's namespace moves took (railcni only)
 //
 // The sets take turns within every cycle, and which goes first rotates from
 // cycle to cycle (interleaved). Prints {"A": {"add": [ns...], "del":
@@ -188,23 +188,22 @@ func floor(podNetns, inHost, inPod, outPod, outHost string) {
 	json.NewEncoder(os.Stdout).Encode(timings{Add: []int64{add}, Del: []int64{del}})
 }
 
-var tookLine = regexp.MustCompile(`took ([0-9.]+) ms(?: \(([0-9.]+) ms of it)?`)
+var tookLine = regexp.MustCompile(`took [0-9.]+ ms(?: \(([0-9.]+) ms of it)?`)
 
-// ownNs is what the plugin's closing log line says it took outside the
-// kernel's namespace move, in ns (0 without such a line).
-func ownNs(stderr []byte) int64 {
+// movedNs is what the plugin's closing log line says the kernel's namespace
+// move took, in ns (0 without such a line).
+func movedNs(stderr []byte) int64 {
 	m := tookLine.FindSubmatch(stderr)
 	if m == nil {
 		return 0
 	}
-	took, _ := strconv.ParseFloat(string(m[1]), 64)
-	moved, _ := strconv.ParseFloat(string(m[2]), 64)
-	return int64((took - moved) * 1e6)
+	moved, _ := strconv.ParseFloat(string(m[1]), 64)
+	return int64(moved * 1e6)
 }
 
 type pairTimings struct {
-	Pair []int64 `json:"pair"`
-	Own  []int64 `json:"own"`
+	Pair  []int64 `json:"pair"`
+	Moves []int64 `json:"moves"`
 }
 
 // pairs times ADD then DEL of each config, interleaved, stdin through a pipe.
@@ -238,7 +237,7 @@ func pairs(cycles int, plugin, netns string, confs []string) {
 			addLog, add := call("ADD", stdins[i])
 			delLog, del := call("DEL", stdins[i])
 			out[confs[i]].Pair = append(out[confs[i]].Pair, add+del)
-			out[confs[i]].Own = append(out[confs[i]].Own, ownNs(addLog)+ownNs(delLog))
+			out[confs[i]].Moves = append(out[confs[i]].Moves, movedNs(addLog)+movedNs(delLog))
 		}
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
