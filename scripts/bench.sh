@@ -142,10 +142,14 @@ sed "s/\"device\":\"$name0\"/\"device\":\"$name1\"/" "$work/reference/01.conflis
 echo "link set dev $name0 netns $prefix-pod name net1" >"$work/move-in.batch"
 echo "link set dev net1 netns $host name $name0" >"$work/move-out.batch"
 harness() { in_host "$work/libcni-bench" "$@" 2>>"$out_dir/plugins.log"; }
-: >"$work/single.jsonl"; : >"$work/move.jsonl"; : >"$work/kernel1.jsonl"
+# railcni exec'd directly too (as the bare move's ip is), one network config.
+python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); c=l["plugins"][0]; c["cniVersion"]=l["cniVersion"]; c["name"]=l["name"]; print(json.dumps(c))' \
+  "$single_a" >"$work/single.json"
+: >"$work/single.jsonl"; : >"$work/direct.jsonl"; : >"$work/move.jsonl"; : >"$work/kernel1.jsonl"
 for c in $(seq 1 $((cycles + warm))); do
   keep=/dev/null; ((c > warm)) && keep=
   harness single "$bin" "$pod" 1 0 "$single_a" "$work/ref-single.conflist" >>"${keep:-$work/single.jsonl}"
+  harness pairs 1 "$bin/railcni" "$pod" "$work/single.json" >>"${keep:-$work/direct.jsonl}"
   harness floor "$pod" "$work/move-in.batch" - "$work/move-out.batch" - >>"${keep:-$work/move.jsonl}"
   harness floor "$pod" "$work/host-in1.batch" "$work/pod-in1.batch" "$work/pod-out1.batch" "$work/host-out1.batch" \
     >>"${keep:-$work/kernel1.jsonl}"
@@ -223,7 +227,7 @@ echo "==> 5: VERSION exec, size, RSS" >&2
 "$work/libcni-bench" version "$version_runs" "$bin/railcni" "$bin/host-device" "$bin/noop" /bin/true >"$work/version.json"
 size=$(stat -c %s "$bin/railcni")
 cni_env=(CNI_CONTAINERID=probe CNI_NETNS="$pod" CNI_IFNAME=net1 CNI_PATH="$bin")
-probe_conf=$(python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); c=l["plugins"][0]; c["cniVersion"]=l["cniVersion"]; c["name"]=l["name"]; print(json.dumps(c))' "$single_a")
+probe_conf=$(cat "$work/single.json")
 rss=$(in_host env "${cni_env[@]}" CNI_COMMAND=ADD /usr/bin/time -f %M "$bin/railcni" <<<"$probe_conf" 2>&1 >/dev/null | tail -1)
 in_host env "${cni_env[@]}" CNI_COMMAND=DEL "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1
 
@@ -269,6 +273,10 @@ def sets(path):
             got[k]["add"] += ms(v["add"]); got[k]["del"] += ms(v["del"])
     return got
 single, move, kernel1 = sets(f"{work}/single.jsonl"), sets(f"{work}/move.jsonl")["F"], sets(f"{work}/kernel1.jsonl")["F"]
+direct = {"add": [], "del": []}
+for line in open(f"{work}/direct.jsonl"):
+    d = next(iter(json.loads(line).values()))
+    direct["add"] += ms(d["add"]); direct["del"] += ms(d["del"])
 pod, podfloor, perrail = sets(f"{work}/pod.jsonl"), sets(f"{work}/podfloor.jsonl")["F"], sets(f"{work}/perrail.jsonl")["F"]
 version = {k.rsplit("/", 1)[-1]: p50(ms(v)) for k, v in json.load(open(f"{work}/version.json")).items()}
 counting = json.load(open(f"{work}/counting.json"))
@@ -326,6 +334,7 @@ stat = lambda xs: {"p50": q(xs, .5), "p95": q(xs, .95)}
 r = {
   "singleRail": {
     "railcni": {v: stat(single["A"][v]) for v in ("add", "del")},
+    "railcniExecd": {v: stat(direct[v]) for v in ("add", "del")},
     "reference": {v: stat(single["B"][v]) for v in ("add", "del")},
     "bareMove": {v: stat(move[v]) for v in ("add", "del")},
     "kernelFloor": {v: stat(kernel1[v]) for v in ("add", "del")},
@@ -358,8 +367,8 @@ goals = [
   ("big NAD, railcni ADD+DEL (outside the kernel's moves)", b["railcni"]["difference"], 5.0, "ms"),
   ("8-rail attach above ip -batch + 8 no-op execs", p["railcni"]["attach"] - p["kernelFloor"]["attach"] - p["noopPlugin"]["attach"], 8.0, "ms"),
   ("8-rail detach above ip -batch + 8 no-op execs", p["railcni"]["detach"] - p["kernelFloor"]["detach"] - p["noopPlugin"]["detach"], 8.0, "ms"),
-  ("single-rail ADD above the bare move", s["railcni"]["add"]["p50"] - s["bareMove"]["add"]["p50"], 1.5, "ms"),
-  ("single-rail DEL above the bare move", s["railcni"]["del"]["p50"] - s["bareMove"]["del"]["p50"], 1.5, "ms"),
+  ("single-rail ADD above the bare move (both exec'd alike)", s["railcniExecd"]["add"]["p50"] - s["bareMove"]["add"]["p50"], 1.5, "ms"),
+  ("single-rail DEL above the bare move (both exec'd alike)", s["railcniExecd"]["del"]["p50"] - s["bareMove"]["del"]["p50"], 1.5, "ms"),
   ("VERSION above the no-op's exec", v["railcni"] - v["staticNoop"], 0.25, "ms"),
   ("fsyncs per ADD", r["perAdd"]["fsyncs"], 1, ""),
   ("fsyncs per DEL", r["perDel"]["fsyncs"], 1, ""),
@@ -372,6 +381,7 @@ for verb in ("add", "del"):
     a, ref = s["railcni"][verb], s["reference"][verb]
     print(f"  railcni   {verb.upper()}                                 {a['p50']:7.2f}  {a['p95']:7.2f}   {a['p50'] / ref['p50']:.2f}x")
     print(f"  reference {verb.upper()} (host-device+static+tuning+sbr){ref['p50']:8.2f}  {ref['p95']:7.2f}")
+print(f"  railcni exec'd directly (no libcni): ADD {s['railcniExecd']['add']['p50']:.2f}, DEL {s['railcniExecd']['del']['p50']:.2f}")
 print(f"  bare move (one ip exec a way): in {s['bareMove']['add']['p50']:.2f}, out {s['bareMove']['del']['p50']:.2f}; "
       f"the same kernel work in ip (one process a side): ADD {s['kernelFloor']['add']['p50']:.2f}, DEL {s['kernelFloor']['del']['p50']:.2f}")
 print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)      attach ms   detach ms")

@@ -23,9 +23,10 @@
 //
 //	libcni-bench pairs <cycles> <plugin> <netns> <conf>...
 //	    ADD then DEL of each config (stdin through a pipe, as libcni and
-//	    Multus pass it), taking turns; prints {"<conf>": {"pair": [ns...],
-//	    "moves": [ns...]}}, "moves" being what the plugin's closing log
-//	    lines say the kernel's namespace moves took (railcni only)
+//	    Multus pass it), taking turns; prints {"<conf>": {"add": [ns...],
+//	    "del": [ns...], "pair": [ns...], "moves": [ns...]}}, "moves" being
+//	    what the plugin's closing log lines say the kernel's namespace moves
+//	    took (railcni only)
 //
 // The sets take turns within every cycle, and which goes first rotates from
 // cycle to cycle (interleaved). Prints {"A": {"add": [ns...], "del":
@@ -202,6 +203,8 @@ func movedNs(stderr []byte) int64 {
 }
 
 type pairTimings struct {
+	Add   []int64 `json:"add"`
+	Del   []int64 `json:"del"`
 	Pair  []int64 `json:"pair"`
 	Moves []int64 `json:"moves"`
 }
@@ -236,6 +239,8 @@ func pairs(cycles int, plugin, netns string, confs []string) {
 			i := (c + k) % len(confs)
 			addLog, add := call("ADD", stdins[i])
 			delLog, del := call("DEL", stdins[i])
+			out[confs[i]].Add = append(out[confs[i]].Add, add)
+			out[confs[i]].Del = append(out[confs[i]].Del, del)
 			out[confs[i]].Pair = append(out[confs[i]].Pair, add+del)
 			out[confs[i]].Moves = append(out[confs[i]].Moves, movedNs(addLog)+movedNs(delLog))
 		}
