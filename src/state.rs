@@ -356,18 +356,16 @@ mod tests {
         }
     }
 
+    /// A record of VF `pci` attached as `container`/net1 on rail1.
+    fn record(pci: &str, container: &str) -> Record {
+        Record::new(pci, "rail1", container, "net1", Proof::default(), host())
+    }
+
     #[test]
     fn records_round_trip_with_private_permissions() {
         let t = tempfile::tempdir().unwrap();
         let s = store(&t.path().join("state"));
-        let r = Record::new(
-            "0000:3b:00.2",
-            "rail1",
-            "c1",
-            "net1",
-            Proof::default(),
-            host(),
-        );
+        let r = record("0000:3b:00.2", "c1");
         s.save(&r).unwrap();
         assert_eq!(s.load("0000:3b:00.2").unwrap(), Some(r.clone()));
         assert_eq!(s.find("c1", "net1").unwrap(), Some(r));
@@ -390,18 +388,8 @@ mod tests {
     fn find_likely_reads_the_hinted_vf_first_and_falls_back_to_every_record() {
         let t = tempfile::tempdir().unwrap();
         let s = store(t.path());
-        let mut a = Record::new(
-            "0000:3b:00.2",
-            "rail1",
-            "c1",
-            "net1",
-            Proof::default(),
-            host(),
-        );
-        s.save(&a).unwrap();
-        a.pci = "0000:3b:00.3".into();
-        a.container_id = "c2".into();
-        s.save(&a).unwrap();
+        s.save(&record("0000:3b:00.2", "c1")).unwrap();
+        s.save(&record("0000:3b:00.3", "c2")).unwrap();
         let found = |hint| s.find_likely("c2", "net1", hint).unwrap().map(|r| r.pci);
         assert_eq!(found(Some("0000:3b:00.3")).as_deref(), Some("0000:3b:00.3"));
         assert_eq!(
