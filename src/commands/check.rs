@@ -14,15 +14,8 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
         })?;
     let prev = CniResult::from_value(prev)?;
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
-    let likely = ctx
-        .conf
-        .device_id
-        .as_deref()
-        .and_then(|d| crate::vf::sysfs::normalize_pci(d).ok());
     let record = ctx
-        .node
-        .store
-        .find_likely(cid, ifname, likely.as_deref())?
+        .record()?
         .ok_or_else(|| Error::CheckFailed(format!("no attachment record for {cid}/{ifname}")))?;
     let expected = Expected::from_record(&record)?;
     let mut diffs = expected.disagreements(&prev);

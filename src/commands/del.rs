@@ -9,13 +9,7 @@ use crate::{log_info, log_warn};
 
 pub async fn del(ctx: &Ctx) -> Result<()> {
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
-    let likely = ctx
-        .conf
-        .device_id
-        .as_deref()
-        .and_then(|d| normalize_pci(d).ok());
-    let found = ctx.node.store.find_likely(cid, ifname, likely.as_deref())?;
-    let pci = match (found, &ctx.conf.device_id) {
+    let pci = match (ctx.record()?, &ctx.conf.device_id) {
         (Some(r), _) => r.pci,
         (None, Some(d)) => normalize_pci(d)?,
         (None, None) => {

@@ -40,6 +40,19 @@ impl Ctx {
         Ipam::new(&self.conf, &self.env, &self.node.settings, &self.ipam_pool)
     }
 
+    /// This attachment's record (by container and interface), the config's
+    /// `deviceID` read first: one record file in the usual case.
+    pub fn record(&self) -> crate::error::Result<Option<crate::state::Record>> {
+        let likely = self
+            .conf
+            .device_id
+            .as_deref()
+            .and_then(|d| crate::vf::sysfs::normalize_pci(d).ok());
+        self.node
+            .store
+            .find_likely(&self.env.container_id, &self.env.ifname, likely.as_deref())
+    }
+
     /// How teardown releases leases in this call: through its IPAM.
     pub fn release(&self) -> Release<'_> {
         Release::Config(self.ipam())
