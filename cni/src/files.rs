@@ -121,7 +121,7 @@ fn temp_path(path: &Path) -> PathBuf {
 
 /// Replace `path` with `bytes` so that no crash, not even the machine's,
 /// leaves a torn file: a fresh temp file (`O_EXCL`, never through a
-/// symlink), fsync, rename. That is one fsync. The directory is not synced:
+/// symlink), fdatasync, rename: one fsync. The directory is not synced:
 /// an OS crash may roll the rename back, leaving the old file whole, and
 /// every state file is written for one boot (each lease and record names
 /// the boot it was made in), so a rolled-back file only holds what that
