@@ -190,7 +190,8 @@ impl Locked<'_> {
         self.store.read()
     }
 
-    /// Durably replace the file (see `files::write_atomic`).
+    /// Replace the file, crash-safe: the one fsync of an ADD or DEL (see
+    /// `files::write_atomic`).
     pub fn write(&self, data: &Leases) -> Result<(), IpamError> {
         let path = &self.store.path;
         let doc = Document {
