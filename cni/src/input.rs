@@ -44,7 +44,9 @@ impl Input {
         }
         // Zeroed by the allocator's fresh mapping: not a page is touched yet.
         let mut buf = vec![0u8; RESERVED];
-        let start = buf.as_ptr().align_offset(HUGE);
+        // `align_offset` may decline (usize::MAX): then the data just starts
+        // unaligned, on ordinary pages.
+        let start = buf.as_ptr().align_offset(HUGE).min(HUGE);
         advise_huge_pages(&mut buf[start..]);
         let mut end = start + head.len();
         buf[start..end].copy_from_slice(&head);
