@@ -197,8 +197,22 @@ impl Netlink {
 
     /// Every IPv4 and IPv6 rule, in one dump (AF_UNSPEC).
     pub async fn rules(&self) -> Result<Vec<Rule>> {
+        self.dump_rules(RuleMessage::default()).await
+    }
+
+    /// The rules of these families only (one dump each).
+    pub async fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
+        let mut out = Vec::new();
+        for family in families.iter().cloned() {
+            let mut req = self.handle.rule().get(family);
+            out.extend(self.dump_rules(std::mem::take(req.message_mut())).await?);
+        }
+        Ok(out)
+    }
+
+    async fn dump_rules(&self, query: RuleMessage) -> Result<Vec<Rule>> {
         let replies = self
-            .exchange(RouteNetlinkMessage::GetRule(RuleMessage::default()), DUMP)
+            .exchange(RouteNetlinkMessage::GetRule(query), DUMP)
             .await
             .map_err(|f| nl_err("dump rules", f))?;
         Ok(replies
@@ -210,24 +224,6 @@ impl Netlink {
                 _ => None,
             })
             .collect())
-    }
-
-    /// The rules of these families only (one dump each).
-    pub async fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
-        let mut out = Vec::new();
-        for family in families.iter().cloned() {
-            let mut req = self.handle.rule().get(family);
-            let query = std::mem::take(req.message_mut());
-            let replies = self
-                .exchange(RouteNetlinkMessage::GetRule(query), DUMP)
-                .await
-                .map_err(|f| nl_err("dump rules", f))?;
-            out.extend(replies.into_iter().filter_map(|m| match m {
-                RouteNetlinkMessage::NewRule(m) => Some(Rule::from_message(m)),
-                _ => None,
-            }));
-        }
-        Ok(out)
     }
 
     pub async fn del_rule(&self, r: &Rule) -> Result<()> {
