@@ -27,6 +27,7 @@ const SYSCALLS: &[&str] = &[
     "fsync",
     "fdatasync",
     "rename",
+    "renameat2",
     "flock",
 ];
 

@@ -142,7 +142,14 @@ impl Store {
     }
 
     /// Read and verify the file (no lock: readers see an old or a new file).
+    /// A damaged file of an earlier boot reads as empty (see `Locked::read`).
     pub fn read(&self) -> Result<Leases, IpamError> {
+        self.read_then(|_| {})
+    }
+
+    /// `read`, calling `left_by_crash` with why a damaged file last
+    /// written before this boot cannot be read, before it reads as empty.
+    fn read_then(&self, left_by_crash: impl FnOnce(&str)) -> Result<Leases, IpamError> {
         let bytes = match files::read(&self.path) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(Leases::default()),
@@ -153,45 +160,86 @@ impl Store {
                 )))
             }
         };
-        decode(&bytes).map_err(|why| {
-            IpamError::Corrupt(format!(
+        match decode(&bytes) {
+            Ok(leases) => Ok(leases),
+            Err(Untrusted::Damaged(why)) if files::written_before_boot(&self.path) => {
+                left_by_crash(&why);
+                Ok(Leases::default())
+            }
+            Err(why) => Err(IpamError::Corrupt(format!(
                 "lease file {} is corrupt ({why}); nothing was changed. Repair it (see README, \"Lease file recovery\") \
                  before this network can allocate again",
                 self.path.display()
-            ))
-        })
+            ))),
+        }
+    }
+}
+
+/// Why a lease document cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Untrusted {
+    /// Written by a newer railcni: refused, never read or set aside.
+    Newer(String),
+    /// It does not parse, or fails its checksum.
+    Damaged(String),
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Untrusted::Newer(why) | Untrusted::Damaged(why) => f.write_str(why),
+        }
     }
 }
 
 /// The lease document's data, or why it cannot be trusted.
-pub fn decode(bytes: &[u8]) -> Result<Leases, String> {
-    let doc: Document =
-        serde_json::from_slice(bytes).map_err(|e| format!("does not parse: {e}"))?;
+pub fn decode(bytes: &[u8]) -> Result<Leases, Untrusted> {
+    let doc: Document = serde_json::from_slice(bytes)
+        .map_err(|e| Untrusted::Damaged(format!("does not parse: {e}")))?;
     if doc.version > STORE_VERSION {
-        return Err(format!(
+        return Err(Untrusted::Newer(format!(
             "it is lease file version {}, written by a newer railcni; this railcni-ipam {} reads up to version \
              {STORE_VERSION}: upgrade railcni on this node, never edit the file",
             doc.version,
             env!("CARGO_PKG_VERSION")
-        ));
+        )));
     }
     let sum = checksum(&doc.data);
     if doc.checksum != sum {
-        return Err(format!(
+        return Err(Untrusted::Damaged(format!(
             "checksum {} does not match its data ({sum})",
             doc.checksum
-        ));
+        )));
     }
     Ok(doc.data)
 }
 
 impl Locked<'_> {
+    /// Read and verify the file. A damaged file last written before this
+    /// boot is what an OS crash left of a write that never reached the disk
+    /// (see `write`): every lease in it died with that boot, so it is kept
+    /// aside as `<network>.leases.json.crashed` and the pool starts empty.
     pub fn read(&self) -> Result<Leases, IpamError> {
-        self.store.read()
+        let path = &self.store.path;
+        self.store.read_then(|why| {
+            let aside = path.with_extension("json.crashed");
+            match std::fs::rename(path, &aside) {
+                Ok(()) => cni::log_warn!(
+                    "lease file {} is unreadable ({why}) and was written before this boot: an OS crash \
+                     left it, and its leases died with that boot; kept as {}",
+                    path.display(),
+                    aside.display()
+                ),
+                Err(e) => cni::log_warn!("cannot set aside {}: {e}", path.display()),
+            }
+        })
     }
 
-    /// Replace the file, crash-safe: the one fsync of an ADD or DEL (see
-    /// `files::write_atomic`).
+    /// Replace the file atomically for every reader and for a killed
+    /// writer, without waiting for the disk (`files::replace_atomic`): only
+    /// an OS crash can lose the write, and it ends every lease of its boot
+    /// (`read` then sets a damaged file aside). No ADD or DEL waits for the
+    /// disk.
     pub fn write(&self, data: &Leases) -> Result<(), IpamError> {
         let path = &self.store.path;
         let doc = Document {
@@ -201,7 +249,7 @@ impl Locked<'_> {
         };
         let bytes = serde_json::to_vec_pretty(&doc)
             .map_err(|e| IpamError::io(format!("encode leases: {e}")))?;
-        files::write_atomic(path, &bytes)
+        files::replace_atomic(path, &bytes)
             .map_err(|e| IpamError::io(format!("cannot write lease file {}: {e}", path.display())))
     }
 }
@@ -292,6 +340,62 @@ mod tests {
         )
         .unwrap();
         assert!(s.read().unwrap_err().to_string().contains("version 2"));
+    }
+
+    /// Date a file before this boot, as one an OS crash left.
+    fn written_in_an_earlier_boot(path: &Path) {
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_damaged_file_of_an_earlier_boot_is_set_aside_and_the_pool_starts_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path(), "rail1", T);
+        fs::write(&s.path, "").unwrap();
+        written_in_an_earlier_boot(&s.path);
+        assert_eq!(
+            s.read().unwrap(),
+            Leases::default(),
+            "unlocked: reads as empty"
+        );
+        assert!(s.path.exists(), "an unlocked reader moves nothing");
+        assert_eq!(s.lock().unwrap().read().unwrap(), Leases::default());
+        assert!(!s.path.exists());
+        assert_eq!(
+            fs::read(t.path().join("rail1.leases.json.crashed")).unwrap(),
+            b"",
+            "kept to read"
+        );
+    }
+
+    #[test]
+    fn only_a_damaged_file_of_an_earlier_boot_is_set_aside() {
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::new(t.path(), "rail1", T);
+        fs::write(&s.path, "{\"version\":1,\"chec").unwrap();
+        assert_eq!(
+            s.lock().unwrap().read().unwrap_err().code(),
+            111,
+            "this boot's"
+        );
+        let data = Leases::default();
+        let newer = format!(
+            "{{\"version\":2,\"checksum\":\"{}\",\"data\":{{}}}}",
+            checksum(&data)
+        );
+        fs::write(&s.path, newer).unwrap();
+        written_in_an_earlier_boot(&s.path);
+        let e = s.lock().unwrap().read().unwrap_err();
+        assert!(
+            e.to_string().contains("version 2"),
+            "a newer release's: {e}"
+        );
+        assert!(s.path.exists());
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! lives here, over the small `Steps` trait, so it is unit-tested without
 //! root; `system::System` is the real implementation.
 //!
-//! 1. lease the address (undo: release it); its fsync is done before the
-//!    move, not beside it: disk I/O in flight while the kernel moves the
-//!    VF made each move wait about 7 ms longer for its RCU grace period
-//!    (measured: 22.7 against 15.3 ms p50);
+//! 1. lease the address (undo: release it); like every state write it
+//!    neither waits for the disk nor starts writing to it (see
+//!    `cni::files::replace_atomic`): disk I/O in flight while the kernel
+//!    moves the VF made each move wait about 7 ms longer for its RCU grace
+//!    period (measured: 22.7 against 15.3 ms p50);
 //! 2. write the record before the first host change, with the routing
 //!    plan and the PF's original VF settings (undo: remove it);
 //! 3. set the PF-side VF settings (undo: restore them);
