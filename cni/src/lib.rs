@@ -11,7 +11,7 @@ pub mod input;
 pub mod liveness;
 pub mod log;
 pub mod result;
-mod scan;
+pub mod scan;
 pub mod settings;
 pub mod skeleton;
 pub mod stats;

@@ -6,6 +6,39 @@
 //! only changes whether the scan ends inside a string (the parity of its
 //! quotes), and only the rare other block is read byte by byte.
 
+/// Texts shorter than this are searched byte by byte (see `find`).
+const SMALL: usize = 64 * 1024;
+
+/// Where `needle` first occurs in `hay`. A config of ordinary size is
+/// searched byte by byte: memchr's first search asks the CPU for its
+/// features, and each CPUID instruction is a VM exit, which costs more on
+/// a virtualised node than searching a few KiB.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    if hay.len() < SMALL {
+        return hay.windows(needle.len()).position(|w| w == needle);
+    }
+    memchr::memmem::find(hay, needle)
+}
+
+/// Where byte `c` first occurs in `hay` (byte by byte when small, as `find`).
+pub fn find_byte(c: u8, hay: &[u8]) -> Option<usize> {
+    if hay.len() < SMALL {
+        return hay.iter().position(|&b| b == c);
+    }
+    memchr::memchr(c, hay)
+}
+
+/// Where byte `c` last occurs in `hay` (byte by byte when small, as `find`).
+pub fn rfind_byte(c: u8, hay: &[u8]) -> Option<usize> {
+    if hay.len() < SMALL {
+        return hay.iter().rposition(|&b| b == c);
+    }
+    memchr::memrchr(c, hay)
+}
+
 /// The index just past the array that opens at `start` (`b[start]` is
 /// `[`), or `None` if it does not close.
 pub fn end_of_array(b: &[u8], start: usize) -> Option<usize> {
@@ -223,6 +256,20 @@ mod tests {
             prop_assert_eq!((fast.backslash, word.backslash), (exact(b'\\'), exact(b'\\')));
             let brackets = exact(b'[') | exact(b']');
             prop_assert_eq!((fast.bracket, word.bracket), (brackets, brackets));
+        }
+
+        /// Small and big texts are searched differently, with one answer.
+        #[test]
+        fn searches_agree_with_memchr_on_either_side_of_small(
+            head in proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'"'), Just(b'{')], 0..64),
+            pad in prop_oneof![Just(0usize), Just(SMALL)],
+            needle in proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'"')], 1..4),
+        ) {
+            let mut hay = vec![b' '; pad];
+            hay.extend_from_slice(&head);
+            prop_assert_eq!(find(&hay, &needle), memchr::memmem::find(&hay, &needle));
+            prop_assert_eq!(find_byte(b'{', &hay), memchr::memchr(b'{', &hay));
+            prop_assert_eq!(rfind_byte(b'"', &hay), memchr::memrchr(b'"', &hay));
         }
     }
 }

@@ -210,7 +210,7 @@ const PLACEHOLDER: &str = "\"railcni:cut:staticAllocations\"";
 /// `ipam.staticAllocations`; else `None`.
 fn cut_statics(stdin: &[u8]) -> Option<(Value, std::ops::Range<usize>)> {
     let key = b"\"staticAllocations\"";
-    let at = memchr::memmem::find(stdin, key)?;
+    let at = crate::scan::find(stdin, key)?;
     let mut i = at + key.len();
     let skip_ws = |mut i: usize| {
         while stdin.get(i).is_some_and(u8::is_ascii_whitespace) {
@@ -229,7 +229,7 @@ fn cut_statics(stdin: &[u8]) -> Option<(Value, std::ops::Range<usize>)> {
     let end = crate::scan::end_of_array(stdin, i)?;
     // Another such key after the list: parse it all (one inside the list is
     // the list's business, checked when it is parsed).
-    if memchr::memmem::find(&stdin[end..], key).is_some() {
+    if crate::scan::find(&stdin[end..], key).is_some() {
         return None;
     }
     let mut reduced = Vec::with_capacity(stdin.len() - (end - i) + PLACEHOLDER.len());

@@ -9,6 +9,8 @@ use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::Value;
 
+use cni::scan;
+
 use crate::IpamError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -177,12 +179,11 @@ fn own_allocation(text: &[u8], node: &str) -> Result<Vec<StaticAllocation>, Ipam
     let quoted = serde_json::to_string(node).unwrap_or_default();
     let mut own = Vec::new();
     let mut from = 0;
-    let finder = memchr::memmem::Finder::new(quoted.as_bytes());
-    while let Some(at) = finder.find(&text[from..]).map(|i| i + from) {
+    while let Some(at) = scan::find(&text[from..], quoted.as_bytes()).map(|i| i + from) {
         from = at + quoted.len();
         let (Some(start), Some(end)) = (
-            memchr::memrchr(b'{', &text[..at]),
-            memchr::memchr(b'}', &text[at..]).map(|i| i + at),
+            scan::rfind_byte(b'{', &text[..at]),
+            scan::find_byte(b'}', &text[at..]).map(|i| i + at),
         ) else {
             return all_for(text, node);
         };
