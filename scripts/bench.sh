@@ -298,16 +298,24 @@ def moves(path):
         if kind == "sys_enter":
             started[pid] = ts
         elif pid in started:
-            took = (ts - started.pop(pid)) * 1000
-            if took > 1.0:
-                per_process.setdefault((comm, pid), []).append(took)
+            began = started.pop(pid)
+            if (ts - began) * 1000 > 1.0:
+                per_process.setdefault((comm, pid), []).append((began, ts))
     sets = {"railcni": [], "oneProcess": [], "perRail": []}
-    for (comm, _), took in per_process.items():
-        key = "railcni" if comm == "railcni" else ("oneProcess" if len(took) == 8 else "perRail")
-        sets[key] += took
-    return {k: (p50(v) if v else None) for k, v in sets.items()} | {
-        "mean": {k: (statistics.fmean(v) if v else None) for k, v in sets.items()},
-        "count": {k: len(v) for k, v in sets.items()}}
+    for (comm, _), spans in per_process.items():
+        key = "railcni" if comm == "railcni" else ("oneProcess" if len(spans) == 8 else "perRail")
+        sets[key] += spans
+    took = {k: [(end - began) * 1000 for began, end in v] for k, v in sets.items()}
+    # From one move's end to the next one's start within a pod (railcni: the
+    # next rail's exec; ip -batch: none). Moves end on kernel ticks, so a
+    # gap past the next tick costs the next move a whole tick.
+    def gaps(spans):
+        spans = sorted(spans)
+        return [(b[0] - a[1]) * 1000 for a, b in zip(spans, spans[1:]) if 0 <= b[0] - a[1] < 0.015]
+    return {k: (p50(v) if v else None) for k, v in took.items()} | {
+        "mean": {k: (statistics.fmean(v) if v else None) for k, v in took.items()},
+        "gapBetweenMoves": {k: (p50(gaps(sets[k])) if gaps(sets[k]) else None) for k in ("railcni", "oneProcess")},
+        "count": {k: len(v) for k, v in took.items()}}
 
 def own_log(path):
     """railcni's closing log lines: what each ADD and DEL took, and how much
@@ -396,6 +404,10 @@ if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
     print(f"  the kernel's namespace move (ftrace, p50 / mean ms): {mv['oneProcess']:.2f} / {mean['oneProcess']:.2f} in the "
           f"one-process floor, {mv['perRail']:.2f} / {mean['perRail']:.2f} in the per-rail floor, "
           f"{mv['railcni']:.2f} / {mean['railcni']:.2f} in railcni")
+    gap = mv["gapBetweenMoves"]
+    if gap["railcni"] is not None and gap["oneProcess"] is not None:
+        print(f"  from one rail's move to the next (p50 ms): {gap['oneProcess']:.2f} in ip -batch, {gap['railcni']:.2f} "
+              f"in railcni (an exec, libcni and railcni's own work; moves end on kernel ticks)")
 else:
     print("  the kernel's namespace move: n/a (no writable tracefs)")
 own = r["railcniLog"]
