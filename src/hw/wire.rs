@@ -66,13 +66,32 @@ pub fn transact<T>(
 where
     T: NetlinkDeserializable,
 {
+    exchange(fd, request, seq, if ack { NLM_F_ACK } else { 0 }, what)?
+        .map_err(|f| crate::net::nl_err(what, f))
+}
+
+/// Send `request` (sent with `flags`, sequence `seq`) and collect its
+/// replies until the kernel answered (`Answer`); replies to other sequence
+/// numbers are skipped. The inner result is the kernel's answer (`NoAnswer`
+/// when the socket closed first); the outer one a socket that failed or a
+/// reply that does not decode.
+pub fn exchange<T>(
+    fd: BorrowedFd<'_>,
+    request: &[u8],
+    seq: u32,
+    flags: u16,
+    what: &str,
+) -> Result<std::result::Result<Vec<T>, Failure>>
+where
+    T: NetlinkDeserializable,
+{
     let io = |e: io::Error| Error::Netlink(format!("{what}: {e}"));
     send(fd.as_raw_fd(), request, MsgFlags::empty()).map_err(|e| io(e.into()))?;
-    let mut answer = Answer::new(if ack { NLM_F_ACK } else { 0 });
+    let mut answer = Answer::new(flags);
     loop {
         let buf = recv_datagram(fd).map_err(io)?;
         if buf.is_empty() {
-            return Err(crate::net::nl_err(what, Failure::NoAnswer));
+            return Ok(Err(Failure::NoAnswer));
         }
         let mut offset = 0;
         while offset < buf.len() {
@@ -81,7 +100,7 @@ where
             let len = msg.header.length as usize;
             if msg.header.sequence_number == seq {
                 if let Some(outcome) = answer.feed(msg) {
-                    return outcome.map_err(|f| crate::net::nl_err(what, f));
+                    return Ok(outcome);
                 }
             }
             if len == 0 {

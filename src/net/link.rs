@@ -89,21 +89,17 @@ impl Link {
 
 impl Netlink {
     pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
-        let mut req = self.handle.link().get().match_name(name.to_string());
-        self.one_link(
-            std::mem::take(req.message_mut()),
-            &format!("get link {name}"),
-        )
-        .await
+        let mut query = LinkMessage::default();
+        query
+            .attributes
+            .push(LinkAttribute::IfName(name.to_string()));
+        self.one_link(query, &format!("get link {name}")).await
     }
 
     pub async fn link_by_index(&self, index: u32) -> Result<Option<Link>> {
-        let mut req = self.handle.link().get().match_index(index);
-        self.one_link(
-            std::mem::take(req.message_mut()),
-            &format!("get link #{index}"),
-        )
-        .await
+        let mut query = LinkMessage::default();
+        query.header.index = index;
+        self.one_link(query, &format!("get link #{index}")).await
     }
 
     /// A single-link query: ENODEV means absent; no answer is an error.
@@ -230,10 +226,12 @@ impl Netlink {
         if names.is_empty() {
             return Ok(());
         }
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let mut req = self.handle.link().property_del(index).alt_ifname(&refs);
+        let mut msg = LinkMessage::default();
+        msg.header.index = index;
+        let props = names.iter().map(|n| Prop::AltIfName(n.clone())).collect();
+        msg.attributes.push(LinkAttribute::PropList(props));
         self.exchange(
-            RouteNetlinkMessage::DelLinkProp(std::mem::take(req.message_mut())),
+            RouteNetlinkMessage::DelLinkProp(msg),
             NLM_F_REQUEST | NLM_F_ACK,
         )
         .await

@@ -1,11 +1,17 @@
 //! Everything that touches the kernel: namespaces, rtnetlink, sysctl.
 //!
 //! A `Netlink` is a rtnetlink socket created inside one namespace (entered
-//! from the caller's thread, see `NetNs::run`) and used from the caller's
-//! thread; the socket stays bound to its namespace. Messages are built with
-//! rtnetlink's builders and exchanged through `exchange`, which counts a
-//! request as done only when the kernel answered it (`answer`). A socket
-//! that closes first is an error, never "nothing there".
+//! from the caller's thread, see `NetNs::run`); the socket stays bound to
+//! its namespace. Messages are built with netlink-packet-route's types (and
+//! rtnetlink's builders) and exchanged through `exchange`: one blocking
+//! send and read on the socket (`hw::wire`, which the hardware layer shares),
+//! since the kernel answers an rtnetlink request within the send. A request
+//! is done only when the kernel answered it (`answer`); a socket that closes
+//! first is an error, never "nothing there".
+//!
+//! Blocking rather than rtnetlink's async connection: that connection costs
+//! a spawned task, channel hops and four more syscalls per request, about
+//! 15 us each, a sixth of the plugin's own time per ADD.
 
 pub mod answer;
 pub mod devconf;
@@ -15,24 +21,24 @@ pub mod netns;
 pub mod route;
 pub mod sysctl;
 
-use std::os::fd::{FromRawFd, IntoRawFd};
+use std::cell::Cell;
+use std::os::fd::{AsFd, FromRawFd, IntoRawFd, OwnedFd};
 
-use futures_util::StreamExt;
-use netlink_packet_core::NetlinkMessage;
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, TokioSocket};
-use rtnetlink::Handle;
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 
-use answer::Answer;
 pub use answer::Failure;
 pub use link::Link;
 pub use mac::Mac;
 pub use netns::NetNs;
 
 use crate::error::{Error, Result};
+use crate::hw::wire;
 
 pub struct Netlink {
-    handle: Handle,
+    socket: OwnedFd,
+    /// The last request's sequence number.
+    seq: Cell<u32>,
 }
 
 impl Netlink {
@@ -42,17 +48,12 @@ impl Netlink {
             Socket::new(NETLINK_ROUTE)
                 .map_err(|e| Error::Netlink(format!("cannot open rtnetlink socket: {e}")))
         })?;
-        socket
-            .set_non_blocking(true)
-            .map_err(|e| Error::Netlink(format!("cannot set up rtnetlink socket: {e}")))?;
         // SAFETY: the descriptor comes straight from a socket we own and give up here.
-        let socket = unsafe { TokioSocket::from_raw_fd(socket.into_raw_fd()) };
-        let (mut connection, handle, _) = rtnetlink::from_socket(socket);
-        // Hand ACKs and DONEs to `exchange`, which requires one of them.
-        connection.set_forward_ack(true);
-        connection.set_forward_done(true);
-        tokio::spawn(connection);
-        Ok(Netlink { handle })
+        let socket = unsafe { OwnedFd::from_raw_fd(socket.into_raw_fd()) };
+        Ok(Netlink {
+            socket,
+            seq: Cell::new(0),
+        })
     }
 
     /// Send one request and collect its replies until the kernel's answer.
@@ -61,20 +62,13 @@ impl Netlink {
         payload: RouteNetlinkMessage,
         flags: u16,
     ) -> std::result::Result<Vec<RouteNetlinkMessage>, Failure> {
-        let mut request = NetlinkMessage::from(payload);
-        request.header.flags = flags;
-        let mut replies = self
-            .handle
-            .clone()
-            .request(request)
-            .map_err(|_| Failure::NoAnswer)?;
-        let mut answer = Answer::new(flags);
-        while let Some(msg) = replies.next().await {
-            if let Some(outcome) = answer.feed(msg) {
-                return outcome;
-            }
-        }
-        Err(Failure::NoAnswer)
+        let seq = self.seq.get().wrapping_add(1);
+        self.seq.set(seq);
+        let request = wire::encode(payload, flags, seq);
+        wire::exchange(self.socket.as_fd(), &request, seq, flags, "rtnetlink").unwrap_or_else(|e| {
+            crate::log_warn!("{e}");
+            Err(Failure::NoAnswer)
+        })
     }
 }
 

@@ -1,20 +1,28 @@
 //! Addresses, routes and policy rules on a link.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::IpNet;
 use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use rtnetlink::packet_route::address::AddressAttribute;
+use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
 use rtnetlink::packet_route::route::{RouteAttribute, RouteMessage, RouteScope};
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
-use rtnetlink::{IpVersion, RouteMessageBuilder};
+use rtnetlink::{AddressMessageBuilder, IpVersion, RouteMessageBuilder};
 
 use nix::errno::Errno;
 
 use super::{nl_err, Failure, Netlink};
 use crate::error::{Error, Result};
 use crate::routing::{RouteSpec, RuleSpec};
+
+/// The address family of `addr`, for a message header.
+fn family_of(addr: IpAddr) -> AddressFamily {
+    match addr {
+        IpAddr::V4(_) => AddressFamily::Inet,
+        IpAddr::V6(_) => AddressFamily::Inet6,
+    }
+}
 
 /// IPv4 or IPv6 (an AF_UNSPEC dump also carries other families).
 fn is_ip(family: AddressFamily) -> bool {
@@ -60,11 +68,16 @@ pub enum RouteAdded {
 
 impl Netlink {
     pub async fn add_address(&self, index: u32, addr: IpNet) -> Result<()> {
-        let mut req = self
-            .handle
-            .address()
-            .add(index, addr.addr(), addr.prefix_len());
-        let mut msg = std::mem::take(req.message_mut());
+        let mut msg = match addr.addr() {
+            IpAddr::V4(a) => AddressMessageBuilder::<Ipv4Addr>::new()
+                .index(index)
+                .address(a, addr.prefix_len())
+                .build(),
+            IpAddr::V6(a) => AddressMessageBuilder::<Ipv6Addr>::new()
+                .index(index)
+                .address(a, addr.prefix_len())
+                .build(),
+        };
         if addr.addr().is_ipv6() {
             // Usable at once: a rail address is the pool's to give, so no
             // duplicate detection holds it tentative (and unusable) first.
@@ -82,10 +95,11 @@ impl Netlink {
     }
 
     pub async fn addresses(&self, index: u32) -> Result<Vec<IpNet>> {
-        let mut req = self.handle.address().get().set_link_index_filter(index);
-        let query = std::mem::take(req.message_mut());
         let replies = self
-            .exchange(RouteNetlinkMessage::GetAddress(query), DUMP)
+            .exchange(
+                RouteNetlinkMessage::GetAddress(AddressMessage::default()),
+                DUMP,
+            )
             .await
             .map_err(|f| nl_err(format!("list addresses of link #{index}"), f))?;
         Ok(replies
@@ -165,24 +179,20 @@ impl Netlink {
             .collect())
     }
 
-    /// `ip rule add from <src> lookup <table> priority <p>`, with the action
-    /// set explicitly (rtnetlink defaults to Unspec, which breaks lookups).
+    /// `ip rule add from <src> lookup <table> priority <p>`, as iproute2
+    /// builds it: the table in the header when it fits a byte, else as an
+    /// attribute (header table 0), and the action set explicitly.
     pub async fn add_rule(&self, r: &RuleSpec) -> Result<()> {
-        let req = self
-            .handle
-            .rule()
-            .add()
-            .table_id(r.table)
-            .priority(r.priority)
-            .action(RuleAction::ToTable);
-        let msg = match r.src.addr() {
-            IpAddr::V4(a) => {
-                std::mem::take(req.v4().source_prefix(a, r.src.prefix_len()).message_mut())
-            }
-            IpAddr::V6(a) => {
-                std::mem::take(req.v6().source_prefix(a, r.src.prefix_len()).message_mut())
-            }
-        };
+        let mut msg = RuleMessage::default();
+        msg.header.family = family_of(r.src.addr());
+        msg.header.src_len = r.src.prefix_len();
+        msg.header.action = RuleAction::ToTable;
+        match u8::try_from(r.table) {
+            Ok(t) => msg.header.table = t,
+            Err(_) => msg.attributes.push(RuleAttribute::Table(r.table)),
+        }
+        msg.attributes.push(RuleAttribute::Priority(r.priority));
+        msg.attributes.push(RuleAttribute::Source(r.src.addr()));
         match self.exchange(RouteNetlinkMessage::NewRule(msg), ADD).await {
             Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
             Err(f) => Err(nl_err(
@@ -204,8 +214,12 @@ impl Netlink {
     pub async fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
         let mut out = Vec::new();
         for family in families.iter().cloned() {
-            let mut req = self.handle.rule().get(family);
-            out.extend(self.dump_rules(std::mem::take(req.message_mut())).await?);
+            let mut query = RuleMessage::default();
+            query.header.family = match family {
+                IpVersion::V4 => AddressFamily::Inet,
+                IpVersion::V6 => AddressFamily::Inet6,
+            };
+            out.extend(self.dump_rules(query).await?);
         }
         Ok(out)
     }
