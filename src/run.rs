@@ -56,8 +56,10 @@ fn run(request: Request) -> Result<Option<Value>> {
     } = request;
     let conf = NetConf::parse(config, &env)?.with_static_allocations(static_allocations);
     let ctx = Ctx::new(env, conf, Node::new(settings)?);
+    // No I/O or timer driver: netlink is exchanged on blocking sockets
+    // (`net`), so the runtime only polls the verbs' futures, and starts
+    // without an epoll instance or an eventfd.
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
         .build()
         .map_err(|e| Error::internal(format!("cannot start runtime: {e}")))?;
     let outcome = runtime.block_on(async {
