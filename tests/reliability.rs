@@ -459,3 +459,26 @@ fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
         "the old DEL leaves the new pod alone"
     );
 }
+
+/// A runtime that stopped reading: railcni's reply fails to write, and it
+/// exits with an error instead of being killed by SIGPIPE (railcni has its
+/// own C `main`, so ignoring SIGPIPE is its job, not std's).
+#[test]
+fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(PLUGIN)
+        .env("CNI_COMMAND", "VERSION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(br#"{"cniVersion":"1.0.0"}"#).unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), None, "{status:?}");
+}
