@@ -70,12 +70,13 @@ mkdir -p "$bin"
 install -m 0755 "$static/railcni" "$static/railcni-ipam" "$bin/"
 for p in host-device static tuning sbr; do ln -s "/usr/lib/cni/$p" "$bin/$p"; done
 cc -O2 -static -o "$bin/noop" benches/noop-plugin/noop.c
+cc -O2 -static -o "$bin/moveonly" benches/move-plugin/moveonly.c
 export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_NAME=gpu-0 \
   RAILCNI_NODE_CONFIG=$work/none.json RAILCNI_LOG_DIR=$work/log
 
 # Conflists: network n (1..8) on the n-th VF, /31 from rail n's /15.
 mapfile -t vfs < <(awk '{print $3" "$4}' "$work/vfs")
-mkdir -p "$work/railcni" "$work/reference" "$work/noop"
+mkdir -p "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly"
 for n in $(seq 1 8); do
   read -r pci name <<<"${vfs[$((n - 1))]}"
   cidr="172.$((14 + 2 * n)).0.0/15" addr="172.$((14 + 2 * n)).0.0" gw="172.$((14 + 2 * n)).0.1"
@@ -85,6 +86,8 @@ for n in $(seq 1 8); do
 JSON
   echo "{\"cniVersion\":\"1.0.0\",\"name\":\"noop$n\",\"plugins\":[{\"type\":\"noop\"}]}" \
     >"$work/noop/$(printf %02d "$n").conflist"
+  echo "{\"cniVersion\":\"1.0.0\",\"name\":\"move$n\",\"plugins\":[{\"type\":\"moveonly\",\"device\":\"$name\"}]}" \
+    >"$work/moveonly/$(printf %02d "$n").conflist"
   cat >"$work/reference/$(printf %02d "$n").conflist" <<JSON
 {"cniVersion":"1.0.0","name":"ref$n","plugins":[
  {"type":"host-device","device":"$name","ipam":{"type":"static",
@@ -160,7 +163,8 @@ echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch flo
 trace_moves on || echo "bench.sh: no usable tracefs; the kernel's move times will be n/a" >&2
 for c in $(seq 0 "$pod_cycles"); do
   keep=/dev/null; ((c > 0)) && keep=
-  harness pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" >>"${keep:-$work/pod.jsonl}"
+  harness pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" \
+    >>"${keep:-$work/pod.jsonl}"
   harness floor "$pod" "$work/host-in.batch" "$work/pod-in.batch" "$work/pod-out.batch" "$work/host-out.batch" \
     >>"${keep:-$work/podfloor.jsonl}"
   for n in $(seq 1 8); do harness floor "$pod" "$work/host-inr$n.batch" "$work/pod-inr$n.batch" - -; done >"$work/perrail-in"
@@ -354,6 +358,7 @@ r = {
     "kernelFloor": {"attach": p50(podfloor["add"]), "detach": p50(podfloor["del"])},
     "kernelFloorPerRail": {"attach": p50(perrail["add"]), "detach": p50(perrail["del"])},
     "noopPlugin": {"attach": p50(pod["C"]["add"]), "detach": p50(pod["C"]["del"])},
+    "moveOnlyPlugin": {"attach": p50(pod["D"]["add"]), "detach": p50(pod["D"]["del"])},
     "moveMs": moves(f"{work}/moves.trace"),
     "cycles": len(podfloor["add"]),
   },
@@ -396,8 +401,12 @@ print(f"8-rail pod, Multus-style ({p['cycles']} cycles, medians)      attach ms 
 for key, label in (("railcni", "railcni"), ("reference", "reference chain (24 execs)"),
                    ("kernelFloor", "kernel-work floor: ip, 1 process a side"),
                    ("kernelFloorPerRail", "same ip work, 2 processes a rail"),
-                   ("noopPlugin", "libcni + a no-op plugin, 8 execs")):
+                   ("noopPlugin", "libcni + a no-op plugin, 8 execs"),
+                   ("moveOnlyPlugin", "libcni + a plugin that only moves, 8 execs")):
     print(f"  {label:<44}{p[key]['attach']:8.1f}   {p[key]['detach']:8.1f}")
+mo = p["moveOnlyPlugin"]
+print(f"  railcni above the plugin that only moves: attach {p['railcni']['attach'] - mo['attach']:+.1f} ms, "
+      f"detach {p['railcni']['detach'] - mo['detach']:+.1f} ms (railcni's own work, in whole kernel ticks)")
 mv = p["moveMs"]
 if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
     mean = mv["mean"]
