@@ -16,8 +16,9 @@
 # 2. an 8-rail pod, Multus-style (8 serial ADDs on 8 VFs over 2 PFs, then 8
 #    DELs in reverse): railcni, the reference chain, the kernel-work floor
 #    (ip -batch doing the same kernel work, one process a side), the same
-#    ip work split per rail, libcni running a no-op plugin 8 times, and
-#    (from ftrace) what the kernel's namespace move itself took in each;
+#    ip work split per rail, libcni running a no-op plugin and a plugin
+#    that only moves 8 times each, then (from ftrace, in cycles of their
+#    own, untimed) what the kernel's namespace move itself took;
 # 3. a NAD with 16,384 inline static allocations vs one: ADD+DEL of
 #    railcni-ipam and of railcni (embedded IPAM), stdin through a pipe;
 # 4. railcni-ipam allocate+release ops/s, in-process and through the binary;
@@ -30,8 +31,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "bench.sh: run as root (network namespaces)" >&2; exit 1; }
 quick=0; [ "${1:-}" = "--quick" ] && quick=1
-if ((quick)); then cycles=3 warm=1 pod_cycles=2 version_runs=10 ipam_pairs=100 big_pairs=3; else
-  cycles=60 warm=5 pod_cycles=25 version_runs=300 ipam_pairs=2000 big_pairs=30; fi
+if ((quick)); then cycles=3 warm=1 pod_cycles=2 traced_cycles=1 version_runs=10 ipam_pairs=100 big_pairs=3; else
+  cycles=60 warm=5 pod_cycles=25 traced_cycles=6 version_runs=300 ipam_pairs=2000 big_pairs=30; fi
 command -v strace >/dev/null && command -v go >/dev/null && [ -x /usr/lib/cni/sbr ] && [ -x /usr/bin/time ] ||
   { echo "bench.sh: needs strace, go, the reference plugins and GNU time (scripts/install-test-deps.sh)" >&2; exit 1; }
 
@@ -160,7 +161,6 @@ done
 
 echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch floors" >&2
 : >"$work/pod.jsonl"; : >"$work/podfloor.jsonl"; : >"$work/perrail.jsonl"
-trace_moves on || echo "bench.sh: no usable tracefs; the kernel's move times will be n/a" >&2
 for c in $(seq 0 "$pod_cycles"); do
   keep=/dev/null; ((c > 0)) && keep=
   harness pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" \
@@ -174,6 +174,16 @@ import json, sys
 rows = [json.loads(l) for l in sys.stdin]
 print(json.dumps({"add": [sum(r["add"][0] for r in rows)], "del": [sum(r["del"][0] for r in rows)]}))' \
     >>"${keep:-$work/perrail.jsonl}"
+done
+# The kernel's move times come from cycles of their own: tracing every
+# syscall's entry and exit (even filtered) slows each of railcni's ~180
+# syscalls, and would move the figures above (ip -batch makes few).
+trace_moves on || echo "bench.sh: no usable tracefs; the kernel's move times will be n/a" >&2
+for c in $(seq 1 "$traced_cycles"); do
+  harness pod "$bin" "$pod" 1 0 "$work/railcni" >/dev/null
+  harness floor "$pod" "$work/host-in.batch" "$work/pod-in.batch" "$work/pod-out.batch" "$work/host-out.batch" >/dev/null
+  for n in $(seq 1 8); do harness floor "$pod" "$work/host-inr$n.batch" "$work/pod-inr$n.batch" - -; done >/dev/null
+  for n in $(seq 8 -1 1); do harness floor "$pod" - - "$work/pod-outr$n.batch" "$work/host-outr$n.batch"; done >/dev/null
 done
 trace_moves off "$work/moves.trace"
 
