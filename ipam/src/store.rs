@@ -324,21 +324,24 @@ mod tests {
         );
     }
 
+    /// A lease file cut short, as a crash mid-write leaves one.
+    const TORN: &str = "{\"version\":1,\"chec";
+
+    /// An empty lease file of a release newer than this one.
+    fn newer_release() -> String {
+        format!(
+            "{{\"version\":2,\"checksum\":\"{}\",\"data\":{{}}}}",
+            checksum(&Leases::default())
+        )
+    }
+
     #[test]
     fn torn_and_future_files_are_refused() {
         let t = tempfile::tempdir().unwrap();
         let s = Store::new(t.path(), "rail1", T);
-        fs::write(&s.path, "{\"version\":1,\"chec").unwrap();
+        fs::write(&s.path, TORN).unwrap();
         assert!(s.read().unwrap_err().to_string().contains("does not parse"));
-        let data = Leases::default();
-        fs::write(
-            &s.path,
-            format!(
-                "{{\"version\":2,\"checksum\":\"{}\",\"data\":{{}}}}",
-                checksum(&data)
-            ),
-        )
-        .unwrap();
+        fs::write(&s.path, newer_release()).unwrap();
         assert!(s.read().unwrap_err().to_string().contains("version 2"));
     }
 
@@ -377,18 +380,13 @@ mod tests {
     fn only_a_damaged_file_of_an_earlier_boot_is_set_aside() {
         let t = tempfile::tempdir().unwrap();
         let s = Store::new(t.path(), "rail1", T);
-        fs::write(&s.path, "{\"version\":1,\"chec").unwrap();
+        fs::write(&s.path, TORN).unwrap();
         assert_eq!(
             s.lock().unwrap().read().unwrap_err().code(),
             111,
             "this boot's"
         );
-        let data = Leases::default();
-        let newer = format!(
-            "{{\"version\":2,\"checksum\":\"{}\",\"data\":{{}}}}",
-            checksum(&data)
-        );
-        fs::write(&s.path, newer).unwrap();
+        fs::write(&s.path, newer_release()).unwrap();
         written_in_an_earlier_boot(&s.path);
         let e = s.lock().unwrap().read().unwrap_err();
         assert!(
