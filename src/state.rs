@@ -156,9 +156,8 @@ impl Record {
 /// and the reboot gave its VF back, so it is renamed `<pci>.json.crashed`
 /// (kept to read, no longer listed) and the VF is treated as unattached.
 fn set_aside(path: &std::path::Path, why: &str) {
-    let aside = path.with_extension("json.crashed");
-    match fs::rename(path, &aside) {
-        Ok(()) => crate::log_warn!(
+    match files::set_aside(path) {
+        Ok(aside) => crate::log_warn!(
             "attachment record {} is unreadable ({why}) and was written before this boot: \
              an OS crash left it; kept as {} and the VF treated as unattached",
             path.display(),
@@ -307,7 +306,7 @@ impl Store {
     /// Atomically (readers and a killed railcni see the old or the new
     /// record) but not crash-safe: the record only matters while its pod
     /// lives, and an OS crash ends every pod of the boot (see `load` for what
-    /// such a crash may leave). ADD's one crash-safe write is the lease.
+    /// such a crash may leave). No state write waits for the disk.
     pub fn save(&self, record: &Record) -> Result<()> {
         let path = self.record_path(&record.pci)?;
         let bytes = serde_json::to_vec_pretty(record)

@@ -392,8 +392,8 @@ fn disk_use_reads_strace_lines() {
 }
 
 /// ADD and DEL wait for the disk nowhere and start no writeback: every
-/// state file is replaced without a sync (see "One fsync per ADD" in
-/// docs/architecture.md for why that is safe), existing ones by exchange.
+/// state file is replaced without a sync (see "No ADD or DEL waits for the
+/// disk" in docs/architecture.md for why that is safe), existing ones by exchange.
 #[test]
 fn an_add_and_a_del_never_wait_for_the_disk_nor_start_writing_to_it() {
     let node = Node::new(1, 1);

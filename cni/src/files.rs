@@ -194,6 +194,17 @@ fn swap_in(tmp: &Path, path: &Path) -> io::Result<()> {
     fs::rename(tmp, path)
 }
 
+/// Keep an unreadable state file that an OS crash left (see
+/// `written_before_boot`) beside itself as `<name>.crashed`, out of every
+/// reader's way; returns where it went.
+pub fn set_aside(path: &Path) -> io::Result<PathBuf> {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".crashed");
+    let aside = PathBuf::from(aside);
+    fs::rename(path, &aside)?;
+    Ok(aside)
+}
+
 /// Was the file at `path` last written before this boot (by its mtime
 /// against the boot time in `/proc/stat`)? `false` when either is unknown.
 pub fn written_before_boot(path: &Path) -> bool {

@@ -221,17 +221,14 @@ impl Locked<'_> {
     /// aside as `<network>.leases.json.crashed` and the pool starts empty.
     pub fn read(&self) -> Result<Leases, IpamError> {
         let path = &self.store.path;
-        self.store.read_then(|why| {
-            let aside = path.with_extension("json.crashed");
-            match std::fs::rename(path, &aside) {
-                Ok(()) => cni::log_warn!(
+        self.store.read_then(|why| match files::set_aside(path) {
+            Ok(aside) => cni::log_warn!(
                     "lease file {} is unreadable ({why}) and was written before this boot: an OS crash \
                      left it, and its leases died with that boot; kept as {}",
                     path.display(),
                     aside.display()
                 ),
-                Err(e) => cni::log_warn!("cannot set aside {}: {e}", path.display()),
-            }
+            Err(e) => cni::log_warn!("cannot set aside {}: {e}", path.display()),
         })
     }
 
