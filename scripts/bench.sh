@@ -77,7 +77,7 @@ export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_N
 
 # Conflists: network n (1..8) on the n-th VF, /31 from rail n's /15.
 mapfile -t vfs < <(awk '{print $3" "$4}' "$work/vfs")
-mkdir -p "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly"
+mkdir -p "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" "$work/moveonly-busy"
 for n in $(seq 1 8); do
   read -r pci name <<<"${vfs[$((n - 1))]}"
   cidr="172.$((14 + 2 * n)).0.0/15" addr="172.$((14 + 2 * n)).0.0" gw="172.$((14 + 2 * n)).0.1"
@@ -89,6 +89,10 @@ JSON
     >"$work/noop/$(printf %02d "$n").conflist"
   echo "{\"cniVersion\":\"1.0.0\",\"name\":\"move$n\",\"plugins\":[{\"type\":\"moveonly\",\"device\":\"$name\"}]}" \
     >"$work/moveonly/$(printf %02d "$n").conflist"
+  # The same plugin taking 1.5 ms of CPU after each move (about railcni's own
+  # work per ADD): does the pod pay for a plugin's time or for ticks?
+  echo "{\"cniVersion\":\"1.0.0\",\"name\":\"busy$n\",\"plugins\":[{\"type\":\"moveonly\",\"device\":\"$name\",\"cpuUs\":1500}]}" \
+    >"$work/moveonly-busy/$(printf %02d "$n").conflist"
   cat >"$work/reference/$(printf %02d "$n").conflist" <<JSON
 {"cniVersion":"1.0.0","name":"ref$n","plugins":[
  {"type":"host-device","device":"$name","ipam":{"type":"static",
@@ -164,7 +168,7 @@ echo "==> 2: 8-rail pod ($pod_cycles cycles), interleaved with the ip -batch flo
 for c in $(seq 0 "$pod_cycles"); do
   keep=/dev/null; ((c > 0)) && keep=
   harness pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" \
-    >>"${keep:-$work/pod.jsonl}"
+    "$work/moveonly-busy" >>"${keep:-$work/pod.jsonl}"
   harness floor "$pod" "$work/host-in.batch" "$work/pod-in.batch" "$work/pod-out.batch" "$work/host-out.batch" \
     >>"${keep:-$work/podfloor.jsonl}"
   for n in $(seq 1 8); do harness floor "$pod" "$work/host-inr$n.batch" "$work/pod-inr$n.batch" - -; done >"$work/perrail-in"
@@ -369,6 +373,7 @@ r = {
     "kernelFloorPerRail": {"attach": p50(perrail["add"]), "detach": p50(perrail["del"])},
     "noopPlugin": {"attach": p50(pod["C"]["add"]), "detach": p50(pod["C"]["del"])},
     "moveOnlyPlugin": {"attach": p50(pod["D"]["add"]), "detach": p50(pod["D"]["del"])},
+    "moveOnlyPluginBusy": {"attach": p50(pod["E"]["add"]), "detach": p50(pod["E"]["del"])},
     "moveMs": moves(f"{work}/moves.trace"),
     "cycles": len(podfloor["add"]),
   },
@@ -412,11 +417,13 @@ for key, label in (("railcni", "railcni"), ("reference", "reference chain (24 ex
                    ("kernelFloor", "kernel-work floor: ip, 1 process a side"),
                    ("kernelFloorPerRail", "same ip work, 2 processes a rail"),
                    ("noopPlugin", "libcni + a no-op plugin, 8 execs"),
-                   ("moveOnlyPlugin", "libcni + a plugin that only moves, 8 execs")):
+                   ("moveOnlyPlugin", "libcni + a plugin that only moves, 8 execs"),
+                   ("moveOnlyPluginBusy", "  the same, 1.5 ms of CPU after each move")):
     print(f"  {label:<44}{p[key]['attach']:8.1f}   {p[key]['detach']:8.1f}")
-mo = p["moveOnlyPlugin"]
+mo, busy = p["moveOnlyPlugin"], p["moveOnlyPluginBusy"]
 print(f"  railcni above the plugin that only moves: attach {p['railcni']['attach'] - mo['attach']:+.1f} ms, "
-      f"detach {p['railcni']['detach'] - mo['detach']:+.1f} ms (railcni's own work, in whole kernel ticks)")
+      f"detach {p['railcni']['detach'] - mo['detach']:+.1f} ms; 8 x 1.5 ms of a plugin's CPU cost the pod "
+      f"{busy['attach'] - mo['attach']:+.1f} ms (attach)")
 mv = p["moveMs"]
 if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
     mean = mv["mean"]

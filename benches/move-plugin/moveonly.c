@@ -3,7 +3,10 @@
  * it back under its name; nothing else (no addresses, no state, no checks).
  * Run through libcni 8 times a pod, it is the floor under any plugin that
  * moves one link per exec, as Multus runs them: an exec's gap between two
- * namespace moves costs what it costs whatever the plugin does. */
+ * namespace moves costs what it costs whatever the plugin does.
+ * "cpuUs": N in the config spins N microseconds on the CPU after an ADD's
+ * move: a plugin's own work, if only its time counted (the bench's check
+ * on whether a per-rail gap is charged by the millisecond or by the tick). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 struct request {
@@ -53,6 +57,20 @@ static int move(const char *from, int ns, const char *to) {
   return ((struct nlmsgerr *)NLMSG_DATA(h))->error == 0 ? 0 : -1;
 }
 
+static long micros_since(const struct timespec *from) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - from->tv_sec) * 1000000L + (now.tv_nsec - from->tv_nsec) / 1000;
+}
+
+/* Busy, not asleep: the CPU stays taken, as a plugin's own work takes it. */
+static void spin(long us) {
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (micros_since(&start) < us) {
+  }
+}
+
 int main(void) {
   static char conf[65536];
   size_t len = 0;
@@ -66,11 +84,15 @@ int main(void) {
   char device[IF_NAMESIZE] = "";
   const char *at = strstr(conf, "\"device\":\"");
   if (at) sscanf(at + 10, "%15[^\"]", device);
+  long cpu_us = 0;
+  const char *cpu = strstr(conf, "\"cpuUs\":");
+  if (cpu) cpu_us = strtol(cpu + 8, NULL, 10);
   if (!cmd || !netns || !ifname || !device[0]) return 1;
   int pod = open(netns, O_RDONLY | O_CLOEXEC);
   if (pod < 0) return 1;
   if (strcmp(cmd, "ADD") == 0) {
     if (move(device, pod, ifname) != 0) return 1;
+    spin(cpu_us);
     puts("{\"cniVersion\":\"1.0.0\"}");
   } else if (strcmp(cmd, "DEL") == 0) {
     int host = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
