@@ -349,26 +349,26 @@ fn disk_use(trace: &str) -> DiskUse {
 }
 
 /// Run `req` under strace and say what it did to the disk.
-fn traced(node: &Node, req: &Req) -> (Reply, DiskUse) {
+/// One call run under strace, tracing only `filter` (an `-e` expression).
+fn strace_of(node: &Node, req: &Req, filter: &str) -> (Reply, String) {
     let out = node
         .state_dir()
         .with_extension(format!("{}.strace", req.command));
     let mut traced = req.clone();
-    traced.wrap = [
-        "strace",
-        "-f",
-        "-qq",
-        "-e",
-        "trace=fsync,fdatasync,syncfs,sync,sync_file_range,rename,renameat,renameat2",
-        "-o",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([out.display().to_string()])
-    .collect();
+    traced.wrap = ["strace", "-f", "-qq", "-e", filter, "-o"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([out.display().to_string()])
+        .collect();
     let reply = node.cni(&traced);
     let trace = std::fs::read_to_string(&out).unwrap_or_default();
     let _ = std::fs::remove_file(&out);
+    (reply, trace)
+}
+
+fn traced(node: &Node, req: &Req) -> (Reply, DiskUse) {
+    let filter = "trace=fsync,fdatasync,syncfs,sync,sync_file_range,rename,renameat,renameat2";
+    let (reply, trace) = strace_of(node, req, filter);
     (reply, disk_use(&trace))
 }
 
@@ -481,4 +481,91 @@ fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
     drop(stdin);
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), None, "{status:?}");
+}
+
+const RTM_GETLINK: u16 = 18;
+const RTM_SETLINK: u16 = 19;
+const RTM_NEWADDR: u16 = 20;
+const RTM_NEWROUTE: u16 = 24;
+const RTM_NEWRULE: u16 = 32;
+const RTM_DELRULE: u16 = 33;
+const RTM_GETRULE: u16 = 34;
+
+/// The rtnetlink message type of each `sendto` in an strace (railcni sends
+/// one message per call). strace names the type on a socket of its own
+/// namespace and prints it in hex on one in the pod's; a type this test does
+/// not know reads as u16::MAX, so it is never mistaken for an allowed one.
+fn netlink_requests(trace: &str) -> Vec<u16> {
+    trace
+        .lines()
+        .filter(|l| l.contains("sendto("))
+        .filter_map(|l| l.split("nlmsg_type=").nth(1))
+        .filter_map(|t| t.split([',', ' ']).next())
+        .map(|t| match t.strip_prefix("0x") {
+            Some(hex) => u16::from_str_radix(hex, 16).unwrap_or(u16::MAX),
+            None => match t {
+                "RTM_GETLINK" => RTM_GETLINK,
+                "RTM_SETLINK" => RTM_SETLINK,
+                "RTM_NEWADDR" => RTM_NEWADDR,
+                "RTM_NEWROUTE" => RTM_NEWROUTE,
+                "RTM_NEWRULE" => RTM_NEWRULE,
+                "RTM_DELRULE" => RTM_DELRULE,
+                "RTM_GETRULE" => RTM_GETRULE,
+                _ => u16::MAX,
+            },
+        })
+        .collect()
+}
+
+#[test]
+fn netlink_requests_reads_named_and_hex_types() {
+    let trace = r#"
+7 sendto(6, [{nlmsg_len=52, nlmsg_type=RTM_SETLINK, nlmsg_flags=NLM_F_REQUEST|NLM_F_ACK}, ""], 52, 0, NULL, 0) = 52
+7 sendto(8, [{nlmsg_len=32, nlmsg_type=0x12 /* NLMSG_??? */, nlmsg_flags=NLM_F_REQUEST}, ""], 32, 0, NULL, 0) = 32
+7 recvfrom(8, [{nlmsg_len=36, nlmsg_type=NLMSG_ERROR}], 36, 0, NULL, NULL) = 36
+7 sendto(8, [{nlmsg_len=32, nlmsg_type=RTM_NEWNEIGH, nlmsg_flags=NLM_F_REQUEST}, ""], 32, 0, NULL, 0) = 32
+"#;
+    assert_eq!(
+        netlink_requests(trace),
+        vec![RTM_SETLINK, RTM_GETLINK, u16::MAX]
+    );
+}
+
+/// After an IPv4 rail's link comes up, ADD sends only the rail's
+/// addresses, routes and rules: what runs between a rail's link-up and
+/// railcni's exit delays the next rail's namespace move
+/// (docs/architecture.md, "Pod start").
+#[test]
+fn after_the_link_up_an_add_sends_only_addresses_routes_and_rules() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let (reply, trace) = strace_of(&node, &rail1_add("p", &pod, vf), "trace=sendto");
+    assert_eq!(address(&reply.ok()), "172.16.0.0/31");
+    let sent = netlink_requests(&trace);
+    // The move, the MTU and the link-up are all RTM_SETLINK; the up is last.
+    let up = sent
+        .iter()
+        .rposition(|&t| t == RTM_SETLINK)
+        .unwrap_or_else(|| panic!("no RTM_SETLINK in {sent:?}"));
+    let after = &sent[up + 1..];
+    let allowed = [
+        RTM_NEWADDR,
+        RTM_NEWROUTE,
+        RTM_GETRULE,
+        RTM_DELRULE,
+        RTM_NEWRULE,
+    ];
+    assert!(
+        after.contains(&RTM_NEWADDR) && after.contains(&RTM_NEWROUTE),
+        "addresses and routes follow the link-up: {sent:?}"
+    );
+    assert!(
+        after.iter().all(|t| allowed.contains(t)),
+        "only addresses, routes and rules after the link-up: {sent:?}"
+    );
+    assert!(
+        sent[..up].contains(&RTM_GETLINK),
+        "the result's MAC and MTU are read before the link-up: {sent:?}"
+    );
 }

@@ -40,6 +40,8 @@ pub struct System<'a> {
     in_use: Option<InUse>,
     /// The netdev once it is in the pod.
     moved: Option<Link>,
+    /// `moved` was read back for the result before the link-up.
+    reported_early: bool,
     record: Record,
 }
 
@@ -90,6 +92,7 @@ impl<'a> System<'a> {
             rdma,
             in_use: None,
             moved: None,
+            reported_early: false,
             record,
         })
     }
@@ -110,6 +113,22 @@ impl<'a> System<'a> {
             ifindex: moved.index,
             mac: mac.ok_or_else(|| Error::internal("the VF has no Ethernet MAC"))?,
         })
+    }
+
+    /// The moved VF as the kernel holds it now.
+    async fn link_now(&self, index: u32) -> Result<Link> {
+        let now = self.sockets.pod_nl.link_by_index(index).await?;
+        now.ok_or_else(|| {
+            Error::Netlink(format!(
+                "{} vanished from the pod during ADD",
+                self.ctx.env.ifname
+            ))
+        })
+    }
+
+    fn has_ipv6(&self) -> bool {
+        let plan = self.record.routing.as_ref();
+        plan.is_some_and(|p| p.rules.iter().any(|r| r.src.addr().is_ipv6()))
     }
 
     fn moved(&self) -> Result<&Link> {
@@ -248,7 +267,18 @@ impl Steps for System<'_> {
         if !sysctls.files.is_empty() {
             rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &sysctls.files)?;
         }
-        nl.set_up(moved.index).await
+        let index = moved.index;
+        // An IPv4 rail reads the result's MAC and MTU before its link comes
+        // up: what runs between the link-up and the exit delays the next
+        // rail's namespace move. An IPv6 rail reads them last, as before:
+        // its link-local address leaves the kernel's (disabled) duplicate
+        // detection in a work item after the link-up, and an ADD that
+        // returned sooner was seen to leave it tentative (docs/architecture.md).
+        if !self.has_ipv6() {
+            self.moved = Some(self.link_now(index).await?);
+            self.reported_early = true;
+        }
+        nl.set_up(index).await
     }
 
     fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
@@ -308,10 +338,11 @@ impl Steps for System<'_> {
         };
         match &self.moved {
             Some(moved) => {
-                let now = self.sockets.pod_nl.link_by_index(moved.index).await?;
-                let now = now.ok_or_else(|| {
-                    Error::Netlink(format!("{} vanished from the pod during ADD", iface.name))
-                })?;
+                let now = if self.reported_early {
+                    moved.clone()
+                } else {
+                    self.link_now(moved.index).await?
+                };
                 iface.mac = Some(format_hw_addr(&now.mac));
                 iface.mtu = Some(now.mtu);
                 iface.rdma_device = self.record.rdma_device.clone();
