@@ -38,10 +38,9 @@ pub struct System<'a> {
     rdma: Option<String>,
     /// The pod's rules and tables, read once when the table is chosen.
     in_use: Option<InUse>,
-    /// The netdev once it is in the pod.
+    /// The netdev once it is in the pod (an IPv4 rail: as it was just
+    /// before the link-up).
     moved: Option<Link>,
-    /// `moved` was read back for the result before the link-up.
-    reported_early: bool,
     record: Record,
 }
 
@@ -92,7 +91,6 @@ impl<'a> System<'a> {
             rdma,
             in_use: None,
             moved: None,
-            reported_early: false,
             record,
         })
     }
@@ -276,7 +274,6 @@ impl Steps for System<'_> {
         // returned sooner was seen to leave it tentative (docs/architecture.md).
         if !self.has_ipv6() {
             self.moved = Some(self.link_now(index).await?);
-            self.reported_early = true;
         }
         nl.set_up(index).await
     }
@@ -338,10 +335,10 @@ impl Steps for System<'_> {
         };
         match &self.moved {
             Some(moved) => {
-                let now = if self.reported_early {
-                    moved.clone()
-                } else {
+                let now = if self.has_ipv6() {
                     self.link_now(moved.index).await?
+                } else {
+                    moved.clone()
                 };
                 iface.mac = Some(format_hw_addr(&now.mac));
                 iface.mtu = Some(now.mtu);
