@@ -348,7 +348,6 @@ fn disk_use(trace: &str) -> DiskUse {
     usage
 }
 
-/// Run `req` under strace and say what it did to the disk.
 /// One call run under strace, tracing only `filter` (an `-e` expression).
 fn strace_of(node: &Node, req: &Req, filter: &str) -> (Reply, String) {
     let out = node
@@ -366,6 +365,7 @@ fn strace_of(node: &Node, req: &Req, filter: &str) -> (Reply, String) {
     (reply, trace)
 }
 
+/// Run `req` under strace and say what it did to the disk.
 fn traced(node: &Node, req: &Req) -> (Reply, DiskUse) {
     let filter = "trace=fsync,fdatasync,syncfs,sync,sync_file_range,rename,renameat,renameat2";
     let (reply, trace) = strace_of(node, req, filter);
