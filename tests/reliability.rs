@@ -569,3 +569,46 @@ fn after_the_link_up_an_add_sends_only_addresses_routes_and_rules() {
         "the result's MAC and MTU are read before the link-up: {sent:?}"
     );
 }
+
+/// The move carries the rail's MTU and IPv4 settings in its own message,
+/// and DEL's move home carries the host MTU: between an ADD's move and its
+/// link-up only the read-back goes out, and a DEL sends one RTM_SETLINK.
+/// Each request around a move costs the next rail's move time.
+#[test]
+fn the_moves_carry_the_mtu_in_their_own_message() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let host_mtu = link_in(&node.host(), &vf.ifname).map(|l| l.mtu);
+    assert_ne!(
+        host_mtu,
+        Some(9000),
+        "the stand-in starts below the rail MTU"
+    );
+    let add = rail1_add("p", &pod, vf);
+    let (reply, trace) = strace_of(&node, &add, "trace=sendto");
+    assert_eq!(reply.ok()["interfaces"][0]["mtu"], 9000);
+    let inside = link_in(&Node::ns_of(&pod), "net1").map(|l| (l.mtu, l.up));
+    assert_eq!(inside, Some((9000, true)));
+    let sent = netlink_requests(&trace);
+    let setlinks: Vec<usize> = (0..sent.len())
+        .filter(|&i| sent[i] == RTM_SETLINK)
+        .collect();
+    assert_eq!(setlinks.len(), 2, "the move and the link-up only: {sent:?}");
+    assert_eq!(
+        &sent[setlinks[0] + 1..setlinks[1]],
+        [RTM_GETLINK],
+        "between the move and the link-up, only the read-back: {sent:?}"
+    );
+
+    let (reply, trace) = strace_of(&node, &add.cmd("DEL"), "trace=sendto");
+    reply.ok();
+    let sent = netlink_requests(&trace);
+    let setlinks = sent.iter().filter(|&&t| t == RTM_SETLINK).count();
+    assert_eq!(setlinks, 1, "the move home carries the MTU: {sent:?}");
+    assert_eq!(
+        link_in(&node.host(), &vf.ifname).map(|l| l.mtu),
+        host_mtu,
+        "the VF is home with its own MTU"
+    );
+}

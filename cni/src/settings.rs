@@ -39,6 +39,9 @@ pub struct Settings {
     pub rebind_timeout: Duration,
     /// `RAILCNI_STATS=off`: do not count calls for `railcni metrics`.
     pub stats: bool,
+    /// This boot's id once read (`boot_id`): a call reads the file once,
+    /// not per record. Leave it to `Default`/`from_env`.
+    pub boot_id_read: std::sync::OnceLock<Option<String>>,
 }
 
 impl Default for Settings {
@@ -72,12 +75,14 @@ impl Settings {
                 .and_then(|v| v.parse().ok())
                 .map_or(Duration::from_secs(10), Duration::from_millis),
             stats: get("RAILCNI_STATS").as_deref() != Some("off"),
+            boot_id_read: std::sync::OnceLock::new(),
         }
     }
 
     /// This boot's id, if it can be read.
     pub fn boot_id(&self) -> Option<String> {
-        crate::liveness::boot_id(&self.boot_id_path)
+        let read = || crate::liveness::boot_id(&self.boot_id_path);
+        self.boot_id_read.get_or_init(read).clone()
     }
 
     /// The embedded IPAM's lease files.
@@ -105,5 +110,24 @@ mod tests {
         assert_eq!(s.ipam_dir(), PathBuf::from("/tmp/s/ipam"));
         assert_eq!(s.lock_timeout, Duration::from_millis(250));
         assert_eq!(s.node_name, None, "empty means unset");
+    }
+
+    #[test]
+    fn the_boot_id_is_read_once_per_call() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("boot_id");
+        std::fs::write(&path, "boot-a\n").unwrap();
+        let s = Settings {
+            boot_id_path: path.clone(),
+            ..Settings::default()
+        };
+        assert_eq!(s.boot_id().as_deref(), Some("boot-a"));
+        std::fs::write(&path, "boot-b\n").unwrap();
+        assert_eq!(s.boot_id().as_deref(), Some("boot-a"), "read once");
+        let next_call = Settings {
+            boot_id_path: path,
+            ..Settings::default()
+        };
+        assert_eq!(next_call.boot_id().as_deref(), Some("boot-b"));
     }
 }

@@ -763,7 +763,12 @@ mod tests {
         assert!(ipam.check("b", "net1").is_ok());
 
         std::fs::write(&boot, "boot-b\n").unwrap();
-        let rebooted = load();
+        // After a reboot every call is a new process that reads the id anew.
+        let after_reboot = Settings {
+            boot_id_read: Default::default(),
+            ..settings.clone()
+        };
+        let rebooted = Ipam::load("rail1", &conf, &after_reboot).unwrap();
         assert_eq!(
             rebooted.reclaim_dead().unwrap().len(),
             1,

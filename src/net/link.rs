@@ -5,7 +5,9 @@ use std::os::fd::AsRawFd;
 use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST};
 use netlink_packet_route::RouteNetlinkMessage;
 use nix::errno::Errno;
-use rtnetlink::packet_route::link::{InetDevConf, LinkAttribute, LinkFlags, LinkMessage, Prop};
+use rtnetlink::packet_route::link::{
+    InetDevConf, LinkAttribute, LinkExtentMask, LinkFlags, LinkMessage, Prop,
+};
 use rtnetlink::LinkUnspec;
 
 use super::{nl_err, Failure, NetNs, Netlink};
@@ -87,8 +89,51 @@ impl Link {
     }
 }
 
+/// What a move sets on the link once it is in the target namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Arrival {
+    pub mtu: Option<u32>,
+    pub mac: Option<Vec<u8>>,
+    /// The IPv4 interface settings the message can carry (see `devconf`).
+    pub inet: Option<InetDevConf>,
+}
+
+impl Arrival {
+    /// The settings, as a failed move's error names them.
+    fn describe(&self) -> String {
+        let mut out = String::new();
+        if let Some(mtu) = self.mtu {
+            out.push_str(&format!(", mtu {mtu}"));
+        }
+        if let Some(mac) = &self.mac {
+            out.push_str(&format!(", address {}", super::mac::format_hw_addr(mac)));
+        }
+        if self.inet.is_some() {
+            out.push_str(", its IPv4 interface settings");
+        }
+        out
+    }
+}
+
+/// IFLA_EXT_MASK asking the kernel to leave the counters out.
+fn skip_stats() -> LinkAttribute {
+    LinkAttribute::ExtMask(vec![LinkExtentMask::SkipStats])
+}
+
 impl Netlink {
+    /// The link named `name`, without its counters (`stats` is None): a
+    /// smaller answer to build and parse on every ADD and DEL.
     pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
+        let mut query = LinkMessage::default();
+        query.attributes.push(skip_stats());
+        query
+            .attributes
+            .push(LinkAttribute::IfName(name.to_string()));
+        self.one_link(query, &format!("get link {name}")).await
+    }
+
+    /// `link_by_name` with the kernel's counters (`railcni metrics`).
+    pub async fn link_with_stats(&self, name: &str) -> Result<Option<Link>> {
         let mut query = LinkMessage::default();
         query
             .attributes
@@ -96,9 +141,11 @@ impl Netlink {
         self.one_link(query, &format!("get link {name}")).await
     }
 
+    /// The link at `index`, without its counters.
     pub async fn link_by_index(&self, index: u32) -> Result<Option<Link>> {
         let mut query = LinkMessage::default();
         query.header.index = index;
+        query.attributes.push(skip_stats());
         self.one_link(query, &format!("get link #{index}")).await
     }
 
@@ -146,30 +193,6 @@ impl Netlink {
         .await
     }
 
-    /// What bring-up sets before the link is up, in one message: the MTU
-    /// (when it changes) and the IPv4 interface settings (see `devconf`).
-    pub async fn set_mtu_and_inet_conf(
-        &self,
-        index: u32,
-        mtu: Option<u32>,
-        inet: Option<InetDevConf>,
-    ) -> Result<()> {
-        let mut what = format!("set link #{index}");
-        let mut builder = LinkUnspec::new_with_index(index);
-        if let Some(mtu) = mtu {
-            what.push_str(&format!(" mtu {mtu}"));
-            builder = builder.mtu(mtu);
-        }
-        if let Some(conf) = inet {
-            what.push_str(" and its IPv4 interface settings");
-            builder = builder.append_extra_attribute(super::devconf::attribute(conf));
-        }
-        if mtu.is_none() && inet.is_none() {
-            return Ok(());
-        }
-        self.apply(what, builder.build()).await
-    }
-
     pub async fn set_mtu(&self, index: u32, mtu: u32) -> Result<()> {
         self.apply(
             format!("set link #{index} mtu {mtu}"),
@@ -202,21 +225,42 @@ impl Netlink {
     }
 
     /// Move a link to `target` and name it `name` there, in one message, so
-    /// a name taken on either side never leaves it half-moved. Returns
-    /// Ok(false) when the name is taken in the target (EEXIST).
-    pub async fn move_to(&self, index: u32, target: &NetNs, name: &str) -> Result<bool> {
-        let msg = LinkUnspec::new_with_index(index)
+    /// a name taken on either side never leaves it half-moved; `arrival`'s
+    /// settings ride in the same message (the kernel applies them once the
+    /// link is in `target`): each request after a move costs the next rail's
+    /// move time (docs/architecture.md). Returns Ok(false) when the name is
+    /// taken in the target (EEXIST: nothing moved or changed).
+    pub async fn move_to(
+        &self,
+        index: u32,
+        target: &NetNs,
+        name: &str,
+        arrival: &Arrival,
+    ) -> Result<bool> {
+        let mut builder = LinkUnspec::new_with_index(index)
             .setns_by_fd(target.fd().as_raw_fd())
-            .name(name.to_string())
-            .build();
+            .name(name.to_string());
+        if let Some(mtu) = arrival.mtu {
+            builder = builder.mtu(mtu);
+        }
+        if let Some(mac) = &arrival.mac {
+            builder = builder.address(mac.clone());
+        }
+        if let Some(conf) = arrival.inet {
+            builder = builder.append_extra_attribute(super::devconf::attribute(conf));
+        }
         let started = std::time::Instant::now();
-        let outcome = self.change(msg).await;
+        let outcome = self.change(builder.build()).await;
         crate::timing::add_move(started.elapsed());
         match outcome {
             Ok(()) => Ok(true),
             Err(Failure::Kernel(Errno::EEXIST)) => Ok(false),
             Err(f) => Err(nl_err(
-                format!("move link #{index} to {} as {name}", target.label()),
+                format!(
+                    "move link #{index} to {} as {name}{}",
+                    target.label(),
+                    arrival.describe()
+                ),
                 f,
             )),
         }

@@ -28,7 +28,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 
 pub use answer::Failure;
-pub use link::Link;
+pub use link::{Arrival, Link};
 pub use mac::Mac;
 pub use netns::NetNs;
 

@@ -1,7 +1,7 @@
 //! Finding a VF's netdev by PCI address wherever it is, and bringing it home.
 
 use crate::error::Result;
-use crate::net::{Link, NetNs, Netlink};
+use crate::net::{Arrival, Link, NetNs, Netlink};
 use crate::state::Record;
 use crate::{log_info, log_warn};
 
@@ -65,17 +65,18 @@ pub async fn find_in_host(
     }
 }
 
-/// Move the VF from the pod back to the host under `name`. If that name is
-/// taken there (or one of the VF's altnames is), drop colliding altnames and
-/// retry, then fall back to `dev<ifindex>` like the kernel does.
+/// Move the VF from the pod back to the host under `name`, with `arrival`'s
+/// settings. If that name is taken there (or one of the VF's altnames is),
+/// drop colliding altnames and retry, then fall back to `dev<ifindex>` like
+/// the kernel does.
 async fn move_home(
     pod: &Netlink,
     link: &Link,
-    host: &NetNs,
-    host_nl: &Netlink,
+    (host, host_nl): (&NetNs, &Netlink),
     name: &str,
+    arrival: &Arrival,
 ) -> Result<()> {
-    if pod.move_to(link.index, host, name).await? {
+    if pod.move_to(link.index, host, name, arrival).await? {
         return Ok(());
     }
     let mut colliding = Vec::new();
@@ -86,13 +87,13 @@ async fn move_home(
     }
     if !colliding.is_empty() {
         pod.del_altnames(link.index, &colliding).await?;
-        if pod.move_to(link.index, host, name).await? {
+        if pod.move_to(link.index, host, name, arrival).await? {
             return Ok(());
         }
     }
     let fallback = format!("dev{}", link.index);
     log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
-    if pod.move_to(link.index, host, &fallback).await? {
+    if pod.move_to(link.index, host, &fallback, arrival).await? {
         return Ok(());
     }
     Err(crate::error::Error::Netlink(format!(
@@ -126,7 +127,15 @@ impl Home<'_> {
                     let name = wanted
                         .clone()
                         .unwrap_or_else(|| format!("dev{}", link.index));
-                    move_home(pod, &link, self.host, self.host_nl, &name).await?;
+                    // The host MTU rides in the move's message.
+                    let arrival = Arrival {
+                        mtu: record
+                            .map(|r| r.host.mtu)
+                            .filter(|mtu| *mtu != 0 && *mtu != link.mtu),
+                        ..Arrival::default()
+                    };
+                    let host = (self.host, self.host_nl);
+                    move_home(pod, &link, host, &name, &arrival).await?;
                     log_info!(
                         "returned VF {} from the pod ({ifname}) to the host as {name}",
                         self.pci
@@ -145,12 +154,17 @@ impl Home<'_> {
         let Some(record) = record else {
             return Ok(Some(link));
         };
-        self.restore(&link, record).await?;
-        self.host_nl.link_by_index(link.index).await
+        if self.restore(&link, record).await? {
+            return self.host_nl.link_by_index(link.index).await;
+        }
+        Ok(Some(link))
     }
 
-    async fn restore(&self, link: &Link, record: &Record) -> Result<()> {
+    /// Rename and set the MTU where the link differs from the record;
+    /// whether anything changed.
+    async fn restore(&self, link: &Link, record: &Record) -> Result<bool> {
         let nl = self.host_nl;
+        let mut changed = false;
         if link.name != record.host.name {
             if nl.link_by_name(&record.host.name).await?.is_some() {
                 log_warn!(
@@ -162,12 +176,14 @@ impl Home<'_> {
             } else {
                 nl.set_down(link.index).await?;
                 nl.rename(link.index, &record.host.name).await?;
+                changed = true;
             }
         }
         if link.mtu != record.host.mtu {
             nl.set_mtu(link.index, record.host.mtu).await?;
+            changed = true;
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Put back the netdev MAC the record saved. Runs after the PF-side

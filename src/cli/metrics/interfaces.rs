@@ -72,7 +72,7 @@ pub async fn export(e: &mut Exposition, attached: &[&Record]) {
             continue;
         };
         for r in records {
-            if let Ok(Some(link)) = nl.link_by_name(&r.ifname).await {
+            if let Ok(Some(link)) = nl.link_with_stats(&r.ifname).await {
                 if is_vf_in_pod(&link, &r.pci, Some(r)) {
                     one(e, r, &link);
                 }

@@ -11,10 +11,11 @@
 //! 2. write the record before the first host change, with the routing
 //!    plan and the PF's original VF settings (undo: remove it);
 //! 3. set the PF-side VF settings (undo: restore them);
-//! 4. move the netdev into the pod; from here the undo is a full detach,
+//! 4. move the netdev into the pod, its MTU, MAC and IPv4 settings in the
+//!    move's own message; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may
 //!    well have happened, and detach looks for the VF wherever it is);
-//! 5. bring it up (RDMA device, MTU and IPv4 settings, MAC, up);
+//! 5. bring it up (RDMA device, the sysctls only /proc/sys sets, up);
 //! 6. `checks.addressConflict`: an RFC 5227 probe for each address;
 //! 7. address it;
 //! 8. install the rail routing;

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::hw::RdmaNetnsMode;
 use crate::log_info;
 use crate::net::mac::format_hw_addr;
-use crate::net::{devconf, Link, Mac, NetNs, Netlink};
+use crate::net::{devconf, Arrival, Link, Mac, NetNs, Netlink};
 use crate::routing::apply::{self as rail, InUse};
 use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
@@ -38,8 +38,8 @@ pub struct System<'a> {
     rdma: Option<String>,
     /// The pod's rules and tables, read once when the table is chosen.
     in_use: Option<InUse>,
-    /// The netdev once it is in the pod (an IPv4 rail: as it was just
-    /// before the link-up).
+    /// The netdev once it is in the pod, as the kernel read it back right
+    /// after the move (with the MTU, MAC and IPv4 settings the move set).
     moved: Option<Link>,
     record: Record,
 }
@@ -222,10 +222,22 @@ impl Steps for System<'_> {
                 .clone()
                 .ok_or_else(|| Error::internal("no host link to move"))?
         };
+        // The MTU, MAC and IPv4 settings ride in the move's own message.
+        let sysctls = self
+            .record
+            .routing
+            .as_ref()
+            .map(|plan| devconf::split(&plan.sysctls))
+            .unwrap_or_default();
+        let arrival = Arrival {
+            mtu: (link.mtu != self.intent.mtu).then_some(self.intent.mtu),
+            mac: ctx.conf.mac.map(|m| m.0.to_vec()),
+            inet: sysctls.inet,
+        };
         if !self
             .sockets
             .host_nl
-            .move_to(link.index, self.sockets.pod, ifname)
+            .move_to(link.index, self.sockets.pod, ifname, &arrival)
             .await?
         {
             return Err(Error::invalid_env(format!(
@@ -250,32 +262,13 @@ impl Steps for System<'_> {
         if let Some(dev) = &self.rdma {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
-        let sysctls = self
-            .record
-            .routing
-            .as_ref()
-            .map(|plan| devconf::split(&plan.sysctls))
-            .unwrap_or_default();
-        let mtu = (moved.mtu != self.intent.mtu).then_some(self.intent.mtu);
-        nl.set_mtu_and_inet_conf(moved.index, mtu, sysctls.inet)
-            .await?;
-        if let Some(mac) = ctx.conf.mac {
-            nl.set_mac(moved.index, &mac.0).await?;
+        if let Some(plan) = &self.record.routing {
+            let files = devconf::split(&plan.sysctls).files;
+            if !files.is_empty() {
+                rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &files)?;
+            }
         }
-        if !sysctls.files.is_empty() {
-            rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &sysctls.files)?;
-        }
-        let index = moved.index;
-        // An IPv4 rail reads the result's MAC and MTU before its link comes
-        // up: what runs between the link-up and the exit delays the next
-        // rail's namespace move. An IPv6 rail reads them last, as before:
-        // its link-local address leaves the kernel's (disabled) duplicate
-        // detection in a work item after the link-up, and an ADD that
-        // returned sooner was seen to leave it tentative (docs/architecture.md).
-        if !self.has_ipv6() {
-            self.moved = Some(self.link_now(index).await?);
-        }
-        nl.set_up(index).await
+        nl.set_up(moved.index).await
     }
 
     fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
@@ -335,6 +328,10 @@ impl Steps for System<'_> {
         };
         match &self.moved {
             Some(moved) => {
+                // An IPv6 rail reads its link again, last: its link-local
+                // address leaves the kernel's (disabled) duplicate detection
+                // in a work item after the link-up, and an ADD that returned
+                // sooner was seen to leave it tentative (docs/architecture.md).
                 let now = if self.has_ipv6() {
                     self.link_now(moved.index).await?
                 } else {
