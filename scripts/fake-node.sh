@@ -58,6 +58,9 @@ up() {
     echo 9000 > "$root/devices/pci0000:00/$pf/net/pf$r/mtu"
     echo "$vfs" > "$root/devices/pci0000:00/$pf/sriov_numvfs"
     echo 8 > "$root/devices/pci0000:00/$pf/sriov_totalvfs"
+    # VF i is function i+2 of the PF's device: First VF Offset 2, VF Stride 1.
+    echo 2 > "$root/devices/pci0000:00/$pf/sriov_offset"
+    echo 1 > "$root/devices/pci0000:00/$pf/sriov_stride"
     for ((i = 0; i < vfs; i++)); do
       local vf="0000:1$r:00.$((i + 2))" ifname="pf${r}v$i"
       pci_dev "$vf"

@@ -612,3 +612,25 @@ fn the_moves_carry_the_mtu_in_their_own_message() {
         "the VF is home with its own MTU"
     );
 }
+
+/// A PF's `sriov_offset` and `sriov_stride` give each VF's index from its
+/// PCI address: an ADD reads that one `virtfn` link, not every link of the
+/// PF until it finds its own (up to 127 readlinks on a full ConnectX).
+#[test]
+fn an_add_reads_only_its_own_virtfn_link() {
+    let node = Node::new(1, 6);
+    let pod = node.pod("p");
+    for (index, vf) in node.vfs.iter().enumerate() {
+        let add = rail1_add("p", &pod, vf);
+        let (reply, trace) = strace_of(&node, &add, "trace=readlink,readlinkat");
+        reply.ok();
+        let virtfns: Vec<&str> = trace
+            .lines()
+            .filter_map(|l| l.split('"').nth(1))
+            .filter_map(|path| path.rsplit('/').next())
+            .filter(|name| name.starts_with("virtfn"))
+            .collect();
+        assert_eq!(virtfns, [format!("virtfn{index}")], "VF {}", vf.pci);
+        node.cni(&add.cmd("DEL")).ok();
+    }
+}

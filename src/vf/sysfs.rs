@@ -3,7 +3,7 @@
 //!
 //! Only paths of the real kernel layout are read:
 //! `bus/pci/devices/<vf>/{physfn,driver,net/<ifname>}` and
-//! `bus/pci/devices/<pf>/{virtfn<N>,net/<ifname>/mtu}`.
+//! `bus/pci/devices/<pf>/{sriov_offset,sriov_stride,virtfn<N>,net/<ifname>/mtu}`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -76,8 +76,23 @@ impl Sysfs {
         })
     }
 
+    /// The VF's index on its PF: the one its routing ID gives, confirmed by
+    /// that `virtfn<N>` link, else by reading every `virtfn` link (one
+    /// readlink each, up to 127 of them on a PF with every VF enabled).
     fn vf_index(&self, pf_pci: &str, vf_pci: &str) -> Result<u32> {
         let pf = self.device(pf_pci);
+        let read = |name: &str| -> Option<u32> {
+            fs::read_to_string(pf.join(name)).ok()?.trim().parse().ok()
+        };
+        if let Some(index) = read("sriov_offset")
+            .zip(read("sriov_stride"))
+            .and_then(|(offset, stride)| index_by_rid(pf_pci, vf_pci, offset, stride))
+        {
+            let link = pf.join(format!("virtfn{index}"));
+            if link_target_name(&link).as_deref() == Some(vf_pci) {
+                return Ok(index);
+            }
+        }
         let entries = fs::read_dir(&pf).map_err(|e| {
             Error::DeviceNotFound(format!(
                 "cannot read PF {pf_pci} of VF {vf_pci} ({}): {e}",
@@ -160,6 +175,30 @@ pub fn normalize_pci(pci: &str) -> Result<String> {
         ));
     }
     Ok(lower)
+}
+
+/// The index of VF `vf` of PF `pf` by the SR-IOV capability's rule: the
+/// n-th VF's routing ID (bus << 8 | device << 3 | function) is the PF's
+/// plus First VF Offset plus n times VF Stride (`sriov_offset`,
+/// `sriov_stride`). `None` when the addresses do not fit that rule.
+fn index_by_rid(pf: &str, vf: &str, offset: u32, stride: u32) -> Option<u32> {
+    let (pf_domain, pf_rid) = routing_id(pf)?;
+    let (vf_domain, vf_rid) = routing_id(vf)?;
+    if pf_domain != vf_domain || stride == 0 {
+        return None;
+    }
+    let from_first = vf_rid.checked_sub(pf_rid)?.checked_sub(offset)?;
+    (from_first % stride == 0).then_some(from_first / stride)
+}
+
+/// A normalized `DDDD:BB:DD.F` as (domain, routing ID).
+fn routing_id(pci: &str) -> Option<(u32, u32)> {
+    let hex = |s: &str| u32::from_str_radix(s, 16).ok();
+    let domain = hex(pci.get(0..4)?)?;
+    let bus = hex(pci.get(5..7)?)?;
+    let device = hex(pci.get(8..10)?)?;
+    let function = hex(pci.get(11..12)?)?;
+    Some((domain, bus << 8 | device << 3 | function))
 }
 
 fn link_target_name(link: &Path) -> Option<String> {
@@ -285,5 +324,57 @@ pub mod tests {
         let rdma = Sysfs::new(t.path()).resolve("0000:3b:00.3").unwrap();
         assert!(!rdma.is_dpdk());
         assert_eq!(rdma.rdma_devices, vec!["mlx5_3"]);
+    }
+
+    #[test]
+    fn the_routing_id_gives_the_vf_index() {
+        let pf = "0000:3b:00.0";
+        assert_eq!(index_by_rid(pf, "0000:3b:00.2", 2, 1), Some(0));
+        assert_eq!(index_by_rid(pf, "0000:3b:00.7", 2, 1), Some(5));
+        assert_eq!(
+            index_by_rid(pf, "0000:3b:01.0", 2, 1),
+            Some(6),
+            "next device"
+        );
+        assert_eq!(
+            index_by_rid(pf, "0000:3c:00.0", 8, 1),
+            Some(248),
+            "next bus"
+        );
+        assert_eq!(index_by_rid(pf, "0000:3b:00.6", 2, 2), Some(2));
+        assert_eq!(
+            index_by_rid(pf, "0000:3b:00.5", 2, 2),
+            None,
+            "between strides"
+        );
+        assert_eq!(
+            index_by_rid(pf, "0000:3b:00.1", 2, 1),
+            None,
+            "before the first VF"
+        );
+        assert_eq!(
+            index_by_rid(pf, "0001:3b:00.2", 2, 1),
+            None,
+            "another domain"
+        );
+        assert_eq!(index_by_rid(pf, "0000:3b:00.2", 2, 0), None, "no stride");
+    }
+
+    #[test]
+    fn a_pf_whose_offset_does_not_fit_is_still_read_link_by_link() {
+        let t = tempfile::tempdir().unwrap();
+        let vfs = [
+            ("0000:3b:00.2", Some("ens1f0v0"), "mlx5_core"),
+            ("0000:3b:00.3", Some("ens1f0v1"), "mlx5_core"),
+        ];
+        fake_vf(t.path(), "0000:3b:00.0", "ens1f0", &vfs);
+        let pf = t.path().join("devices/pci0000:00/0000:3b:00.0");
+        let sysfs = Sysfs::new(t.path());
+        for (offset, stride) in [("2", "1"), ("1", "1"), ("7", "1"), ("x", "1")] {
+            fs::write(pf.join("sriov_offset"), offset).unwrap();
+            fs::write(pf.join("sriov_stride"), stride).unwrap();
+            let index = sysfs.resolve("0000:3b:00.3").unwrap().index;
+            assert_eq!(index, 1, "offset {offset}");
+        }
     }
 }
