@@ -227,9 +227,9 @@ impl Netlink {
     /// Move a link to `target` and name it `name` there, in one message, so
     /// a name taken on either side never leaves it half-moved; `arrival`'s
     /// settings ride in the same message (the kernel applies them once the
-    /// link is in `target`): each request after a move costs the next rail's
-    /// move time (docs/architecture.md). Returns Ok(false) when the name is
-    /// taken in the target (EEXIST: nothing moved or changed).
+    /// link is in `target`), one request fewer between two rails' moves
+    /// (docs/architecture.md). Returns Ok(false) when the name is taken in
+    /// the target (EEXIST: nothing moved or changed).
     pub async fn move_to(
         &self,
         index: u32,
