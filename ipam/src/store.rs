@@ -223,11 +223,11 @@ impl Locked<'_> {
         let path = &self.store.path;
         self.store.read_then(|why| match files::set_aside(path) {
             Ok(aside) => cni::log_warn!(
-                    "lease file {} is unreadable ({why}) and was written before this boot: an OS crash \
-                     left it, and its leases died with that boot; kept as {}",
-                    path.display(),
-                    aside.display()
-                ),
+                "lease file {} is unreadable ({why}) and was written before this boot: an OS crash \
+                 left it, and its leases died with that boot; kept as {}",
+                path.display(),
+                aside.display()
+            ),
             Err(e) => cni::log_warn!("cannot set aside {}: {e}", path.display()),
         })
     }

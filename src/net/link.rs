@@ -124,17 +124,19 @@ impl Netlink {
     /// The link named `name`, without its counters (`stats` is None): a
     /// smaller answer to build and parse on every ADD and DEL.
     pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
-        let mut query = LinkMessage::default();
-        query.attributes.push(skip_stats());
-        query
-            .attributes
-            .push(LinkAttribute::IfName(name.to_string()));
-        self.one_link(query, &format!("get link {name}")).await
+        self.named(name, false).await
     }
 
     /// `link_by_name` with the kernel's counters (`railcni metrics`).
     pub async fn link_with_stats(&self, name: &str) -> Result<Option<Link>> {
+        self.named(name, true).await
+    }
+
+    async fn named(&self, name: &str, counters: bool) -> Result<Option<Link>> {
         let mut query = LinkMessage::default();
+        if !counters {
+            query.attributes.push(skip_stats());
+        }
         query
             .attributes
             .push(LinkAttribute::IfName(name.to_string()));

@@ -124,6 +124,13 @@ impl<'a> System<'a> {
         })
     }
 
+    /// The plan's interface sysctls, split by how they are set: the move's
+    /// message carries the IPv4 ones, bring-up writes the rest.
+    fn sysctls(&self) -> devconf::Split<'_> {
+        let plan = self.record.routing.as_ref();
+        plan.map(|p| devconf::split(&p.sysctls)).unwrap_or_default()
+    }
+
     fn has_ipv6(&self) -> bool {
         let plan = self.record.routing.as_ref();
         plan.is_some_and(|p| p.rules.iter().any(|r| r.src.addr().is_ipv6()))
@@ -223,16 +230,10 @@ impl Steps for System<'_> {
                 .ok_or_else(|| Error::internal("no host link to move"))?
         };
         // The MTU, MAC and IPv4 settings ride in the move's own message.
-        let sysctls = self
-            .record
-            .routing
-            .as_ref()
-            .map(|plan| devconf::split(&plan.sysctls))
-            .unwrap_or_default();
         let arrival = Arrival {
             mtu: (link.mtu != self.intent.mtu).then_some(self.intent.mtu),
             mac: ctx.conf.mac.map(|m| m.0.to_vec()),
-            inet: sysctls.inet,
+            inet: self.sysctls().inet,
         };
         if !self
             .sockets
@@ -262,11 +263,9 @@ impl Steps for System<'_> {
         if let Some(dev) = &self.rdma {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
-        if let Some(plan) = &self.record.routing {
-            let files = devconf::split(&plan.sysctls).files;
-            if !files.is_empty() {
-                rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &files)?;
-            }
+        let files = self.sysctls().files;
+        if !files.is_empty() {
+            rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &files)?;
         }
         nl.set_up(moved.index).await
     }
