@@ -114,8 +114,10 @@ mod tests {
         assert_eq!(proof.gone(None), None, "unknown boot: judged by the netns");
         assert_eq!(proof.gone(Some("boot-b")), Some(Gone::EarlierBoot));
 
+        // A second link keeps the old inode allocated, so the file made
+        // again at the same path cannot reuse its number.
+        std::fs::hard_link(&ns, t.path().join("old")).unwrap();
         std::fs::remove_file(&ns).unwrap();
-        std::fs::write(t.path().join("other"), "").unwrap();
         std::fs::write(&ns, "").unwrap(); // same path, new inode
         let replaced = proof.gone(Some("boot-a"));
         let gone_now = {
