@@ -17,8 +17,9 @@
 #    DELs in reverse): railcni, the reference chain, the kernel-work floor
 #    (ip -batch doing the same kernel work, one process a side), the same
 #    ip work split per rail, libcni running a no-op plugin and a plugin
-#    that only moves 8 times each, then (from ftrace, in cycles of their
-#    own, untimed) what the kernel's namespace move itself took;
+#    that only moves 8 times each (that plugin also spinning 1.5 ms, and
+#    doing railcni's kernel work per rail), then (from ftrace, in cycles of
+#    their own, untimed) what the kernel's namespace move itself took;
 # 3. a NAD with 16,384 inline static allocations vs one: ADD+DEL of
 #    railcni-ipam and of railcni (embedded IPAM), stdin through a pipe;
 # 4. railcni-ipam allocate+release ops/s, in-process and through the binary;
@@ -77,7 +78,7 @@ export RAILCNI_SYSFS_ROOT=$work/sys RAILCNI_STATE_DIR=$work/state RAILCNI_NODE_N
 
 # Conflists: network n (1..8) on the n-th VF, /31 from rail n's /15.
 mapfile -t vfs < <(awk '{print $3" "$4}' "$work/vfs")
-mkdir -p "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" "$work/moveonly-busy"
+mkdir -p "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" "$work/moveonly-busy" "$work/moveonly-rail"
 for n in $(seq 1 8); do
   read -r pci name <<<"${vfs[$((n - 1))]}"
   cidr="172.$((14 + 2 * n)).0.0/15" addr="172.$((14 + 2 * n)).0.0" gw="172.$((14 + 2 * n)).0.1"
@@ -93,6 +94,12 @@ JSON
   # work per ADD): does the pod pay for a plugin's time or for ticks?
   echo "{\"cniVersion\":\"1.0.0\",\"name\":\"busy$n\",\"plugins\":[{\"type\":\"moveonly\",\"device\":\"$name\",\"cpuUs\":1500}]}" \
     >"$work/moveonly-busy/$(printf %02d "$n").conflist"
+  # The same plugin doing the rail's kernel work too, as railcni asks it
+  # (link up, address, routes, rule): the floor under any plugin that does
+  # one rail's whole job per exec, with no state, IPAM or checks.
+  echo "{\"cniVersion\":\"1.0.0\",\"name\":\"mrail$n\",\"plugins\":[{\"type\":\"moveonly\",\"device\":\"$name\",
+ \"address\":\"$addr\",\"gateway\":\"$gw\",\"table\":$((1000 + n)),\"railCidr\":\"$cidr\",\"route\":\"172.16.0.0/12\"}]}" \
+    >"$work/moveonly-rail/$(printf %02d "$n").conflist"
   cat >"$work/reference/$(printf %02d "$n").conflist" <<JSON
 {"cniVersion":"1.0.0","name":"ref$n","plugins":[
  {"type":"host-device","device":"$name","ipam":{"type":"static",
@@ -169,7 +176,7 @@ for c in $(seq 0 "$pod_cycles"); do
   keep=/dev/null; ((c > 0)) && keep=
   # One cycle a process, so each set goes first in turn (BENCH_FIRST).
   BENCH_FIRST=$c harness pod "$bin" "$pod" 1 0 "$work/railcni" "$work/reference" "$work/noop" "$work/moveonly" \
-    "$work/moveonly-busy" >>"${keep:-$work/pod.jsonl}"
+    "$work/moveonly-busy" "$work/moveonly-rail" >>"${keep:-$work/pod.jsonl}"
   harness floor "$pod" "$work/host-in.batch" "$work/pod-in.batch" "$work/pod-out.batch" "$work/host-out.batch" \
     >>"${keep:-$work/podfloor.jsonl}"
   for n in $(seq 1 8); do harness floor "$pod" "$work/host-inr$n.batch" "$work/pod-inr$n.batch" - -; done >"$work/perrail-in"
@@ -391,6 +398,7 @@ r = {
     "noopPlugin": {"attach": p50(pod["C"]["add"]), "detach": p50(pod["C"]["del"])},
     "moveOnlyPlugin": {"attach": p50(pod["D"]["add"]), "detach": p50(pod["D"]["del"])},
     "moveOnlyPluginBusy": {"attach": p50(pod["E"]["add"]), "detach": p50(pod["E"]["del"])},
+    "moveAndKernelWorkPlugin": {"attach": p50(pod["F"]["add"]), "detach": p50(pod["F"]["del"])},
     "moveMs": moves(f"{work}/moves.trace"),
     "cycles": len(podfloor["add"]),
   },
@@ -439,12 +447,20 @@ for key, label in (("railcni", "railcni"), ("reference", "reference chain (24 ex
                    ("kernelFloorPerRail", "same ip work, 2 processes a rail"),
                    ("noopPlugin", "libcni + a no-op plugin, 8 execs"),
                    ("moveOnlyPlugin", "libcni + a plugin that only moves, 8 execs"),
-                   ("moveOnlyPluginBusy", "  the same, 1.5 ms of CPU after each move")):
+                   ("moveOnlyPluginBusy", "  the same, 1.5 ms of CPU after each move"),
+                   ("moveAndKernelWorkPlugin", "  the same, doing railcni's kernel work")):
     print(f"  {label:<44}{p[key]['attach']:8.1f}   {p[key]['detach']:8.1f}")
 mo, busy = p["moveOnlyPlugin"], p["moveOnlyPluginBusy"]
 print(f"  railcni above the plugin that only moves: attach {p['railcni']['attach'] - mo['attach']:+.1f} ms, "
       f"detach {p['railcni']['detach'] - mo['detach']:+.1f} ms; 8 x 1.5 ms of a plugin's CPU cost the pod "
       f"{busy['attach'] - mo['attach']:+.1f} ms (attach)")
+mk, kf, noop = p["moveAndKernelWorkPlugin"], p["kernelFloor"], p["noopPlugin"]
+above = {v: spread([pod["A"][v]], [pod["F"][v]]) for v in ("add", "del")}
+shown = lambda c: f" ({c[0]:+.1f}..{c[1]:+.1f})" if c else ""
+print(f"  railcni above the plugin doing its kernel work: attach {p['railcni']['attach'] - mk['attach']:+.1f} ms"
+      f"{shown(above['add'])}, detach {p['railcni']['detach'] - mk['detach']:+.1f} ms{shown(above['del'])}; that plugin "
+      f"above ip -batch + 8 no-op execs: attach {mk['attach'] - kf['attach'] - noop['attach']:+.1f} ms, "
+      f"detach {mk['detach'] - kf['detach'] - noop['detach']:+.1f} ms")
 mv = p["moveMs"]
 if mv and all(mv[k] for k in ("railcni", "oneProcess", "perRail")):
     mean = mv["mean"]
