@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How long `railcni agent` takes to answer a scrape of a full node: 8 rails,
+# How long `railcnictl agent` takes to answer a scrape of a full node: 8 rails,
 # 4 pods with one VF on every rail (32 attachments), each VF with an RDMA
 # device and a port of counters in the fake sysfs. Prints p50/p95 in ms of
 # GET /metrics (curl, from the node's namespace) and the exposition's size.
@@ -39,7 +39,7 @@ while read -r rail index pci _; do
   CNI_COMMAND=ADD CNI_CONTAINERID="c$index" CNI_NETNS="/var/run/netns/$pod" CNI_IFNAME="net$rail" CNI_PATH=/nonexistent \
     ip netns exec "$host" "$plugin" <<<"$conf" >/dev/null 2>>"$work/add.log"
 done <"$work/vfs"
-ip netns exec "$host" "$plugin" agent --listen 127.0.0.1:9476 2>/dev/null &
+ip netns exec "$host" "${plugin}ctl" agent --listen 127.0.0.1:9476 2>/dev/null &
 agent=$!
 for _ in $(seq 50); do ip netns exec "$host" curl -sf -o /dev/null http://127.0.0.1:9476/healthz && break; sleep 0.1; done
 for _ in $(seq "$scrapes"); do

@@ -257,7 +257,7 @@ probe_conf=$(cat "$work/single.json")
 rss=$(in_host env "${cni_env[@]}" CNI_COMMAND=ADD /usr/bin/time -f %M "$bin/railcni" <<<"$probe_conf" 2>&1 >/dev/null | tail -1)
 in_host env "${cni_env[@]}" CNI_COMMAND=DEL "$bin/railcni" <<<"$probe_conf" >/dev/null 2>&1
 
-echo "==> 5b: what counting calls for railcni metrics adds to one" >&2
+echo "==> 5b: what counting calls for railcnictl metrics adds to one" >&2
 "$work/libcni-bench" counting "$version_runs" "$bin/railcni" "$work/counting" >"$work/counting.json"
 stats_ns=$(target/release/examples/stats-bench "$work/stats-bench" $((version_runs * 5)))
 
@@ -490,7 +490,7 @@ print(f"railcni-ipam allocate+release pairs/s: in-process {i['inProcess1']} (32 
 print(f"VERSION exec p50: railcni {v['railcni']:.2f} ms, host-device {v['hostDevice']:.2f} ms; "
       f"exec floor: static no-op {v['staticNoop']:.2f} ms, /bin/true {v['binTrue']:.2f} ms")
 k = r["counting"]
-print(f"counting a call for railcni metrics: {k['inProcessUs']:.0f} us in-process; a DEL exec {k['callOff']:.3f} ms off, "
+print(f"counting a call for railcnictl metrics: {k['inProcessUs']:.0f} us in-process; a DEL exec {k['callOff']:.3f} ms off, "
       f"{k['callOn']:.3f} ms on ({(k['callOn'] - k['callOff']) * 1000:+.0f} us; goal <= +100 us)")
 print(f"stripped size {r['strippedBytes']} bytes; peak RSS of an ADD {r['addPeakRssKiB']} KiB")
 for verb in ("perAdd", "perDel"):

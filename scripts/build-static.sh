@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Statically linked, stripped, LTO release binaries that run on any x86_64
 # Linux node (RHEL 8 and Ubuntu 20.04's older glibc included):
-#   target/x86_64-unknown-linux-gnu/release/{railcni,railcni-ipam}
+#   target/x86_64-unknown-linux-gnu/release/{railcni,railcni-ipam,railcnictl}
 # Prints each binary's size and what ldd says of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ target=x86_64-unknown-linux-gnu
 # CNI plugins are built the same way.
 RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static" cargo build --release --locked --quiet --target "$target" \
   -p railcni -p railcni-ipam
-for b in railcni railcni-ipam; do
+for b in railcni railcni-ipam railcnictl; do
   f="target/$target/release/$b"
   printf '%s: %s bytes; ldd: %s\n' "$f" "$(stat -c %s "$f")" "$(ldd "$f" 2>&1 | head -1 | sed 's/^[[:space:]]*//')"
 done

@@ -2,7 +2,7 @@
 # scripts/demo.sh through containerd's CRI, the way kubelet drives it:
 # builds railcni, starts a private containerd (Debian's 1.6; its own
 # config, root and sockets under a temp dir) on a fake SR-IOV node, runs a
-# pod sandbox on a fake VF, shows `railcni status` and `railcni inspect`,
+# pod sandbox on a fake VF, shows `railcnictl status` and `railcnictl inspect`,
 # pings the leaf's gateway with 9000-byte don't-fragment packets, stops and
 # removes the sandbox, and stops containerd. As root.
 set -euo pipefail

@@ -34,6 +34,7 @@ trap cleanup EXIT
 bin="$work/opt/cni/bin"
 install -d "$bin"
 install -m 0755 target/release/railcni target/release/railcni-ipam "$bin/"
+install -m 0755 target/release/railcnictl "$work/railcnictl"
 echo "==> installed railcni and railcni-ipam into $bin"
 
 echo "==> fabric: nodes gpu-0 and gpu-1, 2 rails each, one leaf holding the /31 gateways"
@@ -81,11 +82,11 @@ echo "--- rail 1 table (1001)"; ip -n "$pa" route show table 1001
 # The operator's view of gpu-0 (same state dir and sysfs the plugin uses).
 railcni_on_a() {
   ip netns exec "${prefix}a-host" env RAILCNI_SYSFS_ROOT="$work/a-sys" RAILCNI_STATE_DIR="$work/a-state" \
-    RAILCNI_NODE_NAME=gpu-0 RAILCNI_NODE_CONFIG="$work/no-node-file.json" COLUMNS=120 "$bin/railcni" "$@"
+    RAILCNI_NODE_NAME=gpu-0 RAILCNI_NODE_CONFIG="$work/no-node-file.json" COLUMNS=120 "$work/railcnictl" "$@"
 }
-echo "==> railcni status (on gpu-0)"
+echo "==> railcnictl status (on gpu-0)"
 railcni_on_a status | sed 's/^/    /'
-echo "==> railcni inspect $pa (on gpu-0)"
+echo "==> railcnictl inspect $pa (on gpu-0)"
 railcni_on_a inspect "/var/run/netns/$pa" | sed 's/^/    /'
 
 echo "==> pod A -> pod B, 9000-byte frames, don't fragment"

@@ -293,7 +293,7 @@ pub fn count_reclaimed(settings: &Settings, network: &str, n: usize) {
         return;
     }
     if let Err(e) = cni::stats::record_reclaimed(settings, network, n as u64) {
-        crate::log_warn!("cannot count reclaimed leases for railcni metrics: {e}");
+        crate::log_warn!("cannot count reclaimed leases for railcnictl metrics: {e}");
     }
 }
 

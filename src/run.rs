@@ -19,7 +19,7 @@ pub fn cni_main() -> i32 {
     })
 }
 
-/// Run the verb and count it for `railcni metrics` (never failing the call).
+/// Run the verb and count it for `railcnictl metrics` (never failing the call).
 fn dispatch(request: Request) -> Result<Option<Value>> {
     let (verb, settings) = (request.verb, request.settings.clone());
     let network = request
@@ -39,7 +39,7 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
             crate::timing::elapsed(),
         );
         if let Err(e) = counted {
-            crate::log_warn!("cannot count this call for railcni metrics: {e}");
+            crate::log_warn!("cannot count this call for railcnictl metrics: {e}");
         }
     }
     outcome
@@ -73,8 +73,5 @@ fn run(request: Request) -> Result<Option<Value>> {
             Verb::Status => commands::ready::status(&ctx).map(|()| None),
         }
     });
-    // The process ends next: freeing a big NAD's parsed tree and pool (16k
-    // inline allocations) would cost as much as parsing them did.
-    std::mem::forget(ctx);
     outcome
 }

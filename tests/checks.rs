@@ -1,7 +1,7 @@
 //! ADD's rail checks on the fabric (two nodes, a leaf holding the /31
 //! gateways): a gateway that does not answer, an address someone else
 //! holds, with `require` (error 108, nothing left behind) and `warn`.
-//! `tests/probe.rs` covers `railcni probe`. Needs root.
+//! `tests/probe.rs` covers `railcnictl probe`. Needs root.
 
 mod common;
 

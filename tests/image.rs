@@ -1,5 +1,5 @@
 //! The installer image: static binaries built offline, `podman build` of
-//! deploy/Containerfile (FROM scratch), and its entry point, `railcni
+//! deploy/Containerfile (FROM scratch), and its entry point, `railcnictl
 //! install`, run against a temp host tree with the plan ConfigMap mounted.
 //! Needs root, podman and the static build (scripts/build-static.sh).
 
@@ -30,7 +30,7 @@ fn run(cmd: &mut Command) -> String {
 fn the_installer_image_installs_binaries_and_the_node_file() {
     require_root();
     run(&mut Command::new(script("build-static.sh")));
-    for b in ["railcni", "railcni-ipam"] {
+    for b in ["railcni", "railcni-ipam", "railcnictl"] {
         let ldd = Command::new("ldd")
             .arg(Path::new(STATIC_DIR).join(b))
             .output()
@@ -95,7 +95,7 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
     .unwrap();
     assert_eq!(
         config["config"]["Entrypoint"],
-        serde_json::json!(["/railcni", "install"])
+        serde_json::json!(["/railcnictl", "install"])
     );
     let layers = manifest[0]["Layers"].as_array().unwrap();
     assert_eq!(layers.len(), 1, "FROM scratch: one layer, the binaries");
@@ -112,12 +112,12 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert_eq!(files, ["railcni", "railcni-ipam"]);
+    assert_eq!(files, ["railcni", "railcni-ipam", "railcnictl"]);
 
     // The mounted ConfigMap: one <node>.json per key, from the example plan.
     let plan_dir = t.path().join("plan");
     std::fs::create_dir_all(&plan_dir).unwrap();
-    let cm = run(Command::new(PLUGIN)
+    let cm = run(Command::new(CTL)
         .args(["plan", "cni-conf/plan.yaml", "--emit", "configmap"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_clear());
@@ -128,7 +128,7 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
 
     // The image's entry point with the DaemonSet's arguments, on a temp host.
     let host = t.path().join("host");
-    let entry = rootfs.join("railcni");
+    let entry = rootfs.join("railcnictl");
     let install = |node: &str| {
         Command::new(&entry)
             .arg("install")

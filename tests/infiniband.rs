@@ -280,7 +280,7 @@ fn one_pod_gets_a_roce_rail_and_an_ib_rail() {
     assert!(link_in(&ns, "net1").is_some() && link_in(&ns, "net2").is_some());
 }
 
-/// CHECK and `railcni inspect` expect the same thing, from the record: an
+/// CHECK and `railcnictl inspect` expect the same thing, from the record: an
 /// IB rail's MTU is its PF's (4092), also when the runtime's prevResult
 /// carries no MTU (libcni 1.1.2, Debian's, re-encodes cached results
 /// through types without it; CHECK used to expect the config's default

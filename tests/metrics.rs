@@ -1,4 +1,4 @@
-//! `railcni metrics` and `railcni agent` on the fake node: the families and
+//! `railcnictl metrics` and `railcnictl agent` on the fake node: the families and
 //! labels README's "Monitoring" promises, promtool's verdict, the plugin's
 //! own counts under concurrency, the agent's HTTP surface and its
 //! shutdown. Needs root; `tests/prometheus.rs` scrapes it with Prometheus.
@@ -282,7 +282,7 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm_within_a_second() {
     );
 }
 
-/// A running `railcni agent`, killed when dropped.
+/// A running `railcnictl agent`, killed when dropped.
 pub struct Agent {
     pub child: std::process::Child,
 }
@@ -347,7 +347,7 @@ pub fn http_get(node: &Node, port: u16, path: &str) -> (u16, String) {
 }
 
 /// `--gc-interval`: the agent gives back an attachment whose pod died
-/// without a DEL, as `railcni gc --apply` would, and counts its lease.
+/// without a DEL, as `railcnictl gc --apply` would, and counts its lease.
 #[test]
 fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {
     let node = Node::new(1, 1);

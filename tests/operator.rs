@@ -150,7 +150,7 @@ fn a_pod_gone_without_del_is_reported_and_gc_brings_everything_home() {
         .filter(|p| p["kind"] == "netns-gone")
         .collect();
     assert_eq!(gone.len(), 2, "{s}");
-    assert_eq!(gone[0]["fix"], "railcni gc --apply");
+    assert_eq!(gone[0]["fix"], "railcnictl gc --apply");
 
     let state_before = snapshot(&c.node);
     let (code, dry) = c.node.operator_json(&["gc"]);
@@ -276,7 +276,7 @@ fn ipam_repair_restores_every_live_lease_and_add_works_again() {
         .iter()
         .find(|p| p["kind"] == "lease-file-unreadable")
         .unwrap();
-    assert_eq!(unreadable["fix"], "railcni ipam repair rail1");
+    assert_eq!(unreadable["fix"], "railcnictl ipam repair rail1");
 
     // Refused while another railcni holds the store's lock.
     let lock = std::fs::OpenOptions::new()

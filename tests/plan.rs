@@ -1,4 +1,4 @@
-//! `railcni plan`: the checked-in examples are exactly what it generates,
+//! `railcnictl plan`: the checked-in examples are exactly what it generates,
 //! an nv-ipam CIDRPool imports without renumbering, and its output drives
 //! the plugin on the fake fabric: 8 rails × 2 nodes, every pod gets its
 //! planned address and jumbo frames cross every rail. Needs root (fabric).
@@ -13,7 +13,7 @@ use common::*;
 use serde_json::Value;
 
 fn plan(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(PLUGIN)
+    let out = Command::new(CTL)
         .arg("plan")
         .args(args)
         .env_clear()
@@ -29,7 +29,7 @@ fn plan(args: &[&str]) -> (bool, String, String) {
 
 fn ok(args: &[&str]) -> String {
     let (success, out, err) = plan(args);
-    assert!(success, "railcni plan {args:?}: {err}");
+    assert!(success, "railcnictl plan {args:?}: {err}");
     out
 }
 
@@ -50,7 +50,7 @@ fn the_checked_in_examples_are_what_plan_generates() {
         .unwrap();
         assert_eq!(
             generated, checked_in,
-            "cni-conf/generated/{file} is stale: regenerate it with `railcni plan cni-conf/plan.yaml --emit {emit}`"
+            "cni-conf/generated/{file} is stale: regenerate it with `railcnictl plan cni-conf/plan.yaml --emit {emit}`"
         );
     }
     let node = ok(&[
@@ -105,7 +105,7 @@ fn bad_plans_are_usage_errors_naming_the_problem() {
     let t = tempfile::tempdir().unwrap();
     let bad = t.path().join("bad.yaml");
     std::fs::write(&bad, "rails:\n  - {name: a, cidr: 172.16.0.0/15}\n  - {name: b, cidr: 172.16.0.0/16}\nnodes: [n]\n").unwrap();
-    let out = Command::new(PLUGIN)
+    let out = Command::new(CTL)
         .args(["plan", bad.to_str().unwrap(), "--emit", "csv"])
         .env_clear()
         .output()
@@ -191,7 +191,7 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
     }
 }
 
-/// A 2-plane rail: `railcni plan` makes `rail1-p0` and `rail1-p1`, each
+/// A 2-plane rail: `railcnictl plan` makes `rail1-p0` and `rail1-p1`, each
 /// with half of the rail's cidr, and their NADs and node files attach one
 /// VF per plane (net1, net2: rail-major) on both nodes of the fabric, whose
 /// leaf serves each plane's /31s; jumbo frames cross each plane.

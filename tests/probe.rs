@@ -1,4 +1,4 @@
-//! `railcni probe` on the fabric: two nodes, two rails, a pod on each node
+//! `railcnictl probe` on the fabric: two nodes, two rails, a pod on each node
 //! with a VF on every rail, and the leaf between them. A healthy pod probes
 //! clean, its peers on the other node included; a leaf port cut to MTU 1500
 //! is named as an MTU black hole on that rail only; a gateway gone from the

@@ -1,4 +1,4 @@
-//! A real Prometheus (Debian's) scrapes `railcni agent` on the fake node
+//! A real Prometheus (Debian's) scrapes `railcnictl agent` on the fake node
 //! every second; the test asks it, through its HTTP query API, what an
 //! operator's dashboard and alerts would: leases, refused ADDs, bytes over
 //! a rail, RDMA counters, and every expression of
@@ -203,7 +203,7 @@ fn the_manifests_run_and_expose_the_agent() {
     let spec = &ds["spec"]["template"]["spec"];
     assert_eq!(spec["initContainers"][0]["name"], "install");
     let agent = &spec["containers"][0];
-    assert_eq!(agent["command"], json!(["/railcni", "agent"]));
+    assert_eq!(agent["command"], json!(["/railcnictl", "agent"]));
     assert_eq!(agent["args"][0], "--listen");
     assert_eq!(agent["ports"][0]["name"], "metrics");
     let annotations = &ds["spec"]["template"]["metadata"]["annotations"];

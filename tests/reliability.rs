@@ -231,7 +231,7 @@ fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
     );
 }
 
-/// `railcni gc --apply` releases a lease an external IPAM plugin made
+/// `railcnictl gc --apply` releases a lease an external IPAM plugin made
 /// (host-local here), by running that plugin's DEL with the config the
 /// record kept from ADD, as DEL would have.
 #[test]
@@ -461,8 +461,8 @@ fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
 }
 
 /// A runtime that stopped reading: railcni's reply fails to write, and it
-/// exits with an error instead of being killed by SIGPIPE (railcni has its
-/// own C `main`, so ignoring SIGPIPE is its job, not std's).
+/// exits with an error instead of being killed by SIGPIPE (std's start-up
+/// ignores SIGPIPE; a C `main` would have to do it itself).
 #[test]
 fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
     use std::io::Write;

@@ -123,7 +123,7 @@ fn temp_path(path: &Path) -> PathBuf {
 /// leaves a torn file: a fresh temp file (`O_EXCL`, never through a
 /// symlink), fdatasync, then `swap_in`. The directory is not synced: an OS
 /// crash may roll the swap back, leaving the old file whole. For what must
-/// outlive the boot (`railcni install`); state files use `replace_atomic`.
+/// outlive the boot (`railcnictl install`); state files use `replace_atomic`.
 /// The temp file is removed on any failure (a killed writer's is swept by
 /// the next holder of the lock, see `sweep_temps`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

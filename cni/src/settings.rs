@@ -37,7 +37,7 @@ pub struct Settings {
     /// `RAILCNI_REBIND_TIMEOUT_MS`: how long an InfiniBand VF's netdev may
     /// take to come back after its driver is rebound.
     pub rebind_timeout: Duration,
-    /// `RAILCNI_STATS=off`: do not count calls for `railcni metrics`.
+    /// `RAILCNI_STATS=off`: do not count calls for `railcnictl metrics`.
     pub stats: bool,
     /// This boot's id once read (`boot_id`): a call reads the file once,
     /// not per record. Leave it to `Default`/`from_env`.

@@ -1,4 +1,4 @@
-//! What the plugin did, counted per network for `railcni metrics`: each
+//! What the plugin did, counted per network for `railcnictl metrics`: each
 //! verb's result and CNI error code, a histogram of its duration, and the
 //! leases of gone holders released.
 //!
@@ -41,7 +41,7 @@ pub struct NetworkStats {
     /// Durations by verb.
     #[serde(default)]
     pub durations: BTreeMap<String, Histogram>,
-    /// Leases of provably gone holders released (ADD's reclaim, `railcni gc`).
+    /// Leases of provably gone holders released (ADD's reclaim, `railcnictl gc`).
     #[serde(default)]
     pub reclaimed_leases: u64,
 }

@@ -21,11 +21,7 @@ fn main() {
         std::process::exit(if asked_help { 0 } else { 2 });
     }
     std::process::exit(cni::plugin_main("railcni-ipam", |request| {
-        let outcome = run(&request).inspect_err(|e| cni::log_error!("{e}"));
-        // The process ends next: freeing a big NAD's parsed tree (16k
-        // inline allocations) would cost as much as parsing it did.
-        std::mem::forget(request);
-        outcome
+        run(&request).inspect_err(|e| cni::log_error!("{e}"))
     }));
 }
 
@@ -50,7 +46,6 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
         });
     let statics = request.static_allocations.as_deref();
     let ipam = Ipam::load_split(network, ipam_conf, statics, &request.settings, device)?;
-    let ipam = std::mem::ManuallyDrop::new(ipam);
     match request.verb {
         Verb::Add => {
             let requested = requested_ips(conf, &env.args)?;

@@ -52,7 +52,7 @@ pub struct Leases {
     #[serde(default)]
     pub leases: Vec<Lease>,
     /// The pool these leases come from, as of the last allocation: what
-    /// `railcni status` reports, and what a changed config is checked against.
+    /// `railcnictl status` reports, and what a changed config is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolInfo>,
     /// A dual-stack rail's IPv6 side: where its round-robin continues, its pool.

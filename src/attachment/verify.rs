@@ -1,5 +1,5 @@
 //! Record versus kernel, line by line: what CHECK fails on and what
-//! `railcni inspect` prints. One comparison, so the two never disagree.
+//! `railcnictl inspect` prints. One comparison, so the two never disagree.
 
 use ipnet::IpNet;
 use serde::Serialize;
@@ -45,7 +45,7 @@ impl Finding {
 }
 
 /// What the interface should look like: what ADD reported, as its record
-/// keeps it. CHECK and `railcni inspect` both start from here.
+/// keeps it. CHECK and `railcnictl inspect` both start from here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expected {
     pub ifname: String,

@@ -1,5 +1,5 @@
 //! Proving a rail before and after ADD (`checks` in the network config) and
-//! on demand (`railcni probe`): ARP for the gateway and for a second holder
+//! on demand (`railcnictl probe`): ARP for the gateway and for a second holder
 //! of our address, and ICMP echoes with don't-fragment at full size. All of
 //! it through sockets opened in the pod's namespace: no external binary
 //! (the installer image is `FROM scratch`), nothing in the pod changed.

@@ -1,4 +1,4 @@
-//! `railcni gc`: reconcile this node without a runtime's help. Attachments
+//! `railcnictl gc`: reconcile this node without a runtime's help. Attachments
 //! whose pod is provably gone are given back (the same detach DEL uses);
 //! leases whose holder is gone and that no attachment claims are released.
 //! Nothing whose namespace is alive is touched. Without `--apply` it only
@@ -173,6 +173,6 @@ fn print(r: &Report) {
     }
     println!("{t}");
     if !r.applied {
-        println!("\ndry run: run `railcni gc --apply` to do this");
+        println!("\ndry run: run `railcnictl gc --apply` to do this");
     }
 }

@@ -1,4 +1,4 @@
-//! `railcni inspect`: what railcni set up inside one pod, record versus
+//! `railcnictl inspect`: what railcni set up inside one pod, record versus
 //! kernel, each line OK or DRIFT. The comparison is CHECK's (`verify`).
 
 use std::path::Path;
@@ -37,7 +37,7 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
     let records = state.pod_records(target);
     if records.is_empty() {
         return Err(Usage(format!(
-            "no railcni attachment has netns or container ID {target:?}; `railcni status` lists them"
+            "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
         )));
     }
     let rt = runtime()?;

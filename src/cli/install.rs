@@ -1,4 +1,4 @@
-//! `railcni install`: what the installer DaemonSet (and scripts/install.sh)
+//! `railcnictl install`: what the installer DaemonSet (and scripts/install.sh)
 //! runs on each node. Copies the binaries into the host's CNI bin dir
 //! without clobbering a running one (a new file renamed over the old: a
 //! process still running the old binary keeps its inode), and writes this

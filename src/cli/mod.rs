@@ -24,14 +24,13 @@ use serde::Serialize;
 
 #[derive(Parser)]
 #[command(
-    name = "railcni",
+    name = "railcnictl",
     version,
-    about = "CNI plugin that attaches SR-IOV rail VFs to AI training pods, and its day-2 tools",
-    long_about = "railcni is run by container runtimes (Multus, libcni, containerd, CRI-O, podman) \
-                  with CNI_COMMAND set; it then reads the network config on stdin and prints the CNI \
-                  result on stdout.\n\nFrom a terminal it answers what is attached on this node. \
-                  Every command takes --json and exits 0 when all is well, 1 when it found a problem, \
-                  2 on bad usage."
+    about = "Day-2 commands for railcni, the SR-IOV rail CNI plugin: what is attached on this node, and the tools around it",
+    long_about = "railcnictl answers what railcni attached on this node, gives back what is stale, \
+                  plans a fabric, installs the plugin and serves its metrics. The plugin itself is \
+                  `railcni`, run by container runtimes.\n\nEvery command takes --json and exits 0 when \
+                  all is well, 1 when it found a problem, 2 on bad usage."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -165,7 +164,7 @@ pub fn main() {
         Ok(Outcome::Clean) => 0,
         Ok(Outcome::Problems) => 1,
         Err(Usage(msg)) => {
-            eprintln!("railcni: {msg}");
+            eprintln!("railcnictl: {msg}");
             2
         }
     });
@@ -176,7 +175,7 @@ fn emit<T: Serialize>(report: &T, json: bool, human: impl FnOnce(&T)) {
     if json {
         match serde_json::to_string_pretty(report) {
             Ok(text) => println!("{text}"),
-            Err(e) => eprintln!("railcni: cannot encode the report: {e}"),
+            Err(e) => eprintln!("railcnictl: cannot encode the report: {e}"),
         }
     } else {
         human(report);

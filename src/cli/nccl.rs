@@ -1,4 +1,4 @@
-//! `railcni nccl-env`: a pod's rails in rail order with their RDMA devices,
+//! `railcnictl nccl-env`: a pod's rails in rail order with their RDMA devices,
 //! and the environment a training launcher needs. A rail without an RDMA
 //! device would silently drop out of NCCL_IB_HCA, so it is a problem.
 
@@ -38,7 +38,7 @@ pub fn run(
     let records = state.pod_records(target);
     if records.is_empty() {
         return Err(Usage(format!(
-            "no railcni attachment has netns or container ID {target:?}; `railcni status` lists them"
+            "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
         )));
     }
     if let Some(unknown) = networks

@@ -1,4 +1,4 @@
-//! `railcni plan`: the glue between files and `crate::plan`.
+//! `railcnictl plan`: the glue between files and `crate::plan`.
 
 use std::path::PathBuf;
 

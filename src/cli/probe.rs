@@ -1,4 +1,4 @@
-//! `railcni probe`: prove a pod's rails from the node, changing nothing in
+//! `railcnictl probe`: prove a pod's rails from the node, changing nothing in
 //! the pod. For each rail interface (rail order): link up, carrier, MTU as
 //! recorded; the gateway's ARP answer; ICMP echoes with don't-fragment at
 //! 1500 bytes and at full size from the rail's address (so its source rule
@@ -83,7 +83,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     let records = state.pod_records(&args.target);
     if records.is_empty() {
         return Err(Usage(format!(
-            "no railcni attachment has netns or container ID {:?}; `railcni status` lists them",
+            "no railcni attachment has netns or container ID {:?}; `railcnictl status` lists them",
             args.target
         )));
     }

@@ -1,4 +1,4 @@
-//! `railcni ipam repair NETWORK`: rebuild a corrupt or missing lease file
+//! `railcnictl ipam repair NETWORK`: rebuild a corrupt or missing lease file
 //! from what is provably live: the attachment records of that network whose
 //! pod namespace is alive, plus (when the old file still reads) its leases
 //! whose holders are not gone. The damaged file is kept beside it.

@@ -1,4 +1,4 @@
-//! `railcni status`: networks, leases and attachments on this node, joined,
+//! `railcnictl status`: networks, leases and attachments on this node, joined,
 //! and the problems an operator must act on, each with the command that fixes it.
 
 use std::collections::BTreeSet;
@@ -150,7 +150,7 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
             problems.push(Problem {
                 kind: "lease-file-unreadable".into(),
                 detail: format!("{}: {e}", view.network),
-                fix: format!("railcni ipam repair {}", view.network),
+                fix: format!("railcnictl ipam repair {}", view.network),
             });
             return row;
         }
@@ -193,7 +193,7 @@ fn record_problems(state: &NodeState, r: &Record, leased: &BTreeSet<Key>) -> Vec
                 r.ifname,
                 r.netns().unwrap_or("?")
             ),
-            fix: "railcni gc --apply".into(),
+            fix: "railcnictl gc --apply".into(),
         });
     }
     let embedded = r.ipam_type.as_deref() == Some(crate::config::EMBEDDED_IPAM);
@@ -208,7 +208,7 @@ fn record_problems(state: &NodeState, r: &Record, leased: &BTreeSet<Key>) -> Vec
                 "VF {} ({} {} of {}) holds no lease{address}",
                 r.pci, r.network, r.ifname, r.container_id
             ),
-            fix: format!("railcni ipam repair {}", r.network),
+            fix: format!("railcnictl ipam repair {}", r.network),
         });
     }
     out
@@ -268,7 +268,7 @@ fn unclaimed_leases(state: &NodeState, networks: &[Network]) -> Vec<Problem> {
                     "{} on {} is leased to {} {} ({holder}) with no attachment",
                     l.address, n.name, l.container_id, l.ifname
                 ),
-                fix: "railcni gc --apply".into(),
+                fix: "railcnictl gc --apply".into(),
             });
         }
     }

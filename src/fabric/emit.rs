@@ -1,4 +1,4 @@
-//! What `railcni plan` writes. NADs hold no pool: a node's prefix and
+//! What `railcnictl plan` writes. NADs hold no pool: a node's prefix and
 //! gateway reach it through the node file the installer writes from the
 //! ConfigMap, so a NAD's size does not grow with the cluster.
 

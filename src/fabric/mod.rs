@@ -1,6 +1,6 @@
 //! The fabric plan the network team and Kubernetes agree on: rails × nodes,
 //! one prefix per node per rail, the switch port's address as gateway.
-//! `railcni plan` reads it (JSON or YAML, or an nv-ipam CIDRPool to migrate
+//! `railcnictl plan` reads it (JSON or YAML, or an nv-ipam CIDRPool to migrate
 //! from) and emits small NADs, the ConfigMap of per-node allocations, one
 //! node's node file, a pod annotation, and a CSV for the switch team.
 //! Pure: files in, text out; the arithmetic is the IPAM crate's own.

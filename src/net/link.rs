@@ -127,7 +127,7 @@ impl Netlink {
         self.named(name, false).await
     }
 
-    /// `link_by_name` with the kernel's counters (`railcni metrics`).
+    /// `link_by_name` with the kernel's counters (`railcnictl metrics`).
     pub async fn link_with_stats(&self, name: &str) -> Result<Option<Link>> {
         self.named(name, true).await
     }

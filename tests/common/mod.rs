@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{json, Value};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_railcni");
+/// The operator commands (`railcnictl status` …).
+pub const CTL: &str = env!("CARGO_BIN_EXE_railcnictl");
 pub const REFERENCE_PLUGINS: &str = "/usr/lib/cni";
 
 #[derive(Debug, Clone)]
@@ -197,7 +199,7 @@ impl Node {
         .unwrap();
     }
 
-    /// Run a day-2 command (`railcni status` …) on this node: exit code,
+    /// Run a day-2 command (`railcnictl status` …) on this node: exit code,
     /// stdout, stderr.
     pub fn operator(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.operator_command(args).output().unwrap();
@@ -211,7 +213,7 @@ impl Node {
     /// A day-2 command on this node, to run or spawn.
     pub fn operator_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.host(), PLUGIN]).args(args);
+        cmd.args(["netns", "exec", &self.host(), CTL]).args(args);
         self.node_env(&mut cmd).env("COLUMNS", "200");
         cmd
     }

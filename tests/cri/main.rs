@@ -232,7 +232,7 @@ fn a_1_1_0_conflist_is_refused_by_containerd_1_6_and_rolled_back() {
 }
 
 /// What `scripts/demo-containerd.sh` shows: a pod sandbox through
-/// containerd's CRI on a fake VF, `railcni status` and `inspect` while it
+/// containerd's CRI on a fake VF, `railcnictl status` and `inspect` while it
 /// runs, jumbo don't-fragment pings to the leaf's gateway, then stop and
 /// remove with nothing left.
 #[test]
@@ -250,11 +250,11 @@ fn demo_a_pod_through_containerds_cri() {
     let (state, ip, netns) = ctr.status(&id);
     println!("demo: PodSandboxStatus: state {state} (0 = READY), ip {ip}, netns {netns}");
     let (code, status, _) = node.operator(&["status"]);
-    println!("demo: railcni status (exit {code}):\n{status}");
+    println!("demo: railcnictl status (exit {code}):\n{status}");
     assert_eq!(code, 0);
     assert!(status.contains("172.16.0.0/31"), "{status}");
     let (code, inspect, _) = node.operator(&["inspect", &netns]);
-    println!("demo: railcni inspect {netns} (exit {code}):\n{inspect}");
+    println!("demo: railcnictl inspect {netns} (exit {code}):\n{inspect}");
     assert_eq!(code, 0);
     let ping = sh(&format!(
         "ip netns exec {} ping -c 3 -i 0.2 -M do -s 8972 172.16.0.1",

@@ -1,5 +1,5 @@
-//! `railcni agent`: the node's metrics over HTTP for Prometheus, and
-//! optionally `railcni gc --apply` on an interval and a textfile for
+//! `railcnictl agent`: the node's metrics over HTTP for Prometheus, and
+//! optionally `railcnictl gc --apply` on an interval and a textfile for
 //! node_exporter. Not on the CNI path: the plugin never waits for it, and
 //! it reads state without taking the locks ADD and DEL hold (see `metrics`).
 
@@ -24,7 +24,7 @@ pub struct Args {
     /// Where to serve /metrics and /healthz, e.g. 0.0.0.0:9476.
     #[arg(long, value_name = "ADDR:PORT")]
     listen: String,
-    /// Run what `railcni gc --apply` does this often (e.g. 60s); off by default.
+    /// Run what `railcnictl gc --apply` does this often (e.g. 60s); off by default.
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
     gc_interval: Option<Duration>,
     /// Also write DIR/railcni.prom every --interval, for node_exporter's textfile collector.
@@ -101,7 +101,7 @@ fn answer(settings: &Settings, request: Request) {
     }
 }
 
-/// What `railcni gc --apply` does, logged.
+/// What `railcnictl gc --apply` does, logged.
 fn collect_garbage(settings: &Settings) {
     let done = NodeState::load(settings).and_then(|state| {
         let node = Node::new(settings.clone()).map_err(|e| Usage(e.to_string()))?;

@@ -56,7 +56,7 @@ const COUNTERS: [Counter; 8] = [
 ];
 
 /// One socket per pod; a pod that cannot be read is left out (it shows in
-/// `railcni_stale_attachments` or `railcni status`).
+/// `railcni_stale_attachments` or `railcnictl status`).
 pub async fn export(e: &mut Exposition, attached: &[&Record]) {
     let mut by_pod: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     for r in attached.iter().filter(|r| !r.dpdk) {

@@ -1,6 +1,6 @@
-//! `railcni metrics`: this node's railcni state and counters in the
+//! `railcnictl metrics`: this node's railcni state and counters in the
 //! Prometheus text format (README, "Monitoring"). The same text is what
-//! `railcni agent` serves on `/metrics` and writes for node_exporter.
+//! `railcnictl agent` serves on `/metrics` and writes for node_exporter.
 //!
 //! Reading takes no VF or lease lock: records and lease files are replaced
 //! atomically (a reader sees the old or the new file), and each stats file
@@ -110,7 +110,7 @@ fn attachments(e: &mut Exposition, state: &NodeState, network: &str) {
     }
     let stale = of_network().filter(|r| !state.alive(r)).count();
     let help =
-        "Attachments whose pod network namespace is gone (`railcni gc --apply` gives them back).";
+        "Attachments whose pod network namespace is gone (`railcnictl gc --apply` gives them back).";
     e.sample(
         "railcni_stale_attachments",
         help,
@@ -159,7 +159,7 @@ fn operations(e: &mut Exposition, network: &str, counted: Option<&NetworkStats>)
         );
     }
     if !network.is_empty() {
-        let help = "Leases of provably gone holders released (by ADD, `railcni gc --apply` and the agent's gc).";
+        let help = "Leases of provably gone holders released (by ADD, `railcnictl gc --apply` and the agent's gc).";
         let labels = [("network", network)];
         e.sample(
             "railcni_reclaimed_leases_total",
