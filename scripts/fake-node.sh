@@ -55,6 +55,7 @@ up() {
     local pf="0000:1$r:00.0"
     pci_dev "$pf"
     net_dev "$pf" "pf$r"
+    ln -sfn "../../../bus/pci/drivers/mlx5_core" "$root/devices/pci0000:00/$pf/driver"
     echo 9000 > "$root/devices/pci0000:00/$pf/net/pf$r/mtu"
     echo "$vfs" > "$root/devices/pci0000:00/$pf/sriov_numvfs"
     echo 8 > "$root/devices/pci0000:00/$pf/sriov_totalvfs"

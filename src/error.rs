@@ -6,6 +6,7 @@
 use std::fmt;
 
 use cni::Reply;
+use nix::errno::Errno;
 use railcni_ipam::IpamError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +21,13 @@ pub enum Error {
     UnsupportedDevice(String),
     /// 104: a netlink, netns or sysctl operation failed.
     Netlink(String),
+    /// 104: the kernel refused a request: what was asked, and its errno.
+    Kernel { what: String, errno: Errno },
+    /// The PF's driver refused a VF setting the config asks for. Its code
+    /// says what to do: 2 (this NIC's driver lacks the setting: remove it
+    /// from the config), 7 (a value the driver does not take), 11 (busy:
+    /// retry), else 104.
+    VfSettingRefused(VfRefusal),
     /// The embedded IPAM failed: its own code (spec codes, 110-113).
     Ipam(IpamError),
     /// An external IPAM plugin failed: its spec code (< 100) is passed on,
@@ -37,6 +45,53 @@ pub enum Error {
         what: String,
         failures: Vec<StepFailure>,
     },
+}
+
+/// A VF setting the PF's driver refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VfRefusal {
+    /// The setting in the config's words, with its value (`link_state enable`).
+    pub setting: String,
+    pub pf: String,
+    /// The PF's driver (`igb`, `mlx5_core`); empty when sysfs does not say.
+    pub driver: String,
+    pub vf: u32,
+    pub errno: Errno,
+}
+
+impl VfRefusal {
+    fn code(&self) -> u32 {
+        match self.errno {
+            Errno::EOPNOTSUPP | Errno::EPROTONOSUPPORT => 2,
+            Errno::EINVAL | Errno::ERANGE => 7,
+            Errno::EAGAIN | Errno::EBUSY => 11,
+            _ => 104,
+        }
+    }
+
+    fn details(&self) -> String {
+        let driver = if self.driver.is_empty() {
+            "its driver".to_string()
+        } else {
+            format!("driver {}", self.driver)
+        };
+        let advice = match self.code() {
+            2 => "; this NIC's driver does not support the setting: remove it from the network config"
+                .to_string(),
+            7 => "; the driver does not take this value: change or remove it in the network config"
+                .to_string(),
+            11 => "; the PF is busy: retry".to_string(),
+            _ => String::new(),
+        };
+        format!(
+            "PF {} ({driver}) refused VF {}'s {}: {} ({:?}){advice}",
+            self.pf,
+            self.vf,
+            self.setting,
+            self.errno.desc(),
+            self.errno
+        )
+    }
 }
 
 /// One teardown step that failed, and why.
@@ -106,7 +161,8 @@ impl Reply for Error {
             Error::DeviceBusy(_) => 101,
             Error::DeviceNotFound(_) => 102,
             Error::UnsupportedDevice(_) => 103,
-            Error::Netlink(_) => 104,
+            Error::Netlink(_) | Error::Kernel { .. } => 104,
+            Error::VfSettingRefused(r) => r.code(),
             Error::Ipam(e) => e.code(),
             Error::IpamPlugin { code, .. } if (1..100).contains(code) => *code,
             Error::IpamPlugin { .. } => 105,
@@ -127,7 +183,8 @@ impl Reply for Error {
             Error::DeviceBusy(_) => "VF already attached",
             Error::DeviceNotFound(_) => "VF not usable",
             Error::UnsupportedDevice(_) => "VF lacks a required capability",
-            Error::Netlink(_) => "network operation failed",
+            Error::Netlink(_) | Error::Kernel { .. } => "network operation failed",
+            Error::VfSettingRefused(_) => "VF setting refused by the NIC's driver",
             Error::Ipam(_) | Error::IpamPlugin { .. } => "IPAM failed",
             Error::State(_) => "attachment store failed",
             Error::CheckFailed(_) => "attachment check failed",
@@ -148,6 +205,8 @@ impl Reply for Error {
             | Error::State(msg)
             | Error::CheckFailed(msg)
             | Error::RailCheck(msg) => msg.clone(),
+            Error::Kernel { what, errno } => format!("{what}: {}", errno.desc()),
+            Error::VfSettingRefused(r) => r.details(),
             Error::Teardown { what, failures } => format!(
                 "giving back {what} left work undone: {}",
                 failures
@@ -241,6 +300,35 @@ mod tests {
             ],
         };
         assert_eq!(e.code(), 106);
+    }
+
+    #[test]
+    fn a_refused_vf_setting_names_setting_pf_driver_and_what_to_do() {
+        let refusal = |errno| {
+            Error::VfSettingRefused(VfRefusal {
+                setting: "link_state enable".into(),
+                pf: "enp2s0".into(),
+                driver: "igb".into(),
+                vf: 0,
+                errno,
+            })
+        };
+        let e = refusal(Errno::EOPNOTSUPP);
+        assert_eq!(e.code(), 2, "an unsupported field");
+        let d = e.details();
+        for part in [
+            "enp2s0",
+            "driver igb",
+            "VF 0",
+            "link_state enable",
+            "EOPNOTSUPP",
+            "remove it",
+        ] {
+            assert!(d.contains(part), "{d}");
+        }
+        assert_eq!(refusal(Errno::EINVAL).code(), 7);
+        assert_eq!(refusal(Errno::EBUSY).code(), 11);
+        assert_eq!(refusal(Errno::EIO).code(), 104);
     }
 
     #[test]

@@ -58,8 +58,11 @@ pub trait Steps {
     async fn remove_routing(&mut self, record: &Record) -> Result<()>;
     /// Bring the netdev home (name, MTU); its host link when found.
     async fn return_vf(&mut self) -> Result<Option<Link>>;
-    fn restore_vf_settings(&mut self, record: &Record) -> Result<()>;
+    /// Clear (or restore) the PF-side MAC, so the VF may change its own.
+    fn restore_admin_mac(&mut self, record: &Record) -> Result<()>;
     async fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()>;
+    /// The other PF-side settings (VLAN, spoof check, trust, rates, GUID).
+    fn restore_vf_settings(&mut self, record: &Record) -> Result<()>;
     fn release_lease(&mut self) -> Result<()>;
     fn remove_record(&mut self) -> Result<()>;
 }
@@ -93,11 +96,13 @@ pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<S
             Err(e) => vf_home &= note(&mut failures, "return VF", Err(e)),
         }
     }
+    // The drivers' order (vf::settings): admin MAC, the netdev's MAC, then
+    // the rest, so `trust off` never comes before the MAC is back.
     if let Some(r) = record {
         note(
             &mut failures,
-            "restore VF settings",
-            steps.restore_vf_settings(r),
+            "restore admin MAC",
+            steps.restore_admin_mac(r),
         );
         if let Some(link) = &returned {
             note(
@@ -106,6 +111,11 @@ pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<S
                 steps.restore_mac(link, r).await,
             );
         }
+        note(
+            &mut failures,
+            "restore VF settings",
+            steps.restore_vf_settings(r),
+        );
     }
     if vf_home {
         note(&mut failures, "release address", steps.release_lease());
@@ -237,6 +247,13 @@ impl Steps for System<'_> {
         home.bring_back(pod, a.ifname, a.record).await
     }
 
+    fn restore_admin_mac(&mut self, record: &Record) -> Result<()> {
+        match &self.vf {
+            Some(vf) => settings::restore_admin_mac(self.node.hw.as_ref(), vf, record),
+            None => Ok(()),
+        }
+    }
+
     fn restore_vf_settings(&mut self, record: &Record) -> Result<()> {
         let node = self.node;
         match &self.vf {
@@ -339,6 +356,9 @@ mod tests {
         async fn return_vf(&mut self) -> Result<Option<Link>> {
             self.step("vf").map(|()| Some(Link::default()))
         }
+        fn restore_admin_mac(&mut self, _: &Record) -> Result<()> {
+            self.step("admin mac")
+        }
         fn restore_vf_settings(&mut self, _: &Record) -> Result<()> {
             self.step("settings")
         }
@@ -407,12 +427,22 @@ mod tests {
     }
 
     #[test]
-    fn every_step_in_order_settings_before_the_mac() {
+    fn every_step_in_order_admin_mac_then_mac_then_settings() {
         let mut rec = Recorder::default();
         assert!(run(&mut rec, Some(&record())).is_empty());
         assert_eq!(
             rec.calls,
-            ["rdma", "open pod", "routing", "vf", "settings", "mac", "lease", "record"]
+            [
+                "rdma",
+                "open pod",
+                "routing",
+                "vf",
+                "admin mac",
+                "mac",
+                "settings",
+                "lease",
+                "record"
+            ]
         );
     }
 
@@ -430,7 +460,16 @@ mod tests {
         );
         assert_eq!(
             rec.calls,
-            ["rdma", "open pod", "routing", "vf", "settings", "mac", "lease"],
+            [
+                "rdma",
+                "open pod",
+                "routing",
+                "vf",
+                "admin mac",
+                "mac",
+                "settings",
+                "lease"
+            ],
             "the VF is home, so the lease goes; the record stays for the next DEL"
         );
     }
@@ -477,7 +516,7 @@ mod tests {
         run(&mut rec, Some(&dpdk));
         assert_eq!(
             rec.calls,
-            ["settings", "lease", "record"],
+            ["admin mac", "settings", "lease", "record"],
             "nothing moved, nothing to return"
         );
 

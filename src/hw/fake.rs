@@ -26,6 +26,10 @@ pub struct FakeState {
     pub rdma_devices: BTreeMap<String, String>,
     #[serde(default)]
     pub calls: Vec<String>,
+    /// VF settings the fake driver refuses: field (as `vfs` spells it,
+    /// `linkState`) → errno name (`EOPNOTSUPP`), as igb refuses some.
+    #[serde(default)]
+    pub refuse: BTreeMap<String, String>,
 }
 
 pub struct Recorder {
@@ -73,6 +77,19 @@ impl Recorder {
     }
 }
 
+fn errno_named(name: &str) -> Option<nix::errno::Errno> {
+    use nix::errno::Errno;
+    [
+        Errno::EOPNOTSUPP,
+        Errno::EPROTONOSUPPORT,
+        Errno::EINVAL,
+        Errno::EBUSY,
+        Errno::EADDRNOTAVAIL,
+    ]
+    .into_iter()
+    .find(|e| format!("{e:?}") == name)
+}
+
 impl Hardware for Recorder {
     fn vf_state(&self, pf: &str, vf: u32) -> Result<VfSettings> {
         Ok(self
@@ -85,6 +102,20 @@ impl Hardware for Recorder {
 
     fn set_vf(&self, pf: &str, vf: u32, s: &VfSettings) -> Result<()> {
         let mut state = self.load()?;
+        let asked = serde_json::to_value(s).unwrap_or_default();
+        let refused = asked
+            .as_object()
+            .into_iter()
+            .flat_map(|o| o.keys())
+            .find_map(|k| state.refuse.get(k));
+        if let Some(name) = refused {
+            let errno = errno_named(name)
+                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {name}")))?;
+            return Err(Error::Kernel {
+                what: format!("set VF {vf} on PF {pf}"),
+                errno,
+            });
+        }
         let entry = state
             .vfs
             .entry(format!("{pf}/{vf}"))

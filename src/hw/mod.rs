@@ -92,6 +92,97 @@ impl VfSettings {
         .collect()
     }
 
+    /// One setting per field, in the order they are applied (the admin MAC
+    /// first: some drivers check a VF's later settings against it).
+    pub fn each(&self) -> Vec<VfSettings> {
+        let one = VfSettings::default;
+        let mut out = Vec::new();
+        if let Some(mac) = self.mac {
+            out.push(VfSettings {
+                mac: Some(mac),
+                ..one()
+            });
+        }
+        if let Some(vlan) = self.vlan {
+            out.push(VfSettings {
+                vlan: Some(vlan),
+                ..one()
+            });
+        }
+        if let Some(on) = self.spoofchk {
+            out.push(VfSettings {
+                spoofchk: Some(on),
+                ..one()
+            });
+        }
+        if let Some(on) = self.trust {
+            out.push(VfSettings {
+                trust: Some(on),
+                ..one()
+            });
+        }
+        if let Some(state) = self.link_state {
+            out.push(VfSettings {
+                link_state: Some(state),
+                ..one()
+            });
+        }
+        if let Some(rate) = self.rate {
+            out.push(VfSettings {
+                rate: Some(rate),
+                ..one()
+            });
+        }
+        if let Some(guid) = self.ib_guid {
+            out.push(VfSettings {
+                ib_guid: Some(guid),
+                ..one()
+            });
+        }
+        out
+    }
+
+    /// The settings in the config's words, as `ip link set … vf N` would
+    /// name them (`vlan 100 qos 3 proto 802.1ad`, `link_state enable`).
+    pub fn describe(&self) -> String {
+        let on_off = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(mac) = self.mac {
+            parts.push(format!("mac {mac}"));
+        }
+        if let Some(v) = self.vlan {
+            let proto = match v.proto {
+                VlanProto::Dot1Q => "802.1q",
+                VlanProto::Dot1Ad => "802.1ad",
+            };
+            parts.push(format!("vlan {} qos {} proto {proto}", v.id, v.qos));
+        }
+        if let Some(on) = self.spoofchk {
+            parts.push(format!("spoofchk {}", on_off(on)));
+        }
+        if let Some(on) = self.trust {
+            parts.push(format!("trust {}", on_off(on)));
+        }
+        if let Some(state) = self.link_state {
+            let state = match state {
+                LinkState::Auto => "auto",
+                LinkState::Enable => "enable",
+                LinkState::Disable => "disable",
+            };
+            parts.push(format!("link_state {state}"));
+        }
+        if let Some(r) = self.rate {
+            parts.push(format!(
+                "min_tx_rate {} max_tx_rate {}",
+                r.min_mbps, r.max_mbps
+            ));
+        }
+        if let Some(g) = self.ib_guid {
+            parts.push(format!("guid {g}"));
+        }
+        parts.join(" ")
+    }
+
     /// The current values (from `state`) of the fields this request sets:
     /// what DEL and ADD rollback put back, and only that.
     pub fn originals(&self, state: &VfSettings) -> VfSettings {

@@ -89,11 +89,13 @@ impl Link {
     }
 }
 
-/// What a move sets on the link once it is in the target namespace.
+/// What a move sets on the link once it is in the target namespace. Never
+/// the MAC: the kernel moves the link first and stops at the first
+/// attribute the driver refuses, without moving it back or renaming it, and
+/// drivers refuse MAC changes (igb: an untrusted VF whose PF set its MAC).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Arrival {
     pub mtu: Option<u32>,
-    pub mac: Option<Vec<u8>>,
     /// The IPv4 interface settings the message can carry (see `devconf`).
     pub inet: Option<InetDevConf>,
 }
@@ -104,9 +106,6 @@ impl Arrival {
         let mut out = String::new();
         if let Some(mtu) = self.mtu {
             out.push_str(&format!(", mtu {mtu}"));
-        }
-        if let Some(mac) = &self.mac {
-            out.push_str(&format!(", address {}", super::mac::format_hw_addr(mac)));
         }
         if self.inet.is_some() {
             out.push_str(", its IPv4 interface settings");
@@ -141,6 +140,26 @@ impl Netlink {
             .attributes
             .push(LinkAttribute::IfName(name.to_string()));
         self.one_link(query, &format!("get link {name}")).await
+    }
+
+    /// Every link in the namespace, without counters.
+    pub async fn links(&self) -> Result<Vec<Link>> {
+        let mut query = LinkMessage::default();
+        query.attributes.push(skip_stats());
+        let replies = self
+            .exchange(
+                RouteNetlinkMessage::GetLink(query),
+                NLM_F_REQUEST | netlink_packet_core::NLM_F_DUMP,
+            )
+            .await
+            .map_err(|f| nl_err("dump links", f))?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(Link::from_message(l)),
+                _ => None,
+            })
+            .collect())
     }
 
     /// The link at `index`, without its counters.
@@ -244,9 +263,6 @@ impl Netlink {
             .name(name.to_string());
         if let Some(mtu) = arrival.mtu {
             builder = builder.mtu(mtu);
-        }
-        if let Some(mac) = &arrival.mac {
-            builder = builder.address(mac.clone());
         }
         if let Some(conf) = arrival.inet {
             builder = builder.append_extra_attribute(super::devconf::attribute(conf));

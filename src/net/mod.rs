@@ -74,7 +74,10 @@ impl Netlink {
 
 pub(crate) fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
     match f {
-        Failure::Kernel(errno) => Error::Netlink(format!("{what}: {}", errno.desc())),
+        Failure::Kernel(errno) => Error::Kernel {
+            what: what.to_string(),
+            errno,
+        },
         Failure::NoAnswer => Error::Netlink(format!(
             "{what}: the netlink socket closed before the kernel answered; the outcome is unknown"
         )),

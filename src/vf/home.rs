@@ -122,25 +122,24 @@ impl Home<'_> {
     ) -> Result<Option<Link>> {
         let wanted = record.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
-            if let Some(link) = pod.link_by_name(ifname).await? {
-                if is_vf_in_pod(&link, self.pci, record) {
-                    let name = wanted
-                        .clone()
-                        .unwrap_or_else(|| format!("dev{}", link.index));
-                    // The host MTU rides in the move's message.
-                    let arrival = Arrival {
-                        mtu: record
-                            .map(|r| r.host.mtu)
-                            .filter(|mtu| *mtu != 0 && *mtu != link.mtu),
-                        ..Arrival::default()
-                    };
-                    let host = (self.host, self.host_nl);
-                    move_home(pod, &link, host, &name, &arrival).await?;
-                    log_info!(
-                        "returned VF {} from the pod ({ifname}) to the host as {name}",
-                        self.pci
-                    );
-                }
+            if let Some(link) = self.find_in_pod(pod, ifname, record).await? {
+                let name = wanted
+                    .clone()
+                    .unwrap_or_else(|| format!("dev{}", link.index));
+                // The host MTU rides in the move's message.
+                let arrival = Arrival {
+                    mtu: record
+                        .map(|r| r.host.mtu)
+                        .filter(|mtu| *mtu != 0 && *mtu != link.mtu),
+                    ..Arrival::default()
+                };
+                let host = (self.host, self.host_nl);
+                move_home(pod, &link, host, &name, &arrival).await?;
+                log_info!(
+                    "returned VF {} from the pod ({}) to the host as {name}",
+                    self.pci,
+                    link.name
+                );
             }
         }
         let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record).await?
@@ -158,6 +157,26 @@ impl Home<'_> {
             return self.host_nl.link_by_index(link.index).await;
         }
         Ok(Some(link))
+    }
+
+    /// The VF in the pod: under the attachment's name, else under any name
+    /// by its PCI address (a move the kernel applied but whose rename it
+    /// never reached leaves the VF there under its host name).
+    async fn find_in_pod(
+        &self,
+        pod: &Netlink,
+        ifname: &str,
+        record: Option<&Record>,
+    ) -> Result<Option<Link>> {
+        if let Some(link) = pod.link_by_name(ifname).await? {
+            if is_vf_in_pod(&link, self.pci, record) {
+                return Ok(Some(link));
+            }
+        }
+        let links = pod.links().await?;
+        Ok(links
+            .into_iter()
+            .find(|l| l.parent_dev.as_deref() == Some(self.pci)))
     }
 
     /// Rename and set the MTU where the link differs from the record;

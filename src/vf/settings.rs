@@ -1,12 +1,19 @@
 //! PF-side VF settings (MAC, VLAN, spoof check, trust, rates, GUID): set on
 //! ADD, and on teardown put back to what the record saved, and only that.
 //! An InfiniBand GUID takes effect only when the VF's driver binds again.
+//!
+//! The order is the drivers' (igb, found on the emulated SR-IOV node): an
+//! untrusted VF may change its own MAC only while the PF holds no admin MAC
+//! for it. So ADD sets the netdev's MAC before the admin MAC, and teardown
+//! clears the admin MAC (`restore_admin_mac`), then puts the netdev's MAC
+//! back, then the rest (`restore`), `trust off` last among them.
 
 use std::fs;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, VfRefusal};
 use crate::hw::{Hardware, VfSettings};
+use crate::net::Mac;
 use crate::state::Record;
 
 use super::{Sysfs, Vf};
@@ -21,23 +28,102 @@ pub fn pf_netdev(vf: &Vf) -> Result<&str> {
     })
 }
 
-/// Set `settings` on the PF for `vf`, rebinding an InfiniBand VF whose GUID
-/// changed (mlx5 applies it only then).
+/// The values to put back for the fields `request` sets, from the PF's
+/// report `current`. A PF-side MAC equal to the netdev's own (`netdev_mac`)
+/// is no admin MAC: igb reports a VF's current MAC there whether or not an
+/// admin MAC was set, and writing it back would pin it. "None" is saved as
+/// 00:00:00:00:00:00, which clears an admin MAC on igb and mlx5 alike.
+pub fn originals(request: &VfSettings, current: &VfSettings, netdev_mac: &[u8]) -> VfSettings {
+    let mut saved = request.originals(current);
+    if saved.mac.is_some_and(|m| m.0[..] == *netdev_mac) {
+        saved.mac = Some(Mac([0; 6]));
+    }
+    saved
+}
+
+/// Set `settings` on the PF for `vf` one at a time, rebinding an
+/// InfiniBand VF whose GUID changed (mlx5 applies it only then). When the
+/// driver refuses one, those already set are put back to `originals` and
+/// the refusal names the setting and the driver: nothing is left changed.
 pub fn apply(
     hw: &dyn Hardware,
     sysfs: &Sysfs,
     vf: &Vf,
     settings: &VfSettings,
+    originals: &VfSettings,
     rebind_timeout: Duration,
 ) -> Result<()> {
-    hw.set_vf(pf_netdev(vf)?, vf.index, settings)?;
+    let pf = pf_netdev(vf)?;
+    let mut applied = VfSettings::default();
+    for one in settings.each() {
+        if let Err(e) = hw.set_vf(pf, vf.index, &one) {
+            put_back(hw, pf, vf, &applied.originals(originals));
+            return Err(refusal(sysfs, vf, pf, &one, e));
+        }
+        merge(&mut applied, &one);
+    }
     if vf.infiniband && settings.ib_guid.is_some() {
         rebind(sysfs, vf, rebind_timeout)?;
     }
     Ok(())
 }
 
-/// Put back the PF-side attributes the record saved, and only those.
+fn merge(into: &mut VfSettings, one: &VfSettings) {
+    into.mac = one.mac.or(into.mac);
+    into.vlan = one.vlan.or(into.vlan);
+    into.spoofchk = one.spoofchk.or(into.spoofchk);
+    into.trust = one.trust.or(into.trust);
+    into.link_state = one.link_state.or(into.link_state);
+    into.rate = one.rate.or(into.rate);
+    into.ib_guid = one.ib_guid.or(into.ib_guid);
+}
+
+/// Undo a partly applied request; a failure here is logged (the refusal is
+/// what the caller reports).
+fn put_back(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
+    for one in saved.each() {
+        if let Err(e) = hw.set_vf(pf, vf.index, &one) {
+            crate::log_error!(
+                "putting back VF {} setting {} on PF {pf} failed: {}",
+                vf.pci,
+                one.describe(),
+                e.details()
+            );
+        }
+    }
+}
+
+/// A driver's refusal as the typed error that names setting and driver.
+fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfSettings, e: Error) -> Error {
+    match e {
+        Error::Kernel { errno, .. } => Error::VfSettingRefused(VfRefusal {
+            setting: one.describe(),
+            pf: pf.to_string(),
+            driver: sysfs.driver(&vf.pf_pci).unwrap_or_default(),
+            vf: vf.index,
+            errno,
+        }),
+        other => other,
+    }
+}
+
+/// Clear or restore the PF-side MAC the record saved (first of teardown's
+/// VF steps: until it is cleared an untrusted VF cannot change its MAC).
+pub fn restore_admin_mac(hw: &dyn Hardware, vf: &Vf, record: &Record) -> Result<()> {
+    match record.vf_restore.as_ref().and_then(|s| s.mac) {
+        Some(mac) => {
+            let only_mac = VfSettings {
+                mac: Some(mac),
+                ..VfSettings::default()
+            };
+            hw.set_vf(pf_netdev(vf)?, vf.index, &only_mac)
+        }
+        None => Ok(()),
+    }
+}
+
+/// Put back the other PF-side attributes the record saved, and only those
+/// (the admin MAC is `restore_admin_mac`'s).
 pub fn restore(
     hw: &dyn Hardware,
     sysfs: &Sysfs,
@@ -45,10 +131,32 @@ pub fn restore(
     record: &Record,
     rebind_timeout: Duration,
 ) -> Result<()> {
-    match &record.vf_restore {
-        Some(saved) if !saved.is_empty() => apply(hw, sysfs, vf, saved, rebind_timeout),
-        _ => Ok(()),
+    let Some(saved) = &record.vf_restore else {
+        return Ok(());
+    };
+    let rest = VfSettings {
+        mac: None,
+        ..saved.clone()
+    };
+    if rest.is_empty() {
+        return Ok(());
     }
+    // Each setting on its own: one the driver refuses does not keep the
+    // others from going back.
+    let pf = pf_netdev(vf)?;
+    let mut first_failure = None;
+    for one in rest.each() {
+        if let Err(e) = hw.set_vf(pf, vf.index, &one) {
+            first_failure.get_or_insert(refusal(sysfs, vf, pf, &one, e));
+        }
+    }
+    if let Some(e) = first_failure {
+        return Err(e);
+    }
+    if vf.infiniband && rest.ib_guid.is_some() {
+        rebind(sysfs, vf, rebind_timeout)?;
+    }
+    Ok(())
 }
 
 /// Rebind the VF's driver (`drivers/<drv>/unbind`, then `bind`) and wait up

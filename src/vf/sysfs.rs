@@ -116,6 +116,11 @@ impl Sysfs {
         )))
     }
 
+    /// The driver bound to a PCI device (`igb`, `mlx5_core`).
+    pub fn driver(&self, pci: &str) -> Option<String> {
+        link_target_name(&self.device(pci).join("driver"))
+    }
+
     /// The VF's netdev names now (after a driver rebind they may differ).
     pub fn netdevs(&self, pci: &str) -> Vec<String> {
         list_dir(&self.device(pci).join("net"))

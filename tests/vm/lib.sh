@@ -103,7 +103,10 @@ vf_netdev() { ls "/sys/class/net/$1/device/virtfn$2/net" 2>/dev/null | head -n 1
 # The PF's `vf N` line as iproute2 prints it (the PF-side settings).
 vf_line() { ip link show "$1" | grep -E "^ +vf $2 " | sed 's/^ *//'; }
 # The VF netdev on the host: name, MAC, MTU.
-vf_host() { local n; n=$(vf_netdev "$1" "$2"); [ -n "$n" ] && ip -o link show "$n" | awk '{print $2, $(NF-2), $5}' ; }
+vf_host() {
+  local n; n=$(vf_netdev "$1" "$2")
+  [ -n "$n" ] && echo "$n $(cat "/sys/class/net/$n/address") mtu $(cat "/sys/class/net/$n/mtu")"
+}
 
 # cni VERB CONTAINER NETNS IFNAME CONFIG: railcni's stdout; its exit status.
 cni() {
@@ -111,8 +114,14 @@ cni() {
   CNI_COMMAND=$verb CNI_CONTAINERID=$id CNI_NETNS=${ns:+/run/netns/$ns} CNI_IFNAME=$ifname \
     CNI_PATH=$RAILCNI_BIN_DIR \
     CNI_ARGS="IgnoreUnknown=true;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$id" \
-    railcni <<<"$conf"
+    railcni <<<"$conf" 2>>/run/railcni/cni.err
 }
+# What railcni logged since the last call of this (its stderr).
+cni_log() { cat /run/railcni/cni.err 2>/dev/null; : > /run/railcni/cni.err; }
+# The pod's link: name, state, MAC (`ip -br`).
+pod_link() { ip -n "$1" -br link show "$2" 2>/dev/null | awk '{print $1, $3}'; }
+# Snapshot of VF <n> of PF <pf>: the PF's vf line and the netdev on the host.
+vf_snapshot() { echo "$(vf_line "$1" "$2") | $(vf_host "$1" "$2")"; }
 # A rail NAD: rail_conf R PCI [EXTRA-JSON-MEMBERS]
 rail_conf() {
   printf '{"cniVersion":"1.1.0","name":"rail%s","type":"railcni","deviceID":"%s","mtu":9000,"logLevel":"debug",

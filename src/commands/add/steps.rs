@@ -10,8 +10,10 @@
 //!    period (measured: 22.7 against 15.3 ms p50);
 //! 2. write the record before the first host change, with the routing
 //!    plan and the PF's original VF settings (undo: remove it);
-//! 3. set the PF-side VF settings (undo: restore them);
-//! 4. move the netdev into the pod, its MTU, MAC and IPv4 settings in the
+//! 3. set the VF's MAC on its netdev, then the PF-side VF settings one by
+//!    one; a refused one is undone inside the step, so the undo (restore
+//!    them) is pushed only once all took;
+//! 4. move the netdev into the pod, its MTU and IPv4 settings in the
 //!    move's own message; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may
 //!    well have happened, and detach looks for the VF wherever it is);
@@ -49,7 +51,7 @@ pub trait Steps {
     /// The IPAM result (empty without IPAM).
     fn lease(&mut self) -> Result<CniResult>;
     async fn record(&mut self, ipam: &CniResult) -> Result<()>;
-    fn set_vf(&mut self) -> Result<()>;
+    async fn set_vf(&mut self) -> Result<()>;
     async fn move_in(&mut self) -> Result<()>;
     async fn bring_up(&mut self) -> Result<()>;
     fn check_addresses(&mut self, result: &CniResult) -> Result<()>;
@@ -80,9 +82,10 @@ async fn run(steps: &mut impl Steps, journal: &mut Journal<Undo>) -> Result<CniR
     steps.record(&result).await?;
     journal.push(Undo::RemoveRecord);
     if steps.sets_vf() {
-        // Pushed first: a half-applied setting is restored too.
+        // A refusal undoes its own step: a setting that never took is
+        // never "restored" (and never logged as a failed undo).
+        steps.set_vf().await?;
         journal.push(Undo::RestoreVfSettings);
-        steps.set_vf()?;
     }
     if steps.moves() {
         journal.replace_all(Undo::Detach);
@@ -143,7 +146,7 @@ mod tests {
         async fn record(&mut self, _: &CniResult) -> Result<()> {
             self.step("record")
         }
-        fn set_vf(&mut self) -> Result<()> {
+        async fn set_vf(&mut self) -> Result<()> {
             self.step("set_vf")
         }
         async fn move_in(&mut self) -> Result<()> {
@@ -211,10 +214,7 @@ mod tests {
         let cases: [(&str, Vec<String>); 11] = [
             ("lease", vec![]),
             ("record", undo(&["ReleaseLease"])),
-            (
-                "set_vf",
-                undo(&["RestoreVfSettings", "RemoveRecord", "ReleaseLease"]),
-            ),
+            ("set_vf", undo(&["RemoveRecord", "ReleaseLease"])),
             ("move_in", undo(&["Detach"])),
             ("bring_up", undo(&["Detach"])),
             ("check_addresses", undo(&["Detach"])),

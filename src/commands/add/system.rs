@@ -136,6 +136,53 @@ impl<'a> System<'a> {
         plan.is_some_and(|p| p.rules.iter().any(|r| r.src.addr().is_ipv6()))
     }
 
+    /// Give the VF's netdev the config's MAC on the host; whether it changed.
+    async fn set_netdev_mac(&mut self) -> Result<bool> {
+        let (Some(mac), Some(link)) = (self.ctx.conf.mac, self.link.as_mut()) else {
+            return Ok(false);
+        };
+        if link.mac[..] == mac.0 {
+            return Ok(false);
+        }
+        self.sockets
+            .host_nl
+            .set_mac(link.index, &mac.0)
+            .await
+            .map_err(|e| {
+                let vf = &self.intent.vf;
+                Error::Kernel {
+                    what: format!(
+                        "VF {} ({}) refused its MAC {mac}; if its PF {} holds an admin MAC for it \
+                         (`ip link show {}` shows `vf {}` with a MAC), clear it with \
+                         `ip link set {} vf {} mac 00:00:00:00:00:00` or set trust on; the kernel said",
+                        vf.pci,
+                        link.name,
+                        vf.pf_netdev.as_deref().unwrap_or("?"),
+                        vf.pf_netdev.as_deref().unwrap_or("?"),
+                        vf.index,
+                        vf.pf_netdev.as_deref().unwrap_or("?"),
+                        vf.index
+                    ),
+                    errno: match e {
+                        Error::Kernel { errno, .. } => errno,
+                        _ => nix::errno::Errno::EIO,
+                    },
+                }
+            })?;
+        link.mac = mac.0.to_vec();
+        Ok(true)
+    }
+
+    /// Before the move: the netdev's MAC as the record saved it.
+    async fn restore_netdev_mac(&self) -> Result<()> {
+        match (&self.link, self.record.host.mac) {
+            (Some(link), Some(mac)) if self.moved.is_none() && link.mac[..] != mac.0 => {
+                self.sockets.host_nl.set_mac(link.index, &mac.0).await
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn moved(&self) -> Result<&Link> {
         self.moved
             .as_ref()
@@ -188,7 +235,8 @@ impl Steps for System<'_> {
         let (ctx, vf) = (self.ctx, &self.intent.vf);
         if self.sets_vf() {
             let current = ctx.node.hw.vf_state(settings::pf_netdev(vf)?, vf.index)?;
-            self.record.vf_restore = Some(ctx.conf.vf.originals(&current));
+            let netdev_mac = self.link.as_ref().map_or(&[][..], |l| &l.mac[..]);
+            self.record.vf_restore = Some(settings::originals(&ctx.conf.vf, &current, netdev_mac));
         }
         if self.moves() {
             self.plan_routing(ipam).await?;
@@ -197,17 +245,28 @@ impl Steps for System<'_> {
         ctx.node.store.save(&self.record)
     }
 
-    fn set_vf(&mut self) -> Result<()> {
+    /// The netdev's own MAC first (on the host, while the PF holds no admin
+    /// MAC for it, which an untrusted igb VF needs), then the PF-side
+    /// settings one by one. A refusal leaves nothing changed.
+    async fn set_vf(&mut self) -> Result<()> {
         let node = &self.ctx.node;
-        let timeout = node.settings.rebind_timeout;
         let vf = &self.intent.vf;
-        settings::apply(
+        let mac_changed = self.set_netdev_mac().await?;
+        let originals = self.record.vf_restore.clone().unwrap_or_default();
+        let applied = settings::apply(
             node.hw.as_ref(),
             &node.sysfs,
             vf,
             &self.ctx.conf.vf,
-            timeout,
-        )
+            &originals,
+            node.settings.rebind_timeout,
+        );
+        if applied.is_err() && mac_changed {
+            if let Err(e) = self.restore_netdev_mac().await {
+                crate::log_error!("putting back VF {}'s MAC failed: {}", vf.pci, e.details());
+            }
+        }
+        applied
     }
 
     async fn move_in(&mut self) -> Result<()> {
@@ -229,10 +288,10 @@ impl Steps for System<'_> {
                 .clone()
                 .ok_or_else(|| Error::internal("no host link to move"))?
         };
-        // The MTU, MAC and IPv4 settings ride in the move's own message.
+        // The MTU and IPv4 settings ride in the move's own message (the MAC
+        // was set on the host: see `Arrival`).
         let arrival = Arrival {
             mtu: (link.mtu != self.intent.mtu).then_some(self.intent.mtu),
-            mac: ctx.conf.mac.map(|m| m.0.to_vec()),
             inet: self.sysctls().inet,
         };
         if !self
@@ -389,13 +448,20 @@ impl Steps for System<'_> {
             Undo::ReleaseLease => ctx.ipam().map_or(Ok(()), |i| {
                 i.release(&ctx.env.container_id, &ctx.env.ifname)
             }),
-            Undo::RestoreVfSettings => settings::restore(
-                node.hw.as_ref(),
-                &node.sysfs,
-                &self.intent.vf,
-                &self.record,
-                node.settings.rebind_timeout,
-            ),
+            Undo::RestoreVfSettings => {
+                // Teardown's order: admin MAC, the netdev's MAC, the rest.
+                let vf = &self.intent.vf;
+                let admin = settings::restore_admin_mac(node.hw.as_ref(), vf, &self.record);
+                let mac = self.restore_netdev_mac().await;
+                let rest = settings::restore(
+                    node.hw.as_ref(),
+                    &node.sysfs,
+                    vf,
+                    &self.record,
+                    node.settings.rebind_timeout,
+                );
+                admin.and(mac).and(rest)
+            }
             Undo::RemoveRecord => node.store.remove(&self.intent.vf.pci),
         }
     }
