@@ -6,7 +6,8 @@
 # podman (the installer image test), containerd's go-cni (a second client)
 # a C compiler with static libc (the benchmark's no-op plugin), and
 # Prometheus with promtool and curl (the metrics tests), and containerd,
-# runc and protoc (the CRI tests and their client's build).
+# runc and protoc (the CRI tests and their client's build), and the emulated
+# SR-IOV node (scripts/vm.sh prepare: QEMU, a guest kernel, an initramfs).
 set -euo pipefail
 
 need=()
@@ -33,3 +34,5 @@ if ((${#need[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+# The emulated SR-IOV node: QEMU 10 and a 6.12 kernel from bookworm-backports.
+"$(dirname "$0")/vm.sh" prepare

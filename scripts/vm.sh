@@ -13,8 +13,9 @@
 # railcni, railcnictl and railcni-ipam are; default target/debug),
 # RAILCNI_VM_ACCEL (tcg, or kvm where KVM really runs guest code).
 # The guest's root is this machine's root, read-only over 9p: the guest runs
-# this machine's bash, iproute2 and the binaries where they are; OUT (a
-# directory, read-write over 9p) carries the scenario's output back.
+# this machine's bash and iproute2; the repository and the binaries are
+# shared at /run/repo and /run/bin, and OUT (read-write) carries the
+# scenario's output back.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cache=${RAILCNI_VM_CACHE:-/var/cache/railcni-vm}
@@ -33,7 +34,8 @@ prepare() {
   command -v zstd >/dev/null || need+=(zstd)
   command -v xz >/dev/null || need+=(xz-utils)
   command -v cpio >/dev/null || need+=(cpio)
-  command -v ethtool >/dev/null || need+=(ethtool)
+  command -v jq >/dev/null || need+=(jq)
+  command -v ping >/dev/null || need+=(iputils-ping)
   command -v tc >/dev/null || need+=(iproute2)
   local backports=/etc/apt/sources.list.d/bookworm-backports.sources
   local have_qemu=0
@@ -87,9 +89,10 @@ initramfs() {
   rm -rf "$tmp"
 }
 
-# Boot; $1: the guest command line's job (a script path), $2: the out dir.
+# Boot with the job in the out dir $1 (job.env: the scenario's name).
 boot() {
-  local job=$1 out=$2 ver nics=${RAILCNI_VM_NICS:-4}
+  local out=$1 ver nics=${RAILCNI_VM_NICS:-4} bin
+  bin=$(cd "${RAILCNI_BIN_DIR:-$here/target/debug}" && pwd)
   ver=$(kernel_version)
   [ -n "$ver" ] && [ -s "$kdir/vmlinux" ] || die "no guest kernel: run scripts/vm.sh prepare (scripts/install-test-deps.sh does)"
   command -v qemu-system-x86_64 >/dev/null || die "no qemu-system-x86_64: run scripts/vm.sh prepare"
@@ -99,8 +102,10 @@ boot() {
   [ "$accel" = kvm ] && cpu=host
   local args=(-machine q35 -accel "$accel" -cpu "$cpu" -smp 2 -m 1536 -nographic -no-reboot
     -kernel "$kdir/vmlinux" -initrd "$cache/initramfs-$ver.cpio.gz"
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 railcni.job=$job railcni.modules=$kdir pci=realloc"
+    -append "console=ttyS0 quiet loglevel=4 panic=-1 railcni.modules=$kdir pci=realloc"
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on"
+    -virtfs "local,path=$here,mount_tag=repo,security_model=none,readonly=on"
+    -virtfs "local,path=$bin,mount_tag=bin,security_model=none,readonly=on"
     -virtfs "local,path=$out,mount_tag=out,security_model=none")
   # NIC 0 is the leaf switch's port; 1..N carry the rails. One hub joins them.
   local i
@@ -120,14 +125,13 @@ run() {
   if [ -z "$out" ]; then out=$(mktemp -d /tmp/railcni-vm-XXXXXX); own=1; fi
   mkdir -p "$out"
   rm -f "$out/rc" "$out/log"
-  cat > "$out/job.env" <<JOB
-RAILCNI_REPO=$here
-RAILCNI_BIN_DIR=$(cd "${RAILCNI_BIN_DIR:-$here/target/debug}" && pwd)
-RAILCNI_SCENARIO=$script
-RAILCNI_VM_NICS=${RAILCNI_VM_NICS:-4}
-JOB
+  # A scenario may ask for its number of rail PFs (`# nics: N`).
+  local nics
+  nics=$(sed -n 's/^# nics: *\([0-9]*\).*/\1/p' "$script" | head -n 1)
+  export RAILCNI_VM_NICS=${nics:-${RAILCNI_VM_NICS:-4}}
+  printf 'RAILCNI_SCENARIO=%s\nRAILCNI_VM_NICS=%s\n' "$scenario" "$RAILCNI_VM_NICS" > "$out/job.env"
   local started=$SECONDS
-  boot "$here/tests/vm/guest.sh" "$out" > "$out/console" 2>&1 < /dev/null || true
+  boot "$out" > "$out/console" 2>&1 < /dev/null || true
   cat "$out/log" 2>/dev/null || true
   local rc
   rc=$(cat "$out/rc" 2>/dev/null || echo "")
@@ -143,9 +147,8 @@ JOB
 
 shell() {
   local out; out=$(mktemp -d /tmp/railcni-vm-XXXXXX)
-  printf 'RAILCNI_REPO=%s\nRAILCNI_BIN_DIR=%s\nRAILCNI_SCENARIO=\nRAILCNI_VM_NICS=%s\n' \
-    "$here" "$(cd "${RAILCNI_BIN_DIR:-$here/target/debug}" && pwd)" "${RAILCNI_VM_NICS:-4}" > "$out/job.env"
-  boot "$here/tests/vm/guest.sh" "$out"
+  printf 'RAILCNI_SCENARIO=\nRAILCNI_VM_NICS=%s\n' "${RAILCNI_VM_NICS:-4}" > "$out/job.env"
+  boot "$out"
   rm -rf "$out"
 }
 

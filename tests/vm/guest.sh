@@ -1,10 +1,13 @@
 #!/bin/bash
 # The emulated node's side of scripts/vm.sh, run chrooted in this machine's
 # root: load the guest kernel's NIC drivers, find the igb PFs, then run the
-# scenario (its lines to /mnt/log, its exit status to /mnt/rc) or a shell.
+# scenario (its lines to /run/out/log, its exit status to /run/out/rc) or a
+# shell. The repository is at /run/repo, the binaries at /run/bin.
 set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-set -a; . /mnt/job.env; set +a
+set -a; . /run/out/job.env; set +a
+RAILCNI_REPO=/run/repo RAILCNI_BIN_DIR=/run/bin
+[ -n "${RAILCNI_SCENARIO:-}" ] && RAILCNI_SCENARIO=/run/repo/tests/vm/scenarios/$RAILCNI_SCENARIO.sh
 modules=$(sed -n 's/.*railcni\.modules=\([^ ]*\).*/\1/p' /proc/cmdline)
 export RAILCNI_VM_MODULES=$modules
 modprobe() { command modprobe -d "$RAILCNI_VM_MODULES" "$@"; }
@@ -20,8 +23,9 @@ if [ -z "${RAILCNI_SCENARIO:-}" ]; then
   echo "railcni emulated SR-IOV node: PFs ${VM_PFS[*]} (leaf ${VM_LEAF_PF}); poweroff -f ends it"
   exec setsid -c bash -i <>/dev/ttyS0 >&0 2>&0
 fi
-: > /mnt/log
-( vm_discover && . "$RAILCNI_SCENARIO" ) > >(tee -a /mnt/log) 2>&1
+: > /run/out/log
+echo "# guest up after $(cut -d' ' -f1 /proc/uptime) s; PFs: $(ls /sys/bus/pci/drivers/igb | grep -c '^0000:')" >> /run/out/log
+( vm_discover && . "$RAILCNI_SCENARIO" ) > >(tee -a /run/out/log) 2>&1
 rc=$?
 sleep 0.2
-echo "$rc" > /mnt/rc
+echo "$rc" > /run/out/rc

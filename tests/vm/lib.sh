@@ -29,10 +29,11 @@ vm_discover() {
 
 _vm_report() { # <rc> <what> <output>
   VM_N=$((VM_N + 1))
+  local t; t=$(cut -d' ' -f1 /proc/uptime)
   if [ "$1" = 0 ]; then
-    VM_PASS=$((VM_PASS + 1)); echo "ok $VM_N - $2"
+    VM_PASS=$((VM_PASS + 1)); echo "ok $VM_N - $2 # at $t s"
   else
-    VM_FAIL=$((VM_FAIL + 1)); echo "not ok $VM_N - $2"
+    VM_FAIL=$((VM_FAIL + 1)); echo "not ok $VM_N - $2 # at $t s"
     [ -n "$3" ] && printf '%s\n' "$3" | sed 's/^/#   /'
   fi
   return 0

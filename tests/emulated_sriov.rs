@@ -1,0 +1,60 @@
+//! railcni on a real SR-IOV driver: the emulated SR-IOV node (scripts/vm.sh,
+//! README "Test on an emulated SR-IOV NIC"), a QEMU guest whose emulated
+//! Intel 82576 NICs are served by the guest kernel's own igb and igbvf
+//! drivers. Each test boots one guest and runs one scenario of
+//! tests/vm/scenarios/, which prints a line per check; the test passes when
+//! every check passed. Needs root, QEMU and the guest kernel
+//! (`scripts/vm.sh prepare`, which scripts/install-test-deps.sh runs).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use common::*;
+
+/// One guest at a time: two would share this machine's two cores.
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+fn scenario(name: &str) {
+    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let bin = Path::new(PLUGIN).parent().unwrap();
+    for b in ["railcni", "railcni-ipam", "railcnictl"] {
+        assert!(
+            bin.join(b).exists(),
+            "{b} is not built in {}",
+            bin.display()
+        );
+    }
+    let out = tempfile::Builder::new()
+        .prefix(&format!("railcni-vm-{name}-"))
+        .tempdir()
+        .unwrap();
+    let run = Command::new(script("vm.sh"))
+        .args(["run", name])
+        .arg(out.path())
+        .env("RAILCNI_BIN_DIR", bin)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let checks = stdout.lines().filter(|l| l.starts_with("ok ")).count();
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("not ok")).collect();
+    assert!(
+        run.status.success() && failed.is_empty() && checks > 0,
+        "scenario {name}: {checks} checks passed, failed: {failed:#?}\n{stdout}\n{stderr}"
+    );
+    println!("{stdout}");
+}
+
+#[test]
+fn an_eight_rail_pod_attaches_checks_and_detaches_on_real_vfs() {
+    scenario("attach");
+}
+
+#[test]
+fn every_vf_setting_on_igb_and_the_mac_defects_it_showed() {
+    scenario("vf-settings");
+}
