@@ -100,9 +100,13 @@ boot() {
   local accel=${RAILCNI_VM_ACCEL:-tcg}
   local cpu=max
   [ "$accel" = kvm ] && cpu=host
+  # An emulated IOMMU (passthrough for the host's own drivers) gives VFs
+  # IOMMU groups: vfio-pci (DPDK mode) needs them, and Debian's kernel has
+  # no no-IOMMU mode.
   local args=(-machine q35 -accel "$accel" -cpu "$cpu" -smp 2 -m 1536 -nographic -no-reboot
+    -device intel-iommu
     -kernel "$kdir/vmlinux" -initrd "$cache/initramfs-$ver.cpio.gz"
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 railcni.modules=$kdir pci=realloc"
+    -append "console=ttyS0 quiet loglevel=4 panic=-1 railcni.modules=$kdir pci=realloc intel_iommu=on iommu=pt"
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on"
     -virtfs "local,path=$here,mount_tag=repo,security_model=none,readonly=on"
     -virtfs "local,path=$bin,mount_tag=bin,security_model=none,readonly=on"

@@ -58,3 +58,8 @@ fn an_eight_rail_pod_attaches_checks_and_detaches_on_real_vfs() {
 fn every_vf_setting_on_igb_and_the_mac_defects_it_showed() {
     scenario("vf-settings");
 }
+
+#[test]
+fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
+    scenario("dual-dpdk");
+}
