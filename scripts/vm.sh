@@ -4,8 +4,9 @@
 #
 #   vm.sh prepare                 fetch QEMU (bookworm-backports), a 6.12 kernel
 #                                 (unpacked, not installed) and build the initramfs
-#   vm.sh run SCENARIO [OUT]      boot, run tests/vm/scenarios/SCENARIO.sh in the
-#                                 guest, print its lines, exit with its status
+#   vm.sh run SCENARIO [OUT]      boot, run tests/vm/scenarios/SCENARIO.sh (or a
+#                                 script of the repository given by its path) in
+#                                 the guest, print its lines, exit with its status
 #   vm.sh shell                   boot into an interactive bash in the guest
 #
 # Environment: RAILCNI_VM_NICS (rail PFs besides the leaf's, default 4),
@@ -123,7 +124,10 @@ boot() {
 
 run() {
   local scenario=${1:?usage: vm.sh run SCENARIO [OUT]} out=${2:-}
+  # A name is a scenario of tests/vm/scenarios; a path (with a slash) is a
+  # script of the repository (benches/vm/…).
   local script="$here/tests/vm/scenarios/$scenario.sh"
+  [[ "$scenario" == */* ]] && script="$here/$scenario"
   [ -f "$script" ] || die "no scenario $script"
   local own=0
   if [ -z "$out" ]; then out=$(mktemp -d /tmp/railcni-vm-XXXXXX); own=1; fi
@@ -134,6 +138,7 @@ run() {
   nics=$(sed -n 's/^# nics: *\([0-9]*\).*/\1/p' "$script" | head -n 1)
   export RAILCNI_VM_NICS=${nics:-${RAILCNI_VM_NICS:-4}}
   printf 'RAILCNI_SCENARIO=%s\nRAILCNI_VM_NICS=%s\n' "$scenario" "$RAILCNI_VM_NICS" > "$out/job.env"
+  env | grep '^RAILCNI_BENCH_' >> "$out/job.env" || true
   local started=$SECONDS
   boot "$out" > "$out/console" 2>&1 < /dev/null || true
   cat "$out/log" 2>/dev/null || true

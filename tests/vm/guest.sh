@@ -7,7 +7,11 @@ set -u
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 set -a; . /run/out/job.env; set +a
 RAILCNI_REPO=/run/repo RAILCNI_BIN_DIR=/run/bin
-[ -n "${RAILCNI_SCENARIO:-}" ] && RAILCNI_SCENARIO=/run/repo/tests/vm/scenarios/$RAILCNI_SCENARIO.sh
+case "${RAILCNI_SCENARIO:-}" in
+  "") ;;
+  */*) RAILCNI_SCENARIO=/run/repo/$RAILCNI_SCENARIO ;;
+  *) RAILCNI_SCENARIO=/run/repo/tests/vm/scenarios/$RAILCNI_SCENARIO.sh ;;
+esac
 modules=$(sed -n 's/.*railcni\.modules=\([^ ]*\).*/\1/p' /proc/cmdline)
 export RAILCNI_VM_MODULES=$modules
 modprobe() { command modprobe -d "$RAILCNI_VM_MODULES" "$@"; }
