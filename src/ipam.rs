@@ -133,8 +133,9 @@ impl<'a> Ipam<'a> {
         if !self.ipam.is_embedded() {
             return self.exec("DEL", Some((container_id, ifname))).map(drop);
         }
-        log_released(self.embedded()?.release(container_id, ifname)?);
-        Ok(())
+        // The lease file is the network's: releasing needs no pool, so a
+        // pool that no longer validates (an edited NAD) never blocks DEL.
+        release_embedded(self.settings, &self.conf.name, container_id, ifname)
     }
 
     /// Release the embedded pool's leases whose holders are provably gone

@@ -14,9 +14,33 @@ use crate::node::Node;
 /// Returns the process exit code.
 pub fn cni_main() -> i32 {
     crate::timing::start();
-    cni::plugin_main("railcni", |request| {
-        dispatch(request).inspect_err(|e| crate::log_error!("{e}"))
-    })
+    cni::plugin_main(
+        "railcni",
+        |request| dispatch(request).inspect_err(|e| crate::log_error!("{e}")),
+        |refused| refused_del(refused).inspect_err(|e| crate::log_error!("{e}")),
+    )
+}
+
+/// A DEL whose environment or stdin ADD would refuse (`commands::del::del_refused`).
+fn refused_del(refused: cni::RefusedDel) -> Result<()> {
+    let text = |key: &str| refused.config.as_ref()?.get(key)?.as_str();
+    let named = commands::del::Named {
+        container_id: &refused.container_id,
+        ifname: &refused.ifname,
+        netns: refused.netns.as_deref(),
+        device: text("deviceID"),
+    };
+    let node = Node::new(refused.settings)?;
+    let why = Error::from(refused.error);
+    runtime()?.block_on(commands::del::del_refused(&node, &named, &why))
+}
+
+/// The verbs' executor. No I/O or timer driver: netlink is exchanged on
+/// blocking sockets (`net`), so it only polls the verbs' futures.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| Error::internal(format!("cannot start runtime: {e}")))
 }
 
 /// Run the verb and count it for `railcnictl metrics` (never failing the call).
@@ -54,15 +78,28 @@ fn run(request: Request) -> Result<Option<Value>> {
         static_allocations,
         version,
     } = request;
-    let conf = NetConf::parse(config, &env)?.with_static_allocations(static_allocations);
+    let device = config
+        .get("deviceID")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let conf = match NetConf::parse(config, &env) {
+        Ok(conf) => conf.with_static_allocations(static_allocations),
+        Err(why) if verb == Verb::Del => {
+            let named = commands::del::Named {
+                container_id: &env.container_id,
+                ifname: &env.ifname,
+                netns: env.netns.as_deref(),
+                device: device.as_deref(),
+            };
+            let node = Node::new(settings)?;
+            return runtime()?
+                .block_on(commands::del::del_refused(&node, &named, &why))
+                .map(|()| None);
+        }
+        Err(e) => return Err(e),
+    };
     let ctx = Ctx::new(env, conf, Node::new(settings)?);
-    // No I/O or timer driver: netlink is exchanged on blocking sockets
-    // (`net`), so the runtime only polls the verbs' futures, and starts
-    // without an epoll instance or an eventfd.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start runtime: {e}")))?;
-    let outcome = runtime.block_on(async {
+    runtime()?.block_on(async {
         match verb {
             Verb::Add => commands::add::add(&ctx)
                 .await
@@ -72,6 +109,5 @@ fn run(request: Request) -> Result<Option<Value>> {
             Verb::Gc => commands::gc::gc(&ctx).await.map(|()| None),
             Verb::Status => commands::ready::status(&ctx).map(|()| None),
         }
-    });
-    outcome
+    })
 }

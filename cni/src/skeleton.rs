@@ -65,6 +65,25 @@ pub struct Request {
     pub version: Version,
 }
 
+/// A DEL whose input could not be prepared (an environment, stdin, version
+/// or log setting that ADD refuses): what could still be read of it. A
+/// runtime tears a sandbox down with the input ADD refused (containerd
+/// does), and a DEL that fails for it strands the sandbox: the plugin gives
+/// back what its own records say was attached, and answers success when
+/// nothing was.
+#[derive(Debug)]
+pub struct RefusedDel {
+    /// As the environment had them, not validated (possibly empty).
+    pub container_id: String,
+    pub ifname: String,
+    pub netns: Option<std::path::PathBuf>,
+    /// stdin, when it was a JSON object.
+    pub config: Option<Value>,
+    pub settings: Settings,
+    /// Why the input was refused.
+    pub error: Error,
+}
+
 /// Started by a runtime (any `CNI_*` variable set) rather than by a person.
 /// A runtime that forgets `CNI_COMMAND` still gets a CNI error, not help text.
 pub fn is_cni_invocation() -> bool {
@@ -73,10 +92,12 @@ pub fn is_cni_invocation() -> bool {
 
 /// Run one invocation; returns the process exit code. `dispatch` logs its
 /// own failures; failures before it (environment, stdin, version) are
-/// written to stderr here.
+/// written to stderr here, and a DEL that failed there goes to
+/// `refused_del` instead (see `RefusedDel`).
 pub fn plugin_main<E>(
     program: &'static str,
     dispatch: impl FnOnce(Request) -> std::result::Result<Option<Value>, E>,
+    refused_del: impl FnOnce(RefusedDel) -> std::result::Result<(), E>,
 ) -> i32
 where
     E: Reply + From<Error>,
@@ -84,13 +105,39 @@ where
     let settings = Settings::from_env();
     // stderr only until the config says more.
     log::init(program, Level::Info, None, &settings.log_dir, String::new());
+    // A DEL keeps its stdin, parsed only if the input is refused.
+    let mut del_stdin = None;
     let read = Input::stdin().map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
-    let (out, code) = match read.and_then(|stdin| prepare(program, stdin, settings)) {
+    let prepared = read.and_then(|stdin| {
+        if is_del() {
+            del_stdin = Some(stdin.to_vec());
+        }
+        prepare(program, stdin, settings)
+    });
+    let (out, code) = match prepared {
         Ok(Prepared::Version(reply)) => (Some(reply), 0),
         Ok(Prepared::Request(request)) => {
             let version = request.version;
             match dispatch(*request) {
                 Ok(out) => (out, 0),
+                Err(e) => (Some(reply_json(&e, version)), 1),
+            }
+        }
+        Err((error, version)) if is_del() => {
+            crate::log_warn!("{error}");
+            let var = |k: &str| std::env::var(k).unwrap_or_default();
+            let refused = RefusedDel {
+                container_id: var("CNI_CONTAINERID"),
+                ifname: var("CNI_IFNAME"),
+                netns: Some(var("CNI_NETNS"))
+                    .filter(|n| !n.is_empty())
+                    .map(Into::into),
+                config: del_stdin.and_then(|s| parse_config(&s).ok()),
+                settings: Settings::from_env(),
+                error,
+            };
+            match refused_del(refused) {
+                Ok(()) => (None, 0),
                 Err(e) => (Some(reply_json(&e, version)), 1),
             }
         }
@@ -109,6 +156,10 @@ where
         }
     }
     code
+}
+
+fn is_del() -> bool {
+    std::env::var("CNI_COMMAND").is_ok_and(|c| c == "DEL")
 }
 
 enum Prepared {

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use cni::args::{requested_ips, valid_attachments};
-use cni::{Error, Request, Verb};
+use cni::{Error, Reply, Request, Verb};
 use railcni_ipam::{Holder, Ipam, IpamError, Released};
 
 const HELP: &str = "railcni-ipam: railcni's per-node rail IPAM as a CNI IPAM plugin.
@@ -20,9 +20,71 @@ fn main() {
         eprintln!("{HELP}");
         std::process::exit(if asked_help { 0 } else { 2 });
     }
-    std::process::exit(cni::plugin_main("railcni-ipam", |request| {
-        run(&request).inspect_err(|e| cni::log_error!("{e}"))
-    }));
+    std::process::exit(cni::plugin_main(
+        "railcni-ipam",
+        |request| {
+            let outcome = run(&request);
+            match outcome {
+                // Refused input (config, version, decode): as ADD would.
+                Err(e) if request.verb == Verb::Del && matches!(e.code(), 1 | 2 | 4 | 6 | 7) => {
+                    release_refused(
+                        &request.settings,
+                        &request.config,
+                        &request.env.container_id,
+                        &request.env.ifname,
+                        &e,
+                    )
+                    .map(|()| None)
+                }
+                other => other,
+            }
+            .inspect_err(|e| cni::log_error!("{e}"))
+        },
+        |refused| {
+            let Some(config) = &refused.config else {
+                cni::log_warn!(
+                    "DEL with no readable config ({}): nothing to release",
+                    refused.error
+                );
+                return Ok(());
+            };
+            let why = IpamError::from(refused.error.clone());
+            release_refused(
+                &refused.settings,
+                config,
+                &refused.container_id,
+                &refused.ifname,
+                &why,
+            )
+            .inspect_err(|e| cni::log_error!("{e}"))
+        },
+    ));
+}
+
+/// DEL with an input ADD refuses: the lease file is the network's, so the
+/// attachment's lease (if any) is released by the network's name alone,
+/// whatever the pool config says; no lease, nothing to do. A failed DEL
+/// would strand the runtime's sandbox.
+fn release_refused(
+    settings: &cni::Settings,
+    config: &Value,
+    container_id: &str,
+    ifname: &str,
+    why: &IpamError,
+) -> Result<(), IpamError> {
+    cni::log_warn!(
+        "DEL with an input ADD would refuse ({why}); releasing only this attachment's lease"
+    );
+    let network = config.get("name").and_then(Value::as_str).unwrap_or("");
+    if network.is_empty() || container_id.is_empty() || ifname.is_empty() {
+        return Ok(());
+    }
+    if let Released::StoreUnreadable(why) =
+        railcni_ipam::release_lease(settings, network, container_id, ifname)?
+    {
+        cni::log_error!("DEL cannot release: {why}");
+    }
+    Ok(())
 }
 
 fn run(request: &Request) -> Result<Option<Value>, IpamError> {

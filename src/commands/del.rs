@@ -1,17 +1,81 @@
 //! DEL: give the attachment back (see `detach`). Converges from any state:
 //! netns gone or empty, record missing, repeated DEL.
 
+use std::path::Path;
+
 use super::Ctx;
-use crate::attachment::detach::{detach, Attachment};
-use crate::error::Result;
+use crate::attachment::detach::{detach, Attachment, Release};
+use crate::error::{Error, Result};
+use crate::node::Node;
 use crate::vf::normalize_pci;
 use crate::{log_info, log_warn};
+
+/// The attachment a DEL names, read without a validated config.
+pub struct Named<'a> {
+    pub container_id: &'a str,
+    pub ifname: &'a str,
+    pub netns: Option<&'a Path>,
+    /// The config's deviceID, when it had a readable one: read first.
+    pub device: Option<&'a str>,
+}
+
+/// DEL of an input ADD refuses (a config that no longer parses or
+/// validates, an environment it rejects): nothing was attached unless a
+/// record says so, and a record holds all teardown needs. So give back what
+/// the record says, changing nothing else, and log the input's problem
+/// rather than fail: a failed DEL strands the sandbox (containerd retries
+/// it forever). Only a teardown that left something behind fails.
+pub async fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
+    let (cid, ifname) = (named.container_id, named.ifname);
+    log_warn!(
+        "DEL of {cid}/{ifname} with an input ADD would refuse ({}); giving back only what a record holds",
+        why.details()
+    );
+    let likely = named.device.and_then(|d| normalize_pci(d).ok());
+    let found = if cid.is_empty() || ifname.is_empty() {
+        None
+    } else {
+        node.store.find_likely(cid, ifname, likely.as_deref())?
+    };
+    let Some(record) = found else {
+        log_info!("no attachment of {cid}/{ifname} on this node: nothing to give back");
+        return Ok(());
+    };
+    let _lock = node.store.lock_vf(&record.pci)?;
+    let Some(current) = node
+        .store
+        .load(&record.pci)?
+        .filter(|r| r.is_for(cid, ifname))
+    else {
+        return Ok(());
+    };
+    detach(
+        node,
+        &Attachment::of(&current),
+        &Release::Recorded,
+        named.netns,
+        None,
+    )
+    .await?;
+    log_info!(
+        "detached VF {} ({cid}/{ifname}) as its record says",
+        current.pci
+    );
+    Ok(())
+}
 
 pub async fn del(ctx: &Ctx) -> Result<()> {
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
     let pci = match (ctx.record()?, &ctx.conf.device_id) {
         (Some(r), _) => r.pci,
-        (None, Some(d)) => normalize_pci(d)?,
+        (None, Some(d)) => match normalize_pci(d) {
+            Ok(pci) => pci,
+            // ADD refused it: nothing was attached under it.
+            Err(e) => {
+                log_warn!("no record for {cid}/{ifname} and deviceID {d:?} is not a PCI address ({}): nothing to return", e.details());
+                return release_own_lease(ctx);
+            }
+        },
         (None, None) => {
             log_warn!("no record and no deviceID for {cid}/{ifname}: nothing to return; releasing IPAM only");
             return release_own_lease(ctx);

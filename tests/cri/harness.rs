@@ -162,7 +162,9 @@ impl Containerd {
         self.client.clone().expect("containerd is not running")
     }
 
-    fn sandbox_config(&self, name: &str) -> PodSandboxConfig {
+    fn sandbox_config(&self, name: &str, extra: &[(&str, &str)]) -> PodSandboxConfig {
+        let mut annotations = HashMap::from([("railcni.test/pod".into(), name.into())]);
+        annotations.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         PodSandboxConfig {
             metadata: Some(PodSandboxMetadata {
                 name: name.into(),
@@ -172,7 +174,7 @@ impl Containerd {
             }),
             hostname: name.into(),
             log_directory: self.dir.join("logs").display().to_string(),
-            annotations: HashMap::from([("railcni.test/pod".into(), name.into())]),
+            annotations,
             linux: Some(LinuxPodSandboxConfig::default()),
             ..PodSandboxConfig::default()
         }
@@ -180,8 +182,17 @@ impl Containerd {
 
     /// RunPodSandbox; the sandbox ID or the error containerd gave.
     pub fn run(&self, name: &str) -> Result<String, String> {
+        self.run_annotated(name, &[])
+    }
+
+    /// RunPodSandbox of a pod with these annotations besides the test's own.
+    pub fn run_annotated(
+        &self,
+        name: &str,
+        annotations: &[(&str, &str)],
+    ) -> Result<String, String> {
         let req = RunPodSandboxRequest {
-            config: Some(self.sandbox_config(name)),
+            config: Some(self.sandbox_config(name, annotations)),
             runtime_handler: String::new(),
         };
         self.rt

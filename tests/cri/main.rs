@@ -6,6 +6,8 @@
 mod common;
 mod harness;
 
+use std::path::Path;
+
 use common::*;
 use harness::Containerd;
 use serde_json::{json, Value};
@@ -104,6 +106,47 @@ fn a_failed_add_is_rolled_back_and_the_sandbox_is_gone() {
             && calls.iter().any(|c| c.starts_with("DEL")),
         "{calls:?}"
     );
+    nothing_left(&node, &vf);
+}
+
+/// A pod whose `railcni.io/device-id` annotation is malformed: ADD refuses
+/// it (7), containerd tears the sandbox down with DEL and the same config,
+/// and that DEL answers 0, so no sandbox is left listed and its network
+/// namespace is gone (a DEL answering 7 again left it NOTREADY for good).
+#[test]
+fn a_pod_refused_for_a_malformed_device_annotation_leaves_no_sandbox_or_netns() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    let mut conf = conflist(&vf, "1.0.0");
+    conf["plugins"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("deviceID");
+    conf["plugins"][0]["capabilities"] = json!({"io.kubernetes.cri.pod-annotations": true});
+    let ctr = Containerd::start(&node, &conf);
+    let err = ctr
+        .run_annotated(
+            "trainer-0",
+            &[("railcni.io/device-id", "not-a-pci-address")],
+        )
+        .unwrap_err();
+    assert!(err.contains("railcni.io/device-id"), "{err}");
+    assert!(ctr.list().is_empty(), "no sandbox left: {:?}", ctr.list());
+    let calls = ctr.calls();
+    let add = calls
+        .iter()
+        .find(|c| c.starts_with("ADD"))
+        .unwrap_or_else(|| panic!("{calls:?}"));
+    let netns = add
+        .trim_start_matches("ADD netns=")
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        !netns.is_empty() && !Path::new(netns).exists(),
+        "the sandbox's netns {netns} is gone: {calls:?}"
+    );
+    assert!(calls.iter().any(|c| c.starts_with("DEL")), "{calls:?}");
     nothing_left(&node, &vf);
 }
 
