@@ -123,7 +123,7 @@ const CASES: &[Refused] = &[
                 r,
                 "ipam",
                 json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15",
-                "staticAllocations": [{"node": "gpu-0", "prefix": "10.0.0.0/31"}]}),
+                "staticAllocations": [{"nodeName": "gpu-0", "prefix": "10.0.0.0/31"}]}),
             )
         },
     },

@@ -2,18 +2,17 @@
 //! verb's result and CNI error code, a histogram of its duration, and the
 //! leases of gone holders released.
 //!
-//! One small JSON file per network under `<state dir>/stats/`, updated in
-//! place under the file's own lock (held for microseconds): no count is lost
-//! when calls run at once, the files never grow with the number of calls,
-//! and nothing is fsynced (a crash may lose the last counts, which
+//! One small JSON file per network under `<state dir>/stats/`, replaced
+//! atomically (0600, like every state file) under a lock file of its own
+//! (held for microseconds): no count is lost when calls run at once, a
+//! reader never sees half a file, the files never grow with the number of
+//! calls, and nothing is fsynced (a crash may lose the last counts, which
 //! Prometheus reads as a counter reset). Counting must never fail or slow a
 //! CNI call: every error is the caller's to log and ignore, and the lock is
 //! waited for at most `LOCK_WAIT`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::FileExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,29 +123,29 @@ fn update(
     change: impl FnOnce(&mut NetworkStats),
 ) -> io::Result<()> {
     files::private_dir(&dir(settings))?;
-    let file = files::open_rw(&file_of(settings, network))?;
-    files::lock_open(&file, LOCK_WAIT, LOCK_POLL).map_err(|e| match e {
+    let path = file_of(settings, network);
+    let lock = files::open_rw(&path.with_extension("lock"))?;
+    files::lock_open(&lock, LOCK_WAIT, LOCK_POLL).map_err(|e| match e {
         files::LockError::Busy(t) => {
             io::Error::other(format!("stats file stayed locked for {t:?}"))
         }
         files::LockError::Io(e) => e,
     })?;
-    let mut stats = read_locked(&file)?;
+    let mut stats = read_locked(&path)?;
     change(&mut stats);
     stats.version = VERSION;
     let bytes = serde_json::to_vec(&stats).map_err(io::Error::other)?;
-    // One write at offset 0, then the length: a writer killed in between
-    // leaves the new object followed by old bytes, which `parse` ignores.
-    file.write_all_at(&bytes, 0)?;
-    file.set_len(bytes.len() as u64)
+    files::replace_atomic(&path, &bytes)
 }
 
 /// The file's stats (empty: none yet). A newer format is an error; a file
 /// that does not parse starts over (counts are not worth failing a call for).
-fn read_locked(mut file: &File) -> io::Result<NetworkStats> {
-    let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(0))?;
-    file.read_to_end(&mut bytes)?;
+fn read_locked(path: &Path) -> io::Result<NetworkStats> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
     match parse(&bytes) {
         Ok(s) if s.version > VERSION => Err(io::Error::other(format!(
             "stats file version {} is newer than this railcni's {VERSION}",
@@ -166,7 +165,8 @@ fn parse(bytes: &[u8]) -> serde_json::Result<NetworkStats> {
     values.next().unwrap_or_else(|| Ok(NetworkStats::default()))
 }
 
-/// Every network's stats on this node, read under each file's lock.
+/// Every network's stats on this node (each file is replaced whole, so a
+/// read needs no lock).
 pub fn load_all(settings: &Settings) -> Vec<(String, Result<NetworkStats, String>)> {
     let Ok(entries) = std::fs::read_dir(dir(settings)) else {
         return Vec::new();
@@ -184,10 +184,7 @@ pub fn load_all(settings: &Settings) -> Vec<(String, Result<NetworkStats, String
 }
 
 fn load(path: &Path) -> Result<NetworkStats, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    files::lock_open(&file, LOCK_WAIT, LOCK_POLL)
-        .map_err(|_| "stats file stayed locked".to_string())?;
-    read_locked(&file).map_err(|e| format!("{}: {e}", path.display()))
+    read_locked(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ fn remember_validated(cache: &std::path::Path, network: &str, marker: &std::path
     for (_, old) in marks.into_iter().take(excess) {
         let _ = std::fs::remove_file(old);
     }
-    let _ = std::fs::write(marker, b"");
+    let _ = cni::files::replace_atomic(marker, b"");
 }
 
 /// `sharedSubnet` checked: a gateway inside `cidr`, neither its network

@@ -70,12 +70,39 @@ where
         .map_err(|f| crate::net::nl_err(what, f))
 }
 
+/// How often a dump interrupted by a concurrent change is asked for again
+/// (many VF operations at once interrupt dumps; bond-cni#158).
+const DUMP_TRIES: usize = 5;
+
 /// Send `request` (sent with `flags`, sequence `seq`) and collect its
 /// replies until the kernel answered (`Answer`); replies to other sequence
-/// numbers are skipped. The inner result is the kernel's answer (`NoAnswer`
-/// when the socket closed first); the outer one a socket that failed or a
-/// reply that does not decode.
+/// numbers are skipped. A dump the kernel marks interrupted is sent again,
+/// up to `DUMP_TRIES` times. The inner result is the kernel's answer
+/// (`NoAnswer` when the socket closed first); the outer one a socket that
+/// failed or a reply that does not decode.
 pub fn exchange<T>(
+    fd: BorrowedFd<'_>,
+    request: &[u8],
+    seq: u32,
+    flags: u16,
+    what: &str,
+) -> Result<std::result::Result<Vec<T>, Failure>>
+where
+    T: NetlinkDeserializable,
+{
+    let mut tries = 1;
+    loop {
+        match exchange_once(fd, request, seq, flags, what)? {
+            Err(Failure::Interrupted) if tries < DUMP_TRIES => {
+                crate::log_debug!("{what}: the dump was interrupted by a change; asking again");
+                tries += 1;
+            }
+            outcome => return Ok(outcome),
+        }
+    }
+}
+
+fn exchange_once<T>(
     fd: BorrowedFd<'_>,
     request: &[u8],
     seq: u32,
@@ -168,6 +195,69 @@ mod tests {
         let mut request = [0u8; 16];
         let n = recv(peer.as_fd().as_raw_fd(), &mut request, MsgFlags::empty()).unwrap();
         assert_eq!(&request[..n], b"request");
+    }
+
+    /// A dump the kernel marks interrupted (`NLM_F_DUMP_INTR`) is asked for
+    /// again, and the answer is the clean dump's, not a mix.
+    #[test]
+    fn an_interrupted_dump_is_asked_for_again() {
+        use netlink_packet_core::NLM_F_DUMP_INTR;
+        let (ours, peer) = socketpair(
+            AddressFamily::Unix,
+            SockType::Datagram,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let link = |index: u32, flags: u16| {
+            let mut m = netlink_packet_route::link::LinkMessage::default();
+            m.header.index = index;
+            message(
+                NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(m)),
+                3,
+                NLM_F_MULTIPART | flags,
+            )
+        };
+        let done = |flags: u16| {
+            message(
+                NetlinkPayload::Done(DoneMessage::default()),
+                3,
+                NLM_F_MULTIPART | flags,
+            )
+        };
+        let kernel = std::thread::spawn(move || {
+            let fd = peer.as_fd().as_raw_fd();
+            let mut requests = 0;
+            let mut buf = [0u8; 64];
+            // First dump: interrupted, with an entry the second does not hold.
+            recv(fd, &mut buf, MsgFlags::empty()).unwrap();
+            requests += 1;
+            for d in [
+                link(1, NLM_F_DUMP_INTR),
+                link(9, NLM_F_DUMP_INTR),
+                done(NLM_F_DUMP_INTR),
+            ] {
+                send(fd, &d, MsgFlags::empty()).unwrap();
+            }
+            recv(fd, &mut buf, MsgFlags::empty()).unwrap();
+            requests += 1;
+            for d in [link(1, 0), link(2, 0), done(0)] {
+                send(fd, &d, MsgFlags::empty()).unwrap();
+            }
+            requests
+        });
+        let links: Vec<RouteNetlinkMessage> =
+            transact(ours.as_fd(), b"dump", 3, false, "dump links")
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kernel.join().unwrap(), 2, "the dump was sent twice");
+        let indexes: Vec<u32> = links
+            .iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewLink(l) => Some(l.header.index),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(indexes, [1, 2], "only the clean dump's entries");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! dump asked for, a single non-multipart reply does too. Anything else,
 //! including a socket that closes first, leaves the outcome unknown.
 
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_MULTIPART};
+use netlink_packet_core::{
+    NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_MULTIPART,
+};
 use nix::errno::Errno;
 
 /// Why a request did not succeed.
@@ -15,6 +17,9 @@ pub enum Failure {
     /// The socket closed (or the request could not be queued, or replies
     /// were lost) before the kernel answered: nothing is known.
     NoAnswer,
+    /// A dump that a concurrent change interrupted (`NLM_F_DUMP_INTR`): its
+    /// replies may miss or repeat entries; the dump is asked for again.
+    Interrupted,
 }
 
 /// The replies to one request, collected until the kernel's answer.
@@ -22,6 +27,8 @@ pub struct Answer<T> {
     replies: Vec<T>,
     /// An ACK or DONE ends the request (ACK or dump asked for).
     until_end: bool,
+    /// A reply of the dump carried `NLM_F_DUMP_INTR`.
+    interrupted: bool,
 }
 
 impl<T> Answer<T> {
@@ -30,17 +37,20 @@ impl<T> Answer<T> {
         Answer {
             replies: Vec::new(),
             until_end: flags & NLM_F_ACK != 0 || flags & NLM_F_DUMP == NLM_F_DUMP,
+            interrupted: false,
         }
     }
 
     /// Take one reply to the request; the outcome once it is answered.
     pub fn feed(&mut self, msg: NetlinkMessage<T>) -> Option<Result<Vec<T>, Failure>> {
         let multipart = msg.header.flags & NLM_F_MULTIPART != 0;
+        self.interrupted |= msg.header.flags & NLM_F_DUMP_INTR != 0;
         match msg.payload {
             NetlinkPayload::Error(e) if e.code.is_none() => Some(Ok(self.take())),
             NetlinkPayload::Error(e) => {
                 Some(Err(Failure::Kernel(Errno::from_raw(e.raw_code().abs()))))
             }
+            NetlinkPayload::Done(_) if self.interrupted => Some(Err(Failure::Interrupted)),
             NetlinkPayload::Done(_) => Some(Ok(self.take())),
             NetlinkPayload::InnerMessage(m) => {
                 self.replies.push(m);

@@ -81,5 +81,8 @@ pub(crate) fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
         Failure::NoAnswer => Error::Netlink(format!(
             "{what}: the netlink socket closed before the kernel answered; the outcome is unknown"
         )),
+        Failure::Interrupted => Error::try_again_later(format!(
+            "{what}: every dump was interrupted by concurrent changes; retry"
+        )),
     }
 }

@@ -63,7 +63,11 @@ pub fn apply(
         merge(&mut applied, &one);
     }
     if vf.infiniband && settings.ib_guid.is_some() {
-        rebind(sysfs, vf, rebind_timeout)?;
+        if let Err(e) = rebind(sysfs, vf, rebind_timeout) {
+            // The GUID never took effect: what was set goes back.
+            put_back(hw, pf, vf, &applied.originals(originals));
+            return Err(e);
+        }
     }
     Ok(())
 }
