@@ -69,6 +69,14 @@ pub struct Record {
     /// The PF-side VF attributes before ADD, for exactly the fields it set.
     #[serde(default)]
     pub vf_restore: Option<crate::hw::VfSettings>,
+    /// How often a driver reload tore the VF out of the pod and it was put
+    /// back (`attachment::reattach`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reattached: u32,
+    /// The PF-side VF attributes ADD set: set again when a driver reload
+    /// brings the VF back with factory settings (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vf_applied: Option<crate::hw::VfSettings>,
     /// The RDMA device ADD moved into the pod.
     #[serde(default)]
     pub rdma_device: Option<String>,
@@ -105,6 +113,8 @@ impl Record {
             pkey: None,
             dpdk: false,
             vf_restore: None,
+            vf_applied: None,
+            reattached: 0,
             rdma_device: None,
             routing: None,
             phase: Phase::Adding,
@@ -333,6 +343,10 @@ impl Store {
     }
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,3 +478,4 @@ mod tests {
         assert!(!r.netns_alive(Some("boot-a")));
     }
 }
+

@@ -63,3 +63,8 @@ fn every_vf_setting_on_igb_and_the_mac_defects_it_showed() {
 fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
     scenario("dual-dpdk");
 }
+
+#[test]
+fn vfs_a_driver_reload_tore_out_of_a_live_pod_are_put_back() {
+    scenario("reload");
+}

@@ -43,6 +43,10 @@ pub struct NetworkStats {
     /// Leases of provably gone holders released (ADD's reclaim, `railcnictl gc`).
     #[serde(default)]
     pub reclaimed_leases: u64,
+    /// VFs a driver reload tore out of a live pod, by what the agent did:
+    /// `put_back`, `released` (the pod was gone) or `error`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reattached: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -115,6 +119,13 @@ pub fn record_reclaimed(settings: &Settings, network: &str, n: u64) -> io::Resul
         return Ok(());
     }
     update(settings, network, |s| s.reclaimed_leases += n)
+}
+
+/// Count one VF the agent found torn out of its pod, by `result`.
+pub fn record_reattach(settings: &Settings, network: &str, result: &str) -> io::Result<()> {
+    update(settings, network, |s| {
+        *s.reattached.entry(result.to_string()).or_default() += 1
+    })
 }
 
 fn update(

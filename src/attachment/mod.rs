@@ -1,6 +1,8 @@
-//! What DEL, GC, ADD's rollback, CHECK and the day-2 commands share about
-//! one attachment: giving it back (`detach`) and comparing it with the
-//! kernel (`verify`).
+//! What DEL, GC, ADD's rollback, CHECK, the agent and the day-2 commands
+//! share about one attachment: giving it back (`detach`), putting back a VF
+//! a driver reload tore out of its pod (`reattach`) and comparing it with
+//! the kernel (`verify`).
 
 pub mod detach;
+pub mod reattach;
 pub mod verify;

@@ -1,7 +1,9 @@
 //! `railcnictl gc`: reconcile this node without a runtime's help. Attachments
 //! whose pod is provably gone are given back (the same detach DEL uses);
 //! leases whose holder is gone and that no attachment claims are released.
-//! Nothing whose namespace is alive is touched. Without `--apply` it only
+//! A VF a PF driver reload tore out of a live pod and that is back on the
+//! host is put back in its pod (what the agent does by itself). Nothing
+//! else whose namespace is alive is touched. Without `--apply` it only
 //! says what it would do.
 
 use cni::Settings;
@@ -11,6 +13,7 @@ use super::node::NodeState;
 use super::status::judged;
 use super::{emit, runtime, Outcome, Usage};
 use crate::attachment::detach::{detach, Attachment, Release};
+use crate::attachment::reattach::{locate, reattach, Reattach};
 use crate::node::Node;
 use crate::state::Record;
 use railcni_ipam::store::Lease;
@@ -25,7 +28,7 @@ pub struct Report {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Action {
-    /// `detach` or `release`.
+    /// `detach`, `release` or `put-back`.
     pub action: String,
     pub network: String,
     pub container_id: String,
@@ -65,6 +68,34 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
             },
         })
         .collect();
+    for r in state.records.iter().filter(|r| state.alive(r)) {
+        if rt.block_on(locate(node, r)).ok() != Some(Reattach::PutBack) {
+            continue;
+        }
+        actions.push(Action {
+            action: "put-back".into(),
+            network: r.network.clone(),
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            what: format!(
+                "VF {} into {} (a driver reload took it out)",
+                r.pci,
+                r.netns().unwrap_or("?")
+            ),
+            result: if apply {
+                match rt.block_on(reattach(node, &r.pci)) {
+                    Ok(done) => {
+                        let _ =
+                            cni::stats::record_reattach(&node.settings, &r.network, done.name());
+                        "done".into()
+                    }
+                    Err(e) => e.to_string(),
+                }
+            } else {
+                "planned".into()
+            },
+        });
+    }
     actions.extend(orphaned_leases(state, &dead).map(|(network, l)| Action {
         action: "release".into(),
         network: network.to_string(),

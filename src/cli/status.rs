@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::node::NodeState;
 use super::table::{self, or_dash};
 use super::{emit, Outcome, Usage};
+use crate::attachment::reattach::{locate, Reattach};
 use crate::state::Record;
 use railcni_ipam::StoreView;
 
@@ -72,6 +73,13 @@ pub struct AttachmentRow {
     pub vf_settings: Vec<String>,
     /// `adding` (interrupted or in progress) or `attached`.
     pub phase: String,
+    /// Where the VF is: `in_place` (in its pod), `gone` (a driver reload
+    /// took it and it has not come back), `put_back` (back on the host,
+    /// waiting to be put back in its pod), `home` (on the host after a
+    /// teardown that has yet to finish), `released` (its pod is gone).
+    pub vf_state: String,
+    /// How often a driver reload tore the VF out and it was put back.
+    pub reattached: u32,
 }
 
 #[derive(Serialize)]
@@ -107,13 +115,22 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
                 .map(|l| key(&n.name, &l.container_id, &l.ifname))
         })
         .collect();
+    let node = crate::node::Node::new(settings.clone()).ok();
+    let runtime = super::runtime().ok();
     let attachments = state
         .records
         .iter()
         .filter(|r| wanted(&r.network))
         .map(|r| {
             problems.extend(record_problems(state, r, &leased));
-            attachment_row(&sysfs, state, r)
+            let placed = match (&node, &runtime) {
+                (Some(node), Some(rt)) => rt.block_on(locate(node, r)).ok(),
+                _ => None,
+            };
+            problems.extend(placement_problem(r, placed));
+            let mut row = attachment_row(&sysfs, state, r);
+            row.vf_state = placed.map_or("unknown", Reattach::name).to_string();
+            row
         })
         .collect();
     problems.extend(unclaimed_leases(state, &networks));
@@ -214,6 +231,30 @@ fn record_problems(state: &NodeState, r: &Record, leased: &BTreeSet<Key>) -> Vec
     out
 }
 
+/// A VF a driver reload tore out of its live pod.
+fn placement_problem(r: &Record, placed: Option<Reattach>) -> Option<Problem> {
+    let what = format!(
+        "VF {} ({} {} of {})",
+        r.pci,
+        r.network,
+        r.ifname,
+        r.pod.as_deref().unwrap_or(&r.container_id)
+    );
+    match placed? {
+        Reattach::Gone => Some(Problem {
+            kind: "vf-gone".into(),
+            detail: format!("{what} is no longer in its pod and not back on the host: its PF's driver was reloaded or the VF removed"),
+            fix: "wait for the VF to come back (sriov_numvfs); railcnictl agent then puts it back".into(),
+        }),
+        Reattach::PutBack => Some(Problem {
+            kind: "vf-out-of-pod".into(),
+            detail: format!("{what} is back on the host after a driver reload, not in its pod"),
+            fix: "railcnictl gc --apply (the agent does it by itself)".into(),
+        }),
+        _ => None,
+    }
+}
+
 fn attachment_row(sysfs: &crate::vf::Sysfs, state: &NodeState, r: &Record) -> AttachmentRow {
     AttachmentRow {
         network: r.network.clone(),
@@ -235,6 +276,8 @@ fn attachment_row(sysfs: &crate::vf::Sysfs, state: &NodeState, r: &Record) -> At
             .map(|s| s.field_names())
             .unwrap_or_default(),
         phase: format!("{:?}", r.phase).to_lowercase(),
+        vf_state: String::new(),
+        reattached: r.reattached,
     }
 }
 

@@ -66,9 +66,9 @@ pub async fn find_in_host(
 }
 
 /// Move the VF from the pod back to the host under `name`, with `arrival`'s
-/// settings. If that name is taken there (or one of the VF's altnames is),
-/// drop colliding altnames and retry, then fall back to `dev<ifindex>` like
-/// the kernel does.
+/// settings. If that name is taken there (a driver reload may have given
+/// it to a new VF netdev), `dev<ifindex>` instead, like the kernel; if one
+/// of the VF's altnames is, drop it and retry.
 async fn move_home(
     pod: &Netlink,
     link: &Link,
@@ -76,7 +76,24 @@ async fn move_home(
     name: &str,
     arrival: &Arrival,
 ) -> Result<()> {
+    let fallback = format!("dev{}", link.index);
+    let name = if host_nl.link_by_name(name).await?.is_some() {
+        log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
+        fallback.as_str()
+    } else {
+        name
+    };
     if pod.move_to(link.index, host, name, arrival).await? {
+        return Ok(());
+    }
+    // EEXIST after the kernel moved the link but refused its new name:
+    // it is home under its pod name (found there by its PCI address).
+    if pod.link_by_index(link.index).await?.is_none() {
+        log_warn!(
+            "VF (link #{}) is home but kept the name {}",
+            link.index,
+            link.name
+        );
         return Ok(());
     }
     let mut colliding = Vec::new();
@@ -91,7 +108,6 @@ async fn move_home(
             return Ok(());
         }
     }
-    let fallback = format!("dev{}", link.index);
     log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
     if pod.move_to(link.index, host, &fallback, arrival).await? {
         return Ok(());

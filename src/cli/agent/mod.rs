@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod http;
+mod watch;
 
 use cni::log::Level;
 use cni::{files, Settings};
@@ -56,6 +57,9 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     let server = Server::bind(&args.listen)
         .map_err(|e| Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     log_info!("serving /metrics and /healthz on {}", args.listen);
+    if let Err(e) = watch::start(settings) {
+        log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not put back: {e}");
+    }
     let mut next_gc = args.gc_interval.map(|i| Instant::now() + i);
     let mut next_textfile = args.textfile.as_ref().map(|_| Instant::now());
     while !stop.load(Ordering::Relaxed) {

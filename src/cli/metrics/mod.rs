@@ -168,6 +168,18 @@ fn operations(e: &mut Exposition, network: &str, counted: Option<&NetworkStats>)
             &labels,
             s.reclaimed_leases as f64,
         );
+        let help = "VFs a PF driver reload tore out of a live pod, by what the agent did: put_back, released (the pod was gone), error.";
+        e.declare("railcni_reattach_total", help, Kind::Counter);
+        for (result, n) in &s.reattached {
+            let labels = [("network", network), ("result", result.as_str())];
+            e.sample(
+                "railcni_reattach_total",
+                help,
+                Kind::Counter,
+                &labels,
+                *n as f64,
+            );
+        }
     }
 }
 

@@ -237,6 +237,7 @@ impl Steps for System<'_> {
             let current = ctx.node.hw.vf_state(settings::pf_netdev(vf)?, vf.index)?;
             let netdev_mac = self.link.as_ref().map_or(&[][..], |l| &l.mac[..]);
             self.record.vf_restore = Some(settings::originals(&ctx.conf.vf, &current, netdev_mac));
+            self.record.vf_applied = Some(ctx.conf.vf.clone());
         }
         if self.moves() {
             self.plan_routing(ipam).await?;

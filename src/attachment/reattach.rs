@@ -1,0 +1,224 @@
+//! Putting back a VF that a PF driver reload tore out of a live pod.
+//!
+//! A reload (`sriov_numvfs` to 0 and back, `modprobe -r` of the PF or VF
+//! driver, a firmware reset) destroys every VF netdev inside the pods; the
+//! VFs come back at the same PCI addresses, as new netdevs in the host
+//! namespace, with the PF's factory settings. The record says which pod
+//! held each one and how ADD left it, so the VF goes back exactly so: the
+//! PF-side settings, its MAC, into the pod under its name with its MTU and
+//! IPv4 settings, its sysctls, up, its addresses, its routes and rule. A
+//! VF whose pod is gone is given back instead (`detach`), lease and record.
+
+use std::path::Path;
+
+use cni::{CniResult, Interface};
+
+use super::detach::{detach, Attachment, Release};
+use crate::error::{Error, Result};
+use crate::net::{devconf, Arrival, Link, Mac, NetNs, Netlink};
+use crate::node::Node;
+use crate::state::{Phase, Record};
+use crate::vf::home::{find_in_host, is_vf_in_pod};
+use crate::{log_info, log_warn};
+
+/// What `reattach` found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reattach {
+    /// The VF is in its pod as ADD left it (or the record is not an
+    /// attached netdev): nothing to do.
+    InPlace,
+    /// Neither in the pod nor back on the host yet: the VF is gone.
+    Gone,
+    /// On the host as the same netdev the pod had: a teardown brought it
+    /// home (a DEL that kept its record to finish later), not a reload.
+    Home,
+    /// It was back on the host and is in its pod again.
+    PutBack,
+    /// Its pod is gone: the attachment was given back instead.
+    Released,
+}
+
+impl Reattach {
+    /// As `railcni_reattach_total{result}` and the logs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reattach::InPlace => "in_place",
+            Reattach::Gone => "gone",
+            Reattach::Home => "home",
+            Reattach::PutBack => "put_back",
+            Reattach::Released => "released",
+        }
+    }
+}
+
+/// Where the record's VF is now, without changing anything.
+pub async fn locate(node: &Node, record: &Record) -> Result<Reattach> {
+    if record.phase != Phase::Attached || record.dpdk {
+        return Ok(Reattach::InPlace);
+    }
+    if !record.netns_alive(node.settings.boot_id().as_deref()) {
+        return Ok(Reattach::Released);
+    }
+    let Some(path) = record.netns() else {
+        return Ok(Reattach::InPlace);
+    };
+    let pod = NetNs::open(Path::new(path))?;
+    let pod_nl = Netlink::connect_in(&pod)?;
+    if in_pod(&pod_nl, record).await?.is_some() {
+        return Ok(Reattach::InPlace);
+    }
+    let host_nl = Netlink::connect_in(&node.host)?;
+    let names = node.sysfs.netdevs(&record.pci);
+    // A reload makes a new netdev (a new ifindex); a move home keeps the
+    // index the VF had in the pod.
+    match find_in_host(&host_nl, &record.pci, &names, None).await? {
+        Some(link) if Some(link.index) == record.pod_ifindex => Ok(Reattach::Home),
+        Some(_) => Ok(Reattach::PutBack),
+        None => Ok(Reattach::Gone),
+    }
+}
+
+/// Put the record's VF back in its pod if it is home while its pod lives;
+/// give the attachment back if its pod is gone. Takes the VF's lock.
+pub async fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
+    let _lock = node.store.lock_vf(pci)?;
+    let Some(record) = node.store.load(pci)? else {
+        return Ok(Reattach::InPlace);
+    };
+    match locate(node, &record).await? {
+        Reattach::Released => {
+            detach(
+                node,
+                &Attachment::of(&record),
+                &Release::Recorded,
+                None,
+                None,
+            )
+            .await?;
+            log_info!(
+                "VF {pci}: the pod of {}/{} is gone; its attachment was given back",
+                record.container_id,
+                record.ifname
+            );
+            Ok(Reattach::Released)
+        }
+        Reattach::PutBack => {
+            put_back(node, &record).await?;
+            Ok(Reattach::PutBack)
+        }
+        other => Ok(other),
+    }
+}
+
+/// The VF in the pod under the attachment's name, if it is there.
+async fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
+    Ok(pod_nl
+        .link_by_name(&record.ifname)
+        .await?
+        .filter(|l| is_vf_in_pod(l, &record.pci, Some(record))))
+}
+
+/// ADD's kernel steps again, from the record.
+async fn put_back(node: &Node, record: &Record) -> Result<()> {
+    let pci = &record.pci;
+    let vf = node.sysfs.resolve(pci)?;
+    let result = record
+        .result
+        .as_ref()
+        .and_then(|v| CniResult::from_value(v).ok())
+        .ok_or_else(|| Error::State(format!("the record of VF {pci} holds no ADD result")))?;
+    let iface = result.interfaces.first().cloned().unwrap_or_default();
+    if let Some(settings) = record.vf_applied.as_ref().filter(|s| !s.is_empty()) {
+        crate::vf::settings::apply(
+            node.hw.as_ref(),
+            &node.sysfs,
+            &vf,
+            settings,
+            &record.vf_restore.clone().unwrap_or_default(),
+            node.settings.rebind_timeout,
+        )?;
+    }
+    let host_nl = Netlink::connect_in(&node.host)?;
+    let link = find_in_host(&host_nl, pci, &vf.netdevs, None)
+        .await?
+        .ok_or_else(|| Error::DeviceNotFound(format!("VF {pci} left the host again")))?;
+    set_pod_mac(&host_nl, &link, &iface).await?;
+    let path = record
+        .netns()
+        .ok_or_else(|| Error::internal("an attached record without a netns"))?;
+    let pod = NetNs::open(Path::new(path))?;
+    let split = record
+        .routing
+        .as_ref()
+        .map(|p| devconf::split(&p.sysctls))
+        .unwrap_or_default();
+    let arrival = Arrival {
+        mtu: iface.mtu.filter(|m| *m != link.mtu),
+        inet: split.inet,
+    };
+    if !host_nl
+        .move_to(link.index, &pod, &record.ifname, &arrival)
+        .await?
+    {
+        return Err(Error::Netlink(format!(
+            "cannot put VF {pci} back: {} is taken in {path}",
+            record.ifname
+        )));
+    }
+    let pod_nl = Netlink::connect_in(&pod)?;
+    let moved = pod_nl.link_by_name(&record.ifname).await?.ok_or_else(|| {
+        Error::Netlink(format!("VF {pci} moved but {} is not there", record.ifname))
+    })?;
+    bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files).await?;
+    for ip in &result.ips {
+        if let Err(e) = pod_nl.add_address(moved.index, ip.address).await {
+            log_warn!("VF {pci}: address {}: {}", ip.address, e.details());
+        }
+    }
+    if let Some(plan) = &record.routing {
+        crate::routing::apply::install(&pod_nl, &record.ifname, moved.index, plan, None).await?;
+    }
+    let mut updated = record.clone();
+    updated.pod_ifindex = Some(moved.index);
+    updated.reattached += 1;
+    node.store.save(&updated)?;
+    log_info!(
+        "VF {pci} came back to the host after a driver reload; put back in {path} as {} ({}/{})",
+        record.ifname,
+        record.pod.as_deref().unwrap_or(&record.container_id),
+        record.network
+    );
+    Ok(())
+}
+
+/// The pod-side MAC ADD gave the netdev, set on the host before the move
+/// (see `vf::settings` for why there).
+async fn set_pod_mac(host_nl: &Netlink, link: &Link, iface: &Interface) -> Result<()> {
+    let wanted = iface.mac.as_deref().and_then(|m| m.parse::<Mac>().ok());
+    match wanted {
+        Some(mac) if link.mac[..] != mac.0 => host_nl.set_mac(link.index, &mac.0).await,
+        _ => Ok(()),
+    }
+}
+
+async fn bring_up(
+    node: &Node,
+    record: &Record,
+    vf: &crate::vf::Vf,
+    pod: &NetNs,
+    pod_nl: &Netlink,
+    moved: &Link,
+    files: &[&crate::routing::plan::Sysctl],
+) -> Result<()> {
+    if record.rdma_device.is_some() {
+        // A reload makes a new RDMA device: the VF's own, by sysfs.
+        match vf.rdma_devices.first() {
+            Some(dev) => node.hw.move_rdma_device(dev, pod.fd())?,
+            None => log_warn!("VF {}: its RDMA device has not come back", vf.pci),
+        }
+    }
+    if !files.is_empty() {
+        crate::routing::apply::write_sysctls(pod, &record.ifname, files)?;
+    }
+    pod_nl.set_up(moved.index).await
+}
