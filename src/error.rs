@@ -39,6 +39,9 @@ pub enum Error {
     CheckFailed(String),
     /// 108: an ADD check of the rail (gateway, address conflict) failed.
     RailCheck(String),
+    /// 109: the plugin runs without a capability it needs (CAP_NET_ADMIN
+    /// for netlink changes, CAP_SYS_ADMIN to enter the pod's namespace).
+    MissingCapability(String),
     /// Teardown left work undone: every failed step, with its own error.
     /// Its code is the most actionable of theirs (see `actionable`).
     Teardown {
@@ -111,7 +114,7 @@ fn actionable(code: u32) -> u32 {
         1..=10 => 2,
         110..=113 => 3,
         105 => 4,
-        101..=103 | 108 => 5,
+        101..=103 | 108 | 109 => 5,
         104 => 6,
         _ => 7,
     }
@@ -169,6 +172,7 @@ impl Reply for Error {
             Error::State(_) => 106,
             Error::CheckFailed(_) => 107,
             Error::RailCheck(_) => 108,
+            Error::MissingCapability(_) => 109,
             Error::Teardown { failures, .. } => failures
                 .iter()
                 .map(|f| f.error.code())
@@ -189,6 +193,7 @@ impl Reply for Error {
             Error::State(_) => "attachment store failed",
             Error::CheckFailed(_) => "attachment check failed",
             Error::RailCheck(_) => "rail check failed",
+            Error::MissingCapability(_) => "missing capability",
             Error::Teardown { .. } => "attachment not fully given back",
         }
     }
@@ -204,7 +209,8 @@ impl Reply for Error {
             | Error::Netlink(msg)
             | Error::State(msg)
             | Error::CheckFailed(msg)
-            | Error::RailCheck(msg) => msg.clone(),
+            | Error::RailCheck(msg)
+            | Error::MissingCapability(msg) => msg.clone(),
             Error::Kernel { what, errno } => format!("{what}: {}", errno.desc()),
             Error::VfSettingRefused(r) => r.details(),
             Error::Teardown { what, failures } => format!(

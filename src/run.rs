@@ -69,7 +69,37 @@ fn dispatch(request: Request) -> Result<Option<Value>> {
     outcome
 }
 
+/// The capabilities a verb that changes or enters namespaces needs, checked
+/// before anything changes: without them netlink answers EPERM deep inside.
+fn require_capabilities(verb: Verb) -> Result<()> {
+    use caps::{CapSet, Capability};
+    if verb == Verb::Status {
+        return Ok(());
+    }
+    for (cap, why) in [
+        (
+            Capability::CAP_NET_ADMIN,
+            "to move VFs and set links, addresses, routes and rules",
+        ),
+        (
+            Capability::CAP_SYS_ADMIN,
+            "to enter the pod's network namespace",
+        ),
+    ] {
+        let held = caps::has_cap(None, CapSet::Effective, cap).map_err(|e| {
+            Error::internal(format!("cannot read this process's capabilities: {e}"))
+        })?;
+        if !held {
+            return Err(Error::MissingCapability(format!(
+                "railcni runs without {cap}, which it needs {why}; run it as root (as runtimes do) or grant {cap}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn run(request: Request) -> Result<Option<Value>> {
+    require_capabilities(request.verb)?;
     let Request {
         verb,
         env,

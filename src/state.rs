@@ -478,4 +478,3 @@ mod tests {
         assert!(!r.netns_alive(Some("boot-a")));
     }
 }
-

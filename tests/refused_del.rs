@@ -72,6 +72,10 @@ const CASES: &[Refused] = &[
         make: |_, r| env(r, "CNI_ARGS", "K8S_POD_NAME"),
     },
     Refused {
+        what: "CNI_NETNS naming the plugin's own namespace",
+        make: |_, r| env(r, "CNI_NETNS", "/proc/self/ns/net"),
+    },
+    Refused {
         what: "stdin not a JSON object",
         make: |_, r| r.with_conf(json!("{not json")),
     },

@@ -634,3 +634,36 @@ fn an_add_reads_only_its_own_virtfn_link() {
         node.cni(&add.cmd("DEL")).ok();
     }
 }
+
+/// Without CAP_NET_ADMIN (or CAP_SYS_ADMIN) railcni refuses before it
+/// changes anything, naming the capability, instead of failing deep inside
+/// netlink with EPERM.
+#[test]
+fn a_missing_capability_is_named_before_anything_changes() {
+    let node = Node::new(1, 1);
+    let before = node.link(&node.host(), &node.vfs[0].ifname).unwrap();
+    let pod = node.pod("p");
+    let ipam =
+        serde_json::json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
+    for cap in ["net_admin", "sys_admin"] {
+        let mut add = Req::new(
+            "ADD",
+            "c1",
+            &pod,
+            "net1",
+            conf("1.1.0", "rail1", &node.vfs[0].pci, ipam.clone()),
+        );
+        add.wrap = vec!["setpriv".into(), "--bounding-set".into(), format!("-{cap}")];
+        let e = node.cni(&add).err(109);
+        let details = e["details"].as_str().unwrap();
+        assert!(
+            details.contains(&format!("CAP_{}", cap.to_uppercase())),
+            "{details}"
+        );
+        assert_eq!(
+            node.link(&node.host(), &node.vfs[0].ifname),
+            Some(before.clone())
+        );
+        assert!(!node.record_exists(&node.vfs[0].pci));
+    }
+}

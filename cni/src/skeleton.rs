@@ -158,6 +158,22 @@ where
     code
 }
 
+/// `CNI_NETNS` naming the namespace the plugin runs in (the host's) would
+/// have it move the node's own devices around: refused, as `pkg/skel` does.
+fn refuse_own_netns(env: &Env) -> Result<()> {
+    let Some(netns) = &env.netns else {
+        return Ok(());
+    };
+    let own = crate::liveness::NsId::of(std::path::Path::new("/proc/self/ns/net"));
+    if own.is_some() && crate::liveness::NsId::of(netns) == own {
+        return Err(Error::InvalidEnv(format!(
+            "CNI_NETNS {} is the plugin's own network namespace, not a container's",
+            netns.display()
+        )));
+    }
+    Ok(())
+}
+
 fn is_del() -> bool {
     std::env::var("CNI_COMMAND").is_ok_and(|c| c == "DEL")
 }
@@ -174,7 +190,9 @@ fn prepare(
     stdin: Input,
     settings: Settings,
 ) -> std::result::Result<Prepared, (Error, Version)> {
-    let env = Env::from_process().map_err(|e| (e, reply_version(&stdin)))?;
+    let env = Env::from_process()
+        .and_then(|env| refuse_own_netns(&env).map(|()| env))
+        .map_err(|e| (e, reply_version(&stdin)))?;
     let Some(verb) = Verb::of(env.command) else {
         let asked = reply_version(&stdin);
         return Ok(Prepared::Version(

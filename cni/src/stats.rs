@@ -238,21 +238,32 @@ mod tests {
         assert_eq!(split_key("ADD 110"), Some(("ADD", 110)));
     }
 
+    /// Every count that was written is there. A write may give up after
+    /// `LOCK_WAIT` by design (counting never slows a CNI call), which a
+    /// loaded machine makes likely: those are counted as given up, not lost.
     #[test]
     fn concurrent_writers_lose_no_count() {
         let t = tempfile::tempdir().unwrap();
         let s = settings(t.path());
+        let written = std::sync::atomic::AtomicU64::new(0);
         std::thread::scope(|scope| {
             for _ in 0..8 {
                 scope.spawn(|| {
                     for _ in 0..50 {
-                        record_operation(&s, "rail1", "ADD", 0, Duration::from_millis(1)).unwrap();
+                        match record_operation(&s, "rail1", "ADD", 0, Duration::from_millis(1)) {
+                            Ok(()) => {
+                                written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            Err(e) => assert!(e.to_string().contains("stayed locked"), "{e}"),
+                        }
                     }
                 });
             }
         });
         let all = load_all(&s);
-        assert_eq!(all[0].1.as_ref().unwrap().operations["ADD 0"], 400);
+        let counted = all[0].1.as_ref().unwrap().operations["ADD 0"];
+        assert_eq!(counted, written.into_inner());
+        assert!(counted > 0);
     }
 
     #[test]
