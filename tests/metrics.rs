@@ -398,3 +398,50 @@ fn calls_succeed_when_their_counts_cannot_be_written() {
     node.cni(&req.cmd("DEL")).ok();
     assert!(!node.record_exists(&vf.pci));
 }
+
+/// Anything that can reach the agent's port must not blind Prometheus or
+/// fail the liveness probe: with 200 idle connections open and a client
+/// that never finishes its request, /metrics and /healthz still answer
+/// within a second.
+#[test]
+fn idle_and_slow_clients_never_hold_up_a_scrape() {
+    let node = Node::new(1, 1);
+    let port = free_port();
+    let _agent = Agent::start(&node, port, &[]);
+    let script = format!(
+        "import socket, sys, time\n\
+         held = []\n\
+         for _ in range(200):\n    s = socket.create_connection(('127.0.0.1', {port})); held.append(s)\n\
+         slow = socket.create_connection(('127.0.0.1', {port}))\n\
+         slow.sendall(b'GET /metrics HTTP/1.1\\r\\nHost: x\\r\\n')\n\
+         held.append(slow)\n\
+         print('ready', flush=True)\n\
+         time.sleep(60)\n"
+    );
+    let mut clients = Command::new("ip")
+        .args(["netns", "exec", &node.host(), "python3", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(clients.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    for path in ["/metrics", "/healthz"] {
+        let started = Instant::now();
+        let out = curl(
+            &node,
+            port,
+            path,
+            &["-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}"],
+        );
+        let took = started.elapsed();
+        assert_eq!(out, "200", "{path} answered within 5 s");
+        assert!(took < Duration::from_secs(1), "{path} took {took:?}");
+    }
+    let _ = clients.kill();
+    let _ = clients.wait();
+}

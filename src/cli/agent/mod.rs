@@ -1,5 +1,6 @@
-//! `railcnictl agent`: the node's metrics over HTTP for Prometheus, and
-//! optionally `railcnictl gc --apply` on an interval and a textfile for
+//! `railcnictl agent`: the node's metrics over HTTP for Prometheus
+//! (`serve`), VFs a driver reload tore out of live pods put back (`watch`),
+//! and optionally `railcnictl gc --apply` on an interval and a textfile for
 //! node_exporter. Not on the CNI path: the plugin never waits for it, and
 //! it reads state without taking the locks ADD and DEL hold (see `metrics`).
 
@@ -8,12 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-mod http;
+mod serve;
 mod watch;
 
 use cni::log::Level;
 use cni::{files, Settings};
-use http::{Request, Server};
 
 use super::node::NodeState;
 use super::{gc, metrics, Outcome, Usage};
@@ -36,11 +36,6 @@ pub struct Args {
     interval: Duration,
 }
 
-/// How long one wait for a request lasts: the bound on reacting to SIGTERM.
-const TICK: Duration = Duration::from_millis(100);
-
-const EXPOSITION: &str = "text/plain; version=0.0.4; charset=utf-8";
-
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     cni::log::init(
         "railcni",
@@ -49,61 +44,60 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
         &settings.log_dir,
         "agent".into(),
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .map_err(|e| Usage(format!("cannot handle signal {signal}: {e}")))?;
-    }
-    let server = Server::bind(&args.listen)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Usage(format!("cannot start the agent's runtime: {e}")))?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(&args.listen))
         .map_err(|e| Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     log_info!("serving /metrics and /healthz on {}", args.listen);
     if let Err(e) = watch::start(settings) {
         log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not put back: {e}");
     }
-    let mut next_gc = args.gc_interval.map(|i| Instant::now() + i);
-    let mut next_textfile = args.textfile.as_ref().map(|_| Instant::now());
-    while !stop.load(Ordering::Relaxed) {
-        match server.next(TICK) {
-            Ok(Some(request)) => answer(settings, request),
-            Ok(None) => {}
-            Err(e) => log_warn!("cannot accept a request: {e}"),
-        }
-        if next_gc.is_some_and(|t| Instant::now() >= t) {
-            collect_garbage(settings);
-            next_gc = args.gc_interval.map(|i| Instant::now() + i);
-        }
-        if let (Some(dir), Some(t)) = (&args.textfile, next_textfile) {
-            if Instant::now() >= t {
-                write_textfile(settings, dir);
-                next_textfile = Some(Instant::now() + args.interval);
-            }
-        }
-    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let periodic = {
+        let (settings, stop) = (settings.clone(), Arc::clone(&stop));
+        let (gc_interval, textfile, interval) =
+            (args.gc_interval, args.textfile.clone(), args.interval);
+        std::thread::spawn(move || periodic(&settings, &stop, gc_interval, textfile, interval))
+    };
+    let served = runtime.block_on(serve::serve(listener, settings.clone()));
+    stop.store(true, Ordering::Relaxed);
+    let _ = periodic.join();
     log_info!("stopping");
+    served.map_err(|e| Usage(format!("serving on {}: {e}", args.listen)))?;
     Ok(Outcome::Clean)
 }
 
-fn answer(settings: &Settings, request: Request) {
-    let (status, body, content_type) = match (request.method.as_str(), request.path.as_str()) {
-        ("GET", "/metrics") => match metrics::collect(settings, None) {
-            Ok(text) => (200, text, EXPOSITION),
-            Err(Usage(why)) => (500, format!("{why}\n"), "text/plain"),
-        },
-        ("GET", "/healthz") => match NodeState::load(settings) {
-            Ok(_) => (200, "ok\n".into(), "text/plain"),
-            Err(Usage(why)) => (503, format!("{why}\n"), "text/plain"),
-        },
-        ("GET", _) => (
-            404,
-            "not found: try /metrics or /healthz\n".into(),
-            "text/plain",
-        ),
-        _ => (405, "only GET\n".into(), "text/plain"),
-    };
-    if let Err(e) = request.respond(status, content_type, &body) {
-        log_warn!("cannot answer a request: {e}");
+/// `--gc-interval` and `--textfile`, on a thread of their own: blocking
+/// file and netlink work that the server never waits for.
+fn periodic(
+    settings: &Settings,
+    stop: &AtomicBool,
+    gc_interval: Option<Duration>,
+    textfile: Option<PathBuf>,
+    interval: Duration,
+) {
+    let mut next_gc = gc_interval.map(|i| Instant::now() + i);
+    let mut next_textfile = textfile.as_ref().map(|_| Instant::now());
+    while !stop.load(Ordering::Relaxed) {
+        if next_gc.is_some_and(|t| Instant::now() >= t) {
+            collect_garbage(settings);
+            next_gc = gc_interval.map(|i| Instant::now() + i);
+        }
+        if let (Some(dir), Some(t)) = (&textfile, next_textfile) {
+            if Instant::now() >= t {
+                write_textfile(settings, dir);
+                next_textfile = Some(Instant::now() + interval);
+            }
+        }
+        std::thread::sleep(TICK);
     }
 }
+
+/// How often the periodic work looks at its clock.
+const TICK: Duration = Duration::from_millis(100);
 
 /// What `railcnictl gc --apply` does, logged.
 fn collect_garbage(settings: &Settings) {

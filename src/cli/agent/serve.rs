@@ -1,0 +1,90 @@
+//! The agent's HTTP side: `/metrics` and `/healthz` served by axum on
+//! hyper and tokio. A maintained server, and asynchronous because anything
+//! that can reach the node's port can open connections: hundreds of idle
+//! ones, or a client that never finishes its request, each cost a task
+//! that waits, never a turn of a loop that every scrape waits behind.
+
+use std::net::SocketAddr;
+
+use axum::extract::State;
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use cni::Settings;
+
+use super::super::node::NodeState;
+use super::super::{metrics, Usage};
+
+const EXPOSITION: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Serve until SIGTERM or SIGINT.
+pub async fn serve(listener: tokio::net::TcpListener, settings: Settings) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/metrics", get(scrape))
+        .route("/healthz", get(healthz))
+        .fallback(not_found)
+        .with_state(settings);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(stopped())
+    .await
+}
+
+async fn stopped() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+/// Blocking work (files, netlink in pod namespaces) on a thread of its own,
+/// so the server keeps answering meanwhile.
+async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.await.ok()
+}
+
+async fn scrape(State(settings): State<Settings>) -> Response {
+    match off_thread(move || metrics::collect(&settings, None)).await {
+        Some(Ok(text)) => ([(header::CONTENT_TYPE, EXPOSITION)], text).into_response(),
+        Some(Err(Usage(why))) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n")).into_response()
+        }
+        None => (StatusCode::INTERNAL_SERVER_ERROR, "the scrape failed\n").into_response(),
+    }
+}
+
+async fn healthz(State(settings): State<Settings>) -> Response {
+    match off_thread(move || NodeState::load(&settings).map(drop)).await {
+        Some(Ok(())) => "ok\n".into_response(),
+        Some(Err(Usage(why))) => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response()
+        }
+        None => (StatusCode::SERVICE_UNAVAILABLE, "the check failed\n").into_response(),
+    }
+}
+
+async fn not_found(method: Method) -> Response {
+    if method == Method::GET {
+        (
+            StatusCode::NOT_FOUND,
+            "not found: try /metrics or /healthz\n",
+        )
+            .into_response()
+    } else {
+        (StatusCode::METHOD_NOT_ALLOWED, "only GET\n").into_response()
+    }
+}
