@@ -24,10 +24,10 @@ impl<S> Journal<S> {
 
     /// Undo every recorded step, newest first. Every step runs even if an
     /// earlier undo failed; the failures are returned for logging.
-    pub async fn unwind<E>(self, mut undo: impl AsyncFnMut(S) -> Result<(), E>) -> Vec<E> {
+    pub fn unwind<E>(self, mut undo: impl FnMut(S) -> Result<(), E>) -> Vec<E> {
         let mut failures = Vec::new();
         for step in self.steps.into_iter().rev() {
-            if let Err(e) = undo(step).await {
+            if let Err(e) = undo(step) {
                 failures.push(e);
             }
         }
@@ -39,13 +39,6 @@ impl<S> Journal<S> {
 mod tests {
     use super::*;
 
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(f)
-    }
-
     #[test]
     fn unwinds_newest_first_and_runs_every_step() {
         let mut j = Journal::default();
@@ -53,14 +46,14 @@ mod tests {
             j.push(step);
         }
         let mut order = Vec::new();
-        let failures = block_on(j.unwind(async |s: &str| {
+        let failures = j.unwind(|s: &str| {
             order.push(s);
             if s == "move" {
                 Err("move back failed")
             } else {
                 Ok(())
             }
-        }));
+        });
         assert_eq!(order, ["mtu", "move", "ipam", "record"]);
         assert_eq!(failures, ["move back failed"]);
     }
@@ -73,10 +66,10 @@ mod tests {
         j.replace_all("detach");
         j.push("later");
         let mut order = Vec::new();
-        let failures = block_on(j.unwind(async |s: &str| {
+        let failures = j.unwind(|s: &str| {
             order.push(s);
             Ok::<(), ()>(())
-        }));
+        });
         assert!(failures.is_empty());
         assert_eq!(order, ["later", "detach"]);
     }

@@ -32,15 +32,7 @@ fn refused_del(refused: cni::RefusedDel) -> Result<()> {
     };
     let node = Node::new(refused.settings)?;
     let why = Error::from(refused.error);
-    runtime()?.block_on(commands::del::del_refused(&node, &named, &why))
-}
-
-/// The verbs' executor. No I/O or timer driver: netlink is exchanged on
-/// blocking sockets (`net`), so it only polls the verbs' futures.
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map_err(|e| Error::internal(format!("cannot start runtime: {e}")))
+    commands::del::del_refused(&node, &named, &why)
 }
 
 /// Run the verb and count it for `railcnictl metrics` (never failing the call).
@@ -122,22 +114,16 @@ fn run(request: Request) -> Result<Option<Value>> {
                 device: device.as_deref(),
             };
             let node = Node::new(settings)?;
-            return runtime()?
-                .block_on(commands::del::del_refused(&node, &named, &why))
-                .map(|()| None);
+            return commands::del::del_refused(&node, &named, &why).map(|()| None);
         }
         Err(e) => return Err(e),
     };
     let ctx = Ctx::new(env, conf, Node::new(settings)?);
-    runtime()?.block_on(async {
-        match verb {
-            Verb::Add => commands::add::add(&ctx)
-                .await
-                .map(|r| Some(r.to_json(version))),
-            Verb::Del => commands::del::del(&ctx).await.map(|()| None),
-            Verb::Check => commands::check::check(&ctx).await.map(|()| None),
-            Verb::Gc => commands::gc::gc(&ctx).await.map(|()| None),
-            Verb::Status => commands::ready::status(&ctx).map(|()| None),
-        }
-    })
+    match verb {
+        Verb::Add => commands::add::add(&ctx).map(|r| Some(r.to_json(version))),
+        Verb::Del => commands::del::del(&ctx).map(|()| None),
+        Verb::Check => commands::check::check(&ctx).map(|()| None),
+        Verb::Gc => commands::gc::gc(&ctx).map(|()| None),
+        Verb::Status => commands::ready::status(&ctx).map(|()| None),
+    }
 }

@@ -50,17 +50,16 @@ pub enum Release<'a> {
 }
 
 /// The operations a detach is made of.
-#[allow(async_fn_in_trait)] // used generically, never as `dyn`
 pub trait Steps {
     fn return_rdma(&mut self, device: &str) -> Result<()>;
     /// A socket in the pod: `Ok(false)` when its namespace is gone.
     fn open_pod(&mut self) -> Result<bool>;
-    async fn remove_routing(&mut self, record: &Record) -> Result<()>;
+    fn remove_routing(&mut self, record: &Record) -> Result<()>;
     /// Bring the netdev home (name, MTU); its host link when found.
-    async fn return_vf(&mut self) -> Result<Option<Link>>;
+    fn return_vf(&mut self) -> Result<Option<Link>>;
     /// Clear (or restore) the PF-side MAC, so the VF may change its own.
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()>;
-    async fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()>;
+    fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()>;
     /// The other PF-side settings (VLAN, spoof check, trust, rates, GUID).
     fn restore_vf_settings(&mut self, record: &Record) -> Result<()>;
     fn release_lease(&mut self) -> Result<()>;
@@ -69,7 +68,7 @@ pub trait Steps {
 
 /// Run every step in order; the failures. A VF that is not home keeps its
 /// lease and record.
-pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<StepFailure> {
+pub fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<StepFailure> {
     let mut failures = Vec::new();
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
         note(
@@ -88,10 +87,10 @@ pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<S
             note(
                 &mut failures,
                 "remove rules and rail routes",
-                steps.remove_routing(r).await,
+                steps.remove_routing(r),
             );
         }
-        match steps.return_vf().await {
+        match steps.return_vf() {
             Ok(link) => returned = link,
             Err(e) => vf_home &= note(&mut failures, "return VF", Err(e)),
         }
@@ -105,11 +104,7 @@ pub async fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<S
             steps.restore_admin_mac(r),
         );
         if let Some(link) = &returned {
-            note(
-                &mut failures,
-                "restore MAC",
-                steps.restore_mac(link, r).await,
-            );
+            note(&mut failures, "restore MAC", steps.restore_mac(link, r));
         }
         note(
             &mut failures,
@@ -142,7 +137,7 @@ fn note(failures: &mut Vec<StepFailure>, step: &'static str, r: Result<()>) -> b
 /// Give the attachment back (see `give_back` for the order). `netns` is
 /// where to look for the pod (a gone namespace is not an error); `pod_nl` an
 /// already-open socket there, if the caller has one.
-pub async fn detach(
+pub fn detach(
     node: &Node,
     a: &Attachment<'_>,
     release: &Release<'_>,
@@ -159,7 +154,7 @@ pub async fn detach(
         opened_pod: None,
         host_nl: None,
     };
-    let failures = give_back(&mut system, a.record).await;
+    let failures = give_back(&mut system, a.record);
     if failures.is_empty() {
         return Ok(());
     }
@@ -234,17 +229,17 @@ impl Steps for System<'_> {
         }
     }
 
-    async fn remove_routing(&mut self, record: &Record) -> Result<()> {
+    fn remove_routing(&mut self, record: &Record) -> Result<()> {
         match (self.pod(), &record.routing) {
-            (Some(nl), Some(routes)) => crate::routing::apply::remove(nl, routes).await,
+            (Some(nl), Some(routes)) => crate::routing::apply::remove(nl, routes),
             _ => Ok(()),
         }
     }
 
-    async fn return_vf(&mut self) -> Result<Option<Link>> {
+    fn return_vf(&mut self) -> Result<Option<Link>> {
         let a = self.a;
         let (home, pod) = self.home()?;
-        home.bring_back(pod, a.ifname, a.record).await
+        home.bring_back(pod, a.ifname, a.record)
     }
 
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()> {
@@ -268,8 +263,8 @@ impl Steps for System<'_> {
         }
     }
 
-    async fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()> {
-        self.home()?.0.restore_mac(link, record).await
+    fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()> {
+        self.home()?.0.restore_mac(link, record)
     }
 
     fn release_lease(&mut self) -> Result<()> {
@@ -350,10 +345,10 @@ mod tests {
         fn open_pod(&mut self) -> Result<bool> {
             self.step("open pod").map(|()| !self.pod_gone)
         }
-        async fn remove_routing(&mut self, _: &Record) -> Result<()> {
+        fn remove_routing(&mut self, _: &Record) -> Result<()> {
             self.step("routing")
         }
-        async fn return_vf(&mut self) -> Result<Option<Link>> {
+        fn return_vf(&mut self) -> Result<Option<Link>> {
             self.step("vf").map(|()| Some(Link::default()))
         }
         fn restore_admin_mac(&mut self, _: &Record) -> Result<()> {
@@ -362,7 +357,7 @@ mod tests {
         fn restore_vf_settings(&mut self, _: &Record) -> Result<()> {
             self.step("settings")
         }
-        async fn restore_mac(&mut self, _: &Link, _: &Record) -> Result<()> {
+        fn restore_mac(&mut self, _: &Link, _: &Record) -> Result<()> {
             self.step("mac")
         }
         fn release_lease(&mut self) -> Result<()> {
@@ -387,10 +382,7 @@ mod tests {
     }
 
     fn run(rec: &mut Recorder, r: Option<&Record>) -> Vec<String> {
-        let failures = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(give_back(rec, r));
+        let failures = give_back(rec, r);
         failures
             .iter()
             .map(|f| format!("{}: {}", f.step, f.error.details()))
@@ -398,10 +390,7 @@ mod tests {
     }
 
     fn run_typed(rec: &mut Recorder, r: Option<&Record>) -> Vec<StepFailure> {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(give_back(rec, r))
+        give_back(rec, r)
     }
 
     #[test]

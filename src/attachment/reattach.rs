@@ -52,7 +52,7 @@ impl Reattach {
 }
 
 /// Where the record's VF is now, without changing anything.
-pub async fn locate(node: &Node, record: &Record) -> Result<Reattach> {
+pub fn locate(node: &Node, record: &Record) -> Result<Reattach> {
     if record.phase != Phase::Attached || record.dpdk {
         return Ok(Reattach::InPlace);
     }
@@ -64,14 +64,14 @@ pub async fn locate(node: &Node, record: &Record) -> Result<Reattach> {
     };
     let pod = NetNs::open(Path::new(path))?;
     let pod_nl = Netlink::connect_in(&pod)?;
-    if in_pod(&pod_nl, record).await?.is_some() {
+    if in_pod(&pod_nl, record)?.is_some() {
         return Ok(Reattach::InPlace);
     }
     let host_nl = Netlink::connect_in(&node.host)?;
     let names = node.sysfs.netdevs(&record.pci);
     // A reload makes a new netdev (a new ifindex); a move home keeps the
     // index the VF had in the pod.
-    match find_in_host(&host_nl, &record.pci, &names, None).await? {
+    match find_in_host(&host_nl, &record.pci, &names, None)? {
         Some(link) if Some(link.index) == record.pod_ifindex => Ok(Reattach::Home),
         Some(_) => Ok(Reattach::PutBack),
         None => Ok(Reattach::Gone),
@@ -80,12 +80,12 @@ pub async fn locate(node: &Node, record: &Record) -> Result<Reattach> {
 
 /// Put the record's VF back in its pod if it is home while its pod lives;
 /// give the attachment back if its pod is gone. Takes the VF's lock.
-pub async fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
+pub fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
     let _lock = node.store.lock_vf(pci)?;
     let Some(record) = node.store.load(pci)? else {
         return Ok(Reattach::InPlace);
     };
-    match locate(node, &record).await? {
+    match locate(node, &record)? {
         Reattach::Released => {
             detach(
                 node,
@@ -93,8 +93,7 @@ pub async fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
                 &Release::Recorded,
                 None,
                 None,
-            )
-            .await?;
+            )?;
             log_info!(
                 "VF {pci}: the pod of {}/{} is gone; its attachment was given back",
                 record.container_id,
@@ -103,7 +102,7 @@ pub async fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
             Ok(Reattach::Released)
         }
         Reattach::PutBack => {
-            put_back(node, &record).await?;
+            put_back(node, &record)?;
             Ok(Reattach::PutBack)
         }
         other => Ok(other),
@@ -111,15 +110,14 @@ pub async fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
 }
 
 /// The VF in the pod under the attachment's name, if it is there.
-async fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
+fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
     Ok(pod_nl
-        .link_by_name(&record.ifname)
-        .await?
+        .link_by_name(&record.ifname)?
         .filter(|l| is_vf_in_pod(l, &record.pci, Some(record))))
 }
 
 /// ADD's kernel steps again, from the record.
-async fn put_back(node: &Node, record: &Record) -> Result<()> {
+fn put_back(node: &Node, record: &Record) -> Result<()> {
     let pci = &record.pci;
     let vf = node.sysfs.resolve(pci)?;
     let result = record
@@ -139,10 +137,9 @@ async fn put_back(node: &Node, record: &Record) -> Result<()> {
         )?;
     }
     let host_nl = Netlink::connect_in(&node.host)?;
-    let link = find_in_host(&host_nl, pci, &vf.netdevs, None)
-        .await?
+    let link = find_in_host(&host_nl, pci, &vf.netdevs, None)?
         .ok_or_else(|| Error::DeviceNotFound(format!("VF {pci} left the host again")))?;
-    set_pod_mac(&host_nl, &link, &iface).await?;
+    set_pod_mac(&host_nl, &link, &iface)?;
     let path = record
         .netns()
         .ok_or_else(|| Error::internal("an attached record without a netns"))?;
@@ -156,27 +153,24 @@ async fn put_back(node: &Node, record: &Record) -> Result<()> {
         mtu: iface.mtu.filter(|m| *m != link.mtu),
         inet: split.inet,
     };
-    if !host_nl
-        .move_to(link.index, &pod, &record.ifname, &arrival)
-        .await?
-    {
+    if !host_nl.move_to(link.index, &pod, &record.ifname, &arrival)? {
         return Err(Error::Netlink(format!(
             "cannot put VF {pci} back: {} is taken in {path}",
             record.ifname
         )));
     }
     let pod_nl = Netlink::connect_in(&pod)?;
-    let moved = pod_nl.link_by_name(&record.ifname).await?.ok_or_else(|| {
+    let moved = pod_nl.link_by_name(&record.ifname)?.ok_or_else(|| {
         Error::Netlink(format!("VF {pci} moved but {} is not there", record.ifname))
     })?;
-    bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files).await?;
+    bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
     for ip in &result.ips {
-        if let Err(e) = pod_nl.add_address(moved.index, ip.address).await {
+        if let Err(e) = pod_nl.add_address(moved.index, ip.address) {
             log_warn!("VF {pci}: address {}: {}", ip.address, e.details());
         }
     }
     if let Some(plan) = &record.routing {
-        crate::routing::apply::install(&pod_nl, &record.ifname, moved.index, plan, None).await?;
+        crate::routing::apply::install(&pod_nl, &record.ifname, moved.index, plan, None)?;
     }
     let mut updated = record.clone();
     updated.pod_ifindex = Some(moved.index);
@@ -193,15 +187,15 @@ async fn put_back(node: &Node, record: &Record) -> Result<()> {
 
 /// The pod-side MAC ADD gave the netdev, set on the host before the move
 /// (see `vf::settings` for why there).
-async fn set_pod_mac(host_nl: &Netlink, link: &Link, iface: &Interface) -> Result<()> {
+fn set_pod_mac(host_nl: &Netlink, link: &Link, iface: &Interface) -> Result<()> {
     let wanted = iface.mac.as_deref().and_then(|m| m.parse::<Mac>().ok());
     match wanted {
-        Some(mac) if link.mac[..] != mac.0 => host_nl.set_mac(link.index, &mac.0).await,
+        Some(mac) if link.mac[..] != mac.0 => host_nl.set_mac(link.index, &mac.0),
         _ => Ok(()),
     }
 }
 
-async fn bring_up(
+fn bring_up(
     node: &Node,
     record: &Record,
     vf: &crate::vf::Vf,
@@ -220,5 +214,5 @@ async fn bring_up(
     if !files.is_empty() {
         crate::routing::apply::write_sysctls(pod, &record.ifname, files)?;
     }
-    pod_nl.set_up(moved.index).await
+    pod_nl.set_up(moved.index)
 }

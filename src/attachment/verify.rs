@@ -105,14 +105,14 @@ impl Expected {
 }
 
 /// Compare one attachment in its pod with what was set up.
-pub async fn compare(
+pub fn compare(
     pod: &NetNs,
     nl: &Netlink,
     record: &Record,
     expected: &Expected,
 ) -> Result<Vec<Finding>> {
     let ifname = expected.ifname.as_str();
-    let Some(link) = nl.link_by_name(ifname).await? else {
+    let Some(link) = nl.link_by_name(ifname)? else {
         return Ok(vec![Finding::present(format!("link {ifname}"), false)]);
     };
     if !is_vf_in_pod(&link, &record.pci, Some(record)) {
@@ -134,12 +134,12 @@ pub async fn compare(
         "UP",
         if link.up { "UP" } else { "DOWN" },
     ));
-    let addresses = nl.addresses(link.index).await?;
+    let addresses = nl.addresses(link.index)?;
     for a in &expected.addresses {
         out.push(Finding::present(format!("inet {a}"), addresses.contains(a)));
     }
     if let Some(plan) = &record.routing {
-        let rules = nl.rules().await?;
+        let rules = nl.rules()?;
         for spec in &plan.rules {
             out.push(Finding::present(
                 format!(
@@ -149,7 +149,7 @@ pub async fn compare(
                 rules.iter().any(|r| r.matches(spec)),
             ));
         }
-        let routes = nl.routes().await?;
+        let routes = nl.routes()?;
         for spec in &plan.routes {
             let via = spec.gw.map(|g| format!(" via {g}")).unwrap_or_default();
             let table = spec.table.unwrap_or(MAIN_TABLE);

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::status::judged;
-use super::{emit, runtime, Outcome, Usage};
+use super::{emit, Outcome, Usage};
 use crate::attachment::detach::{detach, Attachment, Release};
 use crate::attachment::reattach::{locate, reattach, Reattach};
 use crate::node::Node;
@@ -51,7 +51,6 @@ pub fn run(settings: &Settings, apply: bool, json: bool) -> Result<Outcome, Usag
 /// What gc does (or, without `apply`, would do) on this node.
 pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, Usage> {
     let dead: Vec<&Record> = state.records.iter().filter(|r| !state.alive(r)).collect();
-    let rt = runtime()?;
     let mut actions: Vec<Action> = dead
         .iter()
         .map(|r| Action {
@@ -61,15 +60,14 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
             ifname: r.ifname.clone(),
             what: format!("VF {} from {}", r.pci, r.netns().unwrap_or("?")),
             result: if apply {
-                rt.block_on(detach_dead(node, r))
-                    .map_or_else(|e| e, |()| "done".into())
+                detach_dead(node, r).map_or_else(|e| e, |()| "done".into())
             } else {
                 "planned".into()
             },
         })
         .collect();
     for r in state.records.iter().filter(|r| state.alive(r)) {
-        if rt.block_on(locate(node, r)).ok() != Some(Reattach::PutBack) {
+        if locate(node, r).ok() != Some(Reattach::PutBack) {
             continue;
         }
         actions.push(Action {
@@ -83,7 +81,7 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
                 r.netns().unwrap_or("?")
             ),
             result: if apply {
-                match rt.block_on(reattach(node, &r.pci)) {
+                match reattach(node, &r.pci) {
                     Ok(done) => {
                         let _ =
                             cni::stats::record_reattach(&node.settings, &r.network, done.name());
@@ -169,7 +167,7 @@ fn orphaned_leases<'s>(
 
 /// The plugin's own detach of an attachment whose pod is gone, on this
 /// node, releasing its lease as the record says.
-async fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
+fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
     let _lock = node.store.lock_vf(&r.pci).map_err(|e| e.to_string())?;
     // Act only on what is read under the lock.
     match node.store.load(&r.pci) {
@@ -178,7 +176,6 @@ async fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
                 && !now.netns_alive(node.settings.boot_id().as_deref()) =>
         {
             detach(node, &Attachment::of(&now), &Release::Recorded, None, None)
-                .await
                 .map_err(|e| e.to_string())
         }
         Ok(_) => Ok(()),

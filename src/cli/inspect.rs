@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::table::{self, or_dash};
-use super::{emit, runtime, Outcome, Usage};
+use super::{emit, Outcome, Usage};
 use crate::attachment::verify::{self, Expected, Finding};
 use crate::net::{NetNs, Netlink};
 use crate::state::Record;
@@ -40,11 +40,7 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
             "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
         )));
     }
-    let rt = runtime()?;
-    let interfaces: Vec<Interface> = records
-        .into_iter()
-        .map(|r| rt.block_on(inspect_one(r)))
-        .collect();
+    let interfaces: Vec<Interface> = records.into_iter().map(inspect_one).collect();
     let drift = interfaces.iter().any(|i| i.findings.iter().any(|f| !f.ok));
     let report = Report {
         target: target.to_string(),
@@ -55,8 +51,8 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
     Ok(Outcome::found(drift))
 }
 
-async fn inspect_one(r: &Record) -> Interface {
-    let findings = match findings(r).await {
+fn inspect_one(r: &Record) -> Interface {
+    let findings = match findings(r) {
         Ok(f) => f,
         Err(e) => vec![Finding {
             what: "netns".into(),
@@ -75,7 +71,7 @@ async fn inspect_one(r: &Record) -> Interface {
     }
 }
 
-async fn findings(r: &Record) -> crate::error::Result<Vec<Finding>> {
+fn findings(r: &Record) -> crate::error::Result<Vec<Finding>> {
     if r.dpdk {
         return Ok(vec![Finding {
             what: "dpdk".into(),
@@ -88,7 +84,7 @@ async fn findings(r: &Record) -> crate::error::Result<Vec<Finding>> {
     let path = r.netns().unwrap_or_default();
     let pod = NetNs::open(Path::new(path))?;
     let nl = Netlink::connect_in(&pod)?;
-    verify::compare(&pod, &nl, r, &expected).await
+    verify::compare(&pod, &nl, r, &expected)
 }
 
 fn print(r: &Report) {

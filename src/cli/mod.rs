@@ -181,11 +181,3 @@ fn emit<T: Serialize>(report: &T, json: bool, human: impl FnOnce(&T)) {
         human(report);
     }
 }
-
-/// A runtime for the commands that talk to the kernel.
-fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Usage(format!("cannot start the runtime: {e}")))
-}

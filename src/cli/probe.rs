@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::table::{self, or_dash};
-use super::{emit, runtime, Outcome, Usage};
+use super::{emit, Outcome, Usage};
 use crate::attachment::verify::Expected;
 use crate::checks::arp::ArpSocket;
 use crate::checks::icmp::{Echo, Pinger};
@@ -95,7 +95,6 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
             IpAddr::V6(_) => None,
         })
         .collect();
-    let rt = runtime()?;
     let mut report = Report {
         target: args.target.clone(),
         rails: Vec::new(),
@@ -107,7 +106,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
             .copied()
             .filter(|p| best_rail(&records, *p).is_some_and(|b| b.pci == r.pci))
             .collect();
-        match rt.block_on(probe_rail(r, &mine, args.size.map(usize::from))) {
+        match probe_rail(r, &mine, args.size.map(usize::from)) {
             Ok((rail, problems)) => {
                 report.rails.push(rail);
                 report.problems.extend(problems);
@@ -157,7 +156,7 @@ fn best_rail<'r>(records: &[&'r Record], peer: Ipv4Addr) -> Option<&'r Record> {
         .map(|(_, r)| r)
 }
 
-async fn probe_rail(
+fn probe_rail(
     r: &Record,
     peers: &[Ipv4Addr],
     size: Option<usize>,
@@ -167,7 +166,6 @@ async fn probe_rail(
     let nl = Netlink::connect_in(&ns).map_err(|e| e.details())?;
     let link = nl
         .link_by_name(&r.ifname)
-        .await
         .map_err(|e| e.details())?
         .ok_or_else(|| format!("{} is not in the pod", r.ifname))?;
     let ip = ipv4_of(r)?;

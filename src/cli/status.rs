@@ -116,17 +116,13 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
         })
         .collect();
     let node = crate::node::Node::new(settings.clone()).ok();
-    let runtime = super::runtime().ok();
     let attachments = state
         .records
         .iter()
         .filter(|r| wanted(&r.network))
         .map(|r| {
             problems.extend(record_problems(state, r, &leased));
-            let placed = match (&node, &runtime) {
-                (Some(node), Some(rt)) => rt.block_on(locate(node, r)).ok(),
-                _ => None,
-            };
+            let placed = node.as_ref().and_then(|node| locate(node, r).ok());
             problems.extend(placement_problem(r, placed));
             let mut row = attachment_row(&sysfs, state, r);
             row.vf_state = placed.map_or("unknown", Reattach::name).to_string();

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::net::{NetNs, Netlink};
 use cni::CniResult;
 
-pub async fn check(ctx: &Ctx) -> Result<()> {
+pub fn check(ctx: &Ctx) -> Result<()> {
     let prev =
         ctx.conf.prev_result.as_ref().ok_or_else(|| {
             Error::config("prevResult", "CHECK needs the ADD result in prevResult")
@@ -27,7 +27,7 @@ pub async fn check(ctx: &Ctx) -> Result<()> {
             .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for CHECK"))?;
         let pod = NetNs::open(netns)?;
         let nl = Netlink::connect_in(&pod)?;
-        diffs.extend(drift(&compare(&pod, &nl, &record, &expected).await?));
+        diffs.extend(drift(&compare(&pod, &nl, &record, &expected)?));
     }
     // A DPDK VF was not moved: only the address reservation is checked.
     if !diffs.is_empty() {

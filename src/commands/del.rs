@@ -25,7 +25,7 @@ pub struct Named<'a> {
 /// the record says, changing nothing else, and log the input's problem
 /// rather than fail: a failed DEL strands the sandbox (containerd retries
 /// it forever). Only a teardown that left something behind fails.
-pub async fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
+pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
     let (cid, ifname) = (named.container_id, named.ifname);
     log_warn!(
         "DEL of {cid}/{ifname} with an input ADD would refuse ({}); giving back only what a record holds",
@@ -55,8 +55,7 @@ pub async fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<
         &Release::Recorded,
         named.netns,
         None,
-    )
-    .await?;
+    )?;
     log_info!(
         "detached VF {} ({cid}/{ifname}) as its record says",
         current.pci
@@ -64,7 +63,7 @@ pub async fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<
     Ok(())
 }
 
-pub async fn del(ctx: &Ctx) -> Result<()> {
+pub fn del(ctx: &Ctx) -> Result<()> {
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
     let pci = match (ctx.record()?, &ctx.conf.device_id) {
         (Some(r), _) => r.pci,
@@ -100,8 +99,7 @@ pub async fn del(ctx: &Ctx) -> Result<()> {
         &ctx.release(),
         ctx.env.netns.as_deref(),
         None,
-    )
-    .await?;
+    )?;
     let what = current.as_ref().map_or_else(
         || "no record".to_string(),
         |r| {

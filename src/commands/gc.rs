@@ -8,7 +8,7 @@ use crate::attachment::detach::{detach, Attachment};
 use crate::error::Result;
 use crate::{log_info, log_warn};
 
-pub async fn gc(ctx: &Ctx) -> Result<()> {
+pub fn gc(ctx: &Ctx) -> Result<()> {
     let valid = cni::args::valid_attachments(&ctx.conf.raw)?;
     let boot = ctx.node.settings.boot_id();
     for listed in ctx.node.store.list()? {
@@ -40,9 +40,7 @@ pub async fn gc(ctx: &Ctx) -> Result<()> {
             &ctx.release(),
             netns,
             None,
-        )
-        .await
-        {
+        ) {
             log_warn!("GC: {e}");
         }
     }

@@ -122,16 +122,16 @@ fn skip_stats() -> LinkAttribute {
 impl Netlink {
     /// The link named `name`, without its counters (`stats` is None): a
     /// smaller answer to build and parse on every ADD and DEL.
-    pub async fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
-        self.named(name, false).await
+    pub fn link_by_name(&self, name: &str) -> Result<Option<Link>> {
+        self.named(name, false)
     }
 
     /// `link_by_name` with the kernel's counters (`railcnictl metrics`).
-    pub async fn link_with_stats(&self, name: &str) -> Result<Option<Link>> {
-        self.named(name, true).await
+    pub fn link_with_stats(&self, name: &str) -> Result<Option<Link>> {
+        self.named(name, true)
     }
 
-    async fn named(&self, name: &str, counters: bool) -> Result<Option<Link>> {
+    fn named(&self, name: &str, counters: bool) -> Result<Option<Link>> {
         let mut query = LinkMessage::default();
         if !counters {
             query.attributes.push(skip_stats());
@@ -139,11 +139,11 @@ impl Netlink {
         query
             .attributes
             .push(LinkAttribute::IfName(name.to_string()));
-        self.one_link(query, &format!("get link {name}")).await
+        self.one_link(query, &format!("get link {name}"))
     }
 
     /// Every link in the namespace, without counters.
-    pub async fn links(&self) -> Result<Vec<Link>> {
+    pub fn links(&self) -> Result<Vec<Link>> {
         let mut query = LinkMessage::default();
         query.attributes.push(skip_stats());
         let replies = self
@@ -151,7 +151,6 @@ impl Netlink {
                 RouteNetlinkMessage::GetLink(query),
                 NLM_F_REQUEST | netlink_packet_core::NLM_F_DUMP,
             )
-            .await
             .map_err(|f| nl_err("dump links", f))?;
         Ok(replies
             .into_iter()
@@ -163,19 +162,16 @@ impl Netlink {
     }
 
     /// The link at `index`, without its counters.
-    pub async fn link_by_index(&self, index: u32) -> Result<Option<Link>> {
+    pub fn link_by_index(&self, index: u32) -> Result<Option<Link>> {
         let mut query = LinkMessage::default();
         query.header.index = index;
         query.attributes.push(skip_stats());
-        self.one_link(query, &format!("get link #{index}")).await
+        self.one_link(query, &format!("get link #{index}"))
     }
 
     /// A single-link query: ENODEV means absent; no answer is an error.
-    async fn one_link(&self, query: LinkMessage, what: &str) -> Result<Option<Link>> {
-        match self
-            .exchange(RouteNetlinkMessage::GetLink(query), NLM_F_REQUEST)
-            .await
-        {
+    fn one_link(&self, query: LinkMessage, what: &str) -> Result<Option<Link>> {
+        match self.exchange(RouteNetlinkMessage::GetLink(query), NLM_F_REQUEST) {
             Ok(replies) => Ok(replies.into_iter().find_map(|m| match m {
                 RouteNetlinkMessage::NewLink(l) => Some(Link::from_message(l)),
                 _ => None,
@@ -185,44 +181,40 @@ impl Netlink {
         }
     }
 
-    async fn change(&self, msg: LinkMessage) -> std::result::Result<(), Failure> {
+    fn change(&self, msg: LinkMessage) -> std::result::Result<(), Failure> {
         self.exchange(
             RouteNetlinkMessage::SetLink(msg),
             NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
         )
-        .await
         .map(drop)
     }
 
-    async fn apply(&self, what: String, msg: LinkMessage) -> Result<()> {
-        self.change(msg).await.map_err(|f| nl_err(what, f))
+    fn apply(&self, what: String, msg: LinkMessage) -> Result<()> {
+        self.change(msg).map_err(|f| nl_err(what, f))
     }
 
-    pub async fn set_up(&self, index: u32) -> Result<()> {
+    pub fn set_up(&self, index: u32) -> Result<()> {
         self.apply(
             format!("set link #{index} up"),
             LinkUnspec::new_with_index(index).up().build(),
         )
-        .await
     }
 
-    pub async fn set_down(&self, index: u32) -> Result<()> {
+    pub fn set_down(&self, index: u32) -> Result<()> {
         self.apply(
             format!("set link #{index} down"),
             LinkUnspec::new_with_index(index).down().build(),
         )
-        .await
     }
 
-    pub async fn set_mtu(&self, index: u32, mtu: u32) -> Result<()> {
+    pub fn set_mtu(&self, index: u32, mtu: u32) -> Result<()> {
         self.apply(
             format!("set link #{index} mtu {mtu}"),
             LinkUnspec::new_with_index(index).mtu(mtu).build(),
         )
-        .await
     }
 
-    pub async fn set_mac(&self, index: u32, mac: &[u8]) -> Result<()> {
+    pub fn set_mac(&self, index: u32, mac: &[u8]) -> Result<()> {
         self.apply(
             format!(
                 "set link #{index} address {}",
@@ -232,17 +224,15 @@ impl Netlink {
                 .address(mac.to_vec())
                 .build(),
         )
-        .await
     }
 
-    pub async fn rename(&self, index: u32, name: &str) -> Result<()> {
+    pub fn rename(&self, index: u32, name: &str) -> Result<()> {
         self.apply(
             format!("rename link #{index} to {name}"),
             LinkUnspec::new_with_index(index)
                 .name(name.to_string())
                 .build(),
         )
-        .await
     }
 
     /// Move a link to `target` and name it `name` there, in one message, so
@@ -251,7 +241,7 @@ impl Netlink {
     /// link is in `target`), one request fewer between two rails' moves
     /// (docs/architecture.md). Returns Ok(false) when the name is taken in
     /// the target (EEXIST: nothing moved or changed).
-    pub async fn move_to(
+    pub fn move_to(
         &self,
         index: u32,
         target: &NetNs,
@@ -268,7 +258,7 @@ impl Netlink {
             builder = builder.append_extra_attribute(super::devconf::attribute(conf));
         }
         let started = std::time::Instant::now();
-        let outcome = self.change(builder.build()).await;
+        let outcome = self.change(builder.build());
         crate::timing::add_move(started.elapsed());
         match outcome {
             Ok(()) => Ok(true),
@@ -284,7 +274,7 @@ impl Netlink {
         }
     }
 
-    pub async fn del_altnames(&self, index: u32, names: &[String]) -> Result<()> {
+    pub fn del_altnames(&self, index: u32, names: &[String]) -> Result<()> {
         if names.is_empty() {
             return Ok(());
         }
@@ -296,7 +286,6 @@ impl Netlink {
             RouteNetlinkMessage::DelLinkProp(msg),
             NLM_F_REQUEST | NLM_F_ACK,
         )
-        .await
         .map(drop)
         .map_err(|f| nl_err(format!("drop altnames {names:?} of link #{index}"), f))
     }

@@ -67,7 +67,7 @@ pub enum RouteAdded {
 }
 
 impl Netlink {
-    pub async fn add_address(&self, index: u32, addr: IpNet) -> Result<()> {
+    pub fn add_address(&self, index: u32, addr: IpNet) -> Result<()> {
         let mut msg = match addr.addr() {
             IpAddr::V4(a) => AddressMessageBuilder::<Ipv4Addr>::new()
                 .index(index)
@@ -85,22 +85,18 @@ impl Netlink {
             msg.attributes
                 .push(AddressAttribute::Flags(AddressFlags::Nodad));
         }
-        match self
-            .exchange(RouteNetlinkMessage::NewAddress(msg), ADD)
-            .await
-        {
+        match self.exchange(RouteNetlinkMessage::NewAddress(msg), ADD) {
             Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
             Err(f) => Err(nl_err(format!("add address {addr} on link #{index}"), f)),
         }
     }
 
-    pub async fn addresses(&self, index: u32) -> Result<Vec<IpNet>> {
+    pub fn addresses(&self, index: u32) -> Result<Vec<IpNet>> {
         let replies = self
             .exchange(
                 RouteNetlinkMessage::GetAddress(AddressMessage::default()),
                 DUMP,
             )
-            .await
             .map_err(|f| nl_err(format!("list addresses of link #{index}"), f))?;
         Ok(replies
             .into_iter()
@@ -120,7 +116,7 @@ impl Netlink {
 
     /// `ip route add <dst> [via <gw>] dev <index> [table T] [scope S] [src A]`.
     /// A route already there counts only when it is the same one.
-    pub async fn add_route(&self, index: u32, r: &RouteSpec) -> Result<RouteAdded> {
+    pub fn add_route(&self, index: u32, r: &RouteSpec) -> Result<RouteAdded> {
         let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
         let table = r.table.map(|t| format!(" table {t}")).unwrap_or_default();
         let what = format!("add route {}{via}{table} on link #{index}", r.dst);
@@ -139,16 +135,12 @@ impl Netlink {
         if let Some(t) = r.table {
             b = b.table_id(t);
         }
-        match self
-            .exchange(RouteNetlinkMessage::NewRoute(b.build()), ADD)
-            .await
-        {
+        match self.exchange(RouteNetlinkMessage::NewRoute(b.build()), ADD) {
             Ok(_) => Ok(RouteAdded::Added),
             Err(Failure::Kernel(Errno::EEXIST)) => {
                 let table = r.table.unwrap_or(MAIN_TABLE);
                 let holder = self
-                    .routes()
-                    .await?
+                    .routes()?
                     .into_iter()
                     .find(|x| x.dst == Some(r.dst) && x.table == table);
                 Ok(match holder {
@@ -163,10 +155,9 @@ impl Netlink {
 
     /// Every IPv4 and IPv6 route, in one dump (AF_UNSPEC: the kernel walks
     /// every family; multicast routing tables are left out).
-    pub async fn routes(&self) -> Result<Vec<InstalledRoute>> {
+    pub fn routes(&self) -> Result<Vec<InstalledRoute>> {
         let replies = self
             .exchange(RouteNetlinkMessage::GetRoute(RouteMessage::default()), DUMP)
-            .await
             .map_err(|f| nl_err("dump routes", f))?;
         Ok(replies
             .into_iter()
@@ -182,7 +173,7 @@ impl Netlink {
     /// `ip rule add from <src> lookup <table> priority <p>`, as iproute2
     /// builds it: the table in the header when it fits a byte, else as an
     /// attribute (header table 0), and the action set explicitly.
-    pub async fn add_rule(&self, r: &RuleSpec) -> Result<()> {
+    pub fn add_rule(&self, r: &RuleSpec) -> Result<()> {
         let mut msg = RuleMessage::default();
         msg.header.family = family_of(r.src.addr());
         msg.header.src_len = r.src.prefix_len();
@@ -193,7 +184,7 @@ impl Netlink {
         }
         msg.attributes.push(RuleAttribute::Priority(r.priority));
         msg.attributes.push(RuleAttribute::Source(r.src.addr()));
-        match self.exchange(RouteNetlinkMessage::NewRule(msg), ADD).await {
+        match self.exchange(RouteNetlinkMessage::NewRule(msg), ADD) {
             Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
             Err(f) => Err(nl_err(
                 format!(
@@ -206,12 +197,12 @@ impl Netlink {
     }
 
     /// Every IPv4 and IPv6 rule, in one dump (AF_UNSPEC).
-    pub async fn rules(&self) -> Result<Vec<Rule>> {
-        self.dump_rules(RuleMessage::default()).await
+    pub fn rules(&self) -> Result<Vec<Rule>> {
+        self.dump_rules(RuleMessage::default())
     }
 
     /// The rules of these families only (one dump each).
-    pub async fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
+    pub fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
         let mut out = Vec::new();
         for family in families.iter().cloned() {
             let mut query = RuleMessage::default();
@@ -219,15 +210,14 @@ impl Netlink {
                 IpVersion::V4 => AddressFamily::Inet,
                 IpVersion::V6 => AddressFamily::Inet6,
             };
-            out.extend(self.dump_rules(query).await?);
+            out.extend(self.dump_rules(query)?);
         }
         Ok(out)
     }
 
-    async fn dump_rules(&self, query: RuleMessage) -> Result<Vec<Rule>> {
+    fn dump_rules(&self, query: RuleMessage) -> Result<Vec<Rule>> {
         let replies = self
             .exchange(RouteNetlinkMessage::GetRule(query), DUMP)
-            .await
             .map_err(|f| nl_err("dump rules", f))?;
         Ok(replies
             .into_iter()
@@ -240,11 +230,8 @@ impl Netlink {
             .collect())
     }
 
-    pub async fn del_rule(&self, r: &Rule) -> Result<()> {
-        match self
-            .exchange(RouteNetlinkMessage::DelRule(r.message.clone()), DEL)
-            .await
-        {
+    pub fn del_rule(&self, r: &Rule) -> Result<()> {
+        match self.exchange(RouteNetlinkMessage::DelRule(r.message.clone()), DEL) {
             Ok(_) | Err(Failure::Kernel(Errno::ENOENT | Errno::ESRCH)) => Ok(()),
             Err(f) => Err(nl_err(
                 format!("delete rule from {:?} priority {}", r.src, r.priority),

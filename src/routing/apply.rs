@@ -19,10 +19,10 @@ pub struct InUse {
 }
 
 impl InUse {
-    pub async fn read(nl: &Netlink) -> Result<Self> {
+    pub fn read(nl: &Netlink) -> Result<Self> {
         Ok(InUse {
-            rules: nl.rules().await?,
-            route_tables: nl.routes().await?.iter().map(|r| r.table).collect(),
+            rules: nl.rules()?,
+            route_tables: nl.routes()?.iter().map(|r| r.table).collect(),
         })
     }
 
@@ -60,7 +60,7 @@ pub fn write_sysctls(pod: &NetNs, ifname: &str, sysctls: &[&Sysctl]) -> Result<(
 /// second rail sharing the same prefix leaves it to the first. Returns the
 /// routes left out that way, which the result must not claim.
 /// `known`: the pod's rules as read just before (saves a dump), if any.
-pub async fn install(
+pub fn install(
     nl: &Netlink,
     ifname: &str,
     index: u32,
@@ -69,7 +69,7 @@ pub async fn install(
 ) -> Result<Vec<RouteSpec>> {
     let mut left_out = Vec::new();
     for route in &plan.routes {
-        match nl.add_route(index, route).await? {
+        match nl.add_route(index, route)? {
             RouteAdded::Added | RouteAdded::AlreadyThere => {}
             RouteAdded::Conflict(holder) if route.table.is_none() => {
                 log_info!(
@@ -90,21 +90,21 @@ pub async fn install(
     }
     let rules = match known {
         Some(k) => k.rules.clone(),
-        None => nl.rules_of(&families(plan)).await?,
+        None => nl.rules_of(&families(plan))?,
     };
-    remove_rules(nl, plan, rules).await?;
+    remove_rules(nl, plan, rules)?;
     for rule in &plan.rules {
-        nl.add_rule(rule).await?;
+        nl.add_rule(rule)?;
     }
     Ok(left_out)
 }
 
 /// Rules from the plan's source addresses: ours, or stale ones for the same
 /// address. A rule of another attachment (another source) is never touched.
-async fn remove_rules(nl: &Netlink, plan: &RailRoutes, rules: Vec<Rule>) -> Result<()> {
+fn remove_rules(nl: &Netlink, plan: &RailRoutes, rules: Vec<Rule>) -> Result<()> {
     for rule in rules {
         if plan.rules.iter().any(|spec| rule.src == Some(spec.src)) {
-            nl.del_rule(&rule).await?;
+            nl.del_rule(&rule)?;
         }
     }
     Ok(())
@@ -124,7 +124,7 @@ fn families(plan: &RailRoutes) -> Vec<IpVersion> {
 /// Remove the rules, which outlive the device, so this runs even when the
 /// VF is already gone. The rail table's routes all go through the VF: the
 /// kernel flushes them when it leaves the namespace (or went with it).
-pub async fn remove(nl: &Netlink, plan: &RailRoutes) -> Result<()> {
-    let rules = nl.rules_of(&families(plan)).await?;
-    remove_rules(nl, plan, rules).await
+pub fn remove(nl: &Netlink, plan: &RailRoutes) -> Result<()> {
+    let rules = nl.rules_of(&families(plan))?;
+    remove_rules(nl, plan, rules)
 }

@@ -34,14 +34,14 @@ pub fn is_vf_in_pod(link: &Link, pci: &str, record: Option<&Record>) -> bool {
 /// kernel's own word), else under its original name, its pod name (kept when
 /// a dead netns returns the VF) or `dev<ifindex>` (the kernel's fallback), or
 /// by the saved ifindex.
-pub async fn find_in_host(
+pub fn find_in_host(
     host: &Netlink,
     pci: &str,
     sysfs_names: &[String],
     record: Option<&Record>,
 ) -> Result<Option<Link>> {
     for name in sysfs_names {
-        if let Some(link) = host.link_by_name(name).await? {
+        if let Some(link) = host.link_by_name(name)? {
             if link.parent_dev.as_deref().is_none_or(|p| p == pci) {
                 return Ok(Some(link));
             }
@@ -53,13 +53,13 @@ pub async fn find_in_host(
         r.ifname.clone(),
         format!("dev{}", r.host.ifindex),
     ] {
-        if let Some(link) = host.link_by_name(&name).await? {
+        if let Some(link) = host.link_by_name(&name)? {
             if is_vf(&link, pci, Some(r.host.ifindex)) {
                 return Ok(Some(link));
             }
         }
     }
-    match host.link_by_index(r.host.ifindex).await? {
+    match host.link_by_index(r.host.ifindex)? {
         Some(link) if is_vf(&link, pci, Some(r.host.ifindex)) => Ok(Some(link)),
         _ => Ok(None),
     }
@@ -69,7 +69,7 @@ pub async fn find_in_host(
 /// settings. If that name is taken there (a driver reload may have given
 /// it to a new VF netdev), `dev<ifindex>` instead, like the kernel; if one
 /// of the VF's altnames is, drop it and retry.
-async fn move_home(
+fn move_home(
     pod: &Netlink,
     link: &Link,
     (host, host_nl): (&NetNs, &Netlink),
@@ -77,18 +77,18 @@ async fn move_home(
     arrival: &Arrival,
 ) -> Result<()> {
     let fallback = format!("dev{}", link.index);
-    let name = if host_nl.link_by_name(name).await?.is_some() {
+    let name = if host_nl.link_by_name(name)?.is_some() {
         log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
         fallback.as_str()
     } else {
         name
     };
-    if pod.move_to(link.index, host, name, arrival).await? {
+    if pod.move_to(link.index, host, name, arrival)? {
         return Ok(());
     }
     // EEXIST after the kernel moved the link but refused its new name:
     // it is home under its pod name (found there by its PCI address).
-    if pod.link_by_index(link.index).await?.is_none() {
+    if pod.link_by_index(link.index)?.is_none() {
         log_warn!(
             "VF (link #{}) is home but kept the name {}",
             link.index,
@@ -98,18 +98,18 @@ async fn move_home(
     }
     let mut colliding = Vec::new();
     for alt in &link.altnames {
-        if host_nl.link_by_name(alt).await?.is_some() {
+        if host_nl.link_by_name(alt)?.is_some() {
             colliding.push(alt.clone());
         }
     }
     if !colliding.is_empty() {
-        pod.del_altnames(link.index, &colliding).await?;
-        if pod.move_to(link.index, host, name, arrival).await? {
+        pod.del_altnames(link.index, &colliding)?;
+        if pod.move_to(link.index, host, name, arrival)? {
             return Ok(());
         }
     }
     log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
-    if pod.move_to(link.index, host, &fallback, arrival).await? {
+    if pod.move_to(link.index, host, &fallback, arrival)? {
         return Ok(());
     }
     Err(crate::error::Error::Netlink(format!(
@@ -130,7 +130,7 @@ impl Home<'_> {
     /// says (the MAC is the caller's, after the PF-side settings), and return
     /// its host link. A VF that is nowhere to be found is
     /// logged, not an error: DEL must converge.
-    pub async fn bring_back(
+    pub fn bring_back(
         &self,
         pod: Option<&Netlink>,
         ifname: &str,
@@ -138,7 +138,7 @@ impl Home<'_> {
     ) -> Result<Option<Link>> {
         let wanted = record.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
-            if let Some(link) = self.find_in_pod(pod, ifname, record).await? {
+            if let Some(link) = self.find_in_pod(pod, ifname, record)? {
                 let name = wanted
                     .clone()
                     .unwrap_or_else(|| format!("dev{}", link.index));
@@ -150,7 +150,7 @@ impl Home<'_> {
                     ..Arrival::default()
                 };
                 let host = (self.host, self.host_nl);
-                move_home(pod, &link, host, &name, &arrival).await?;
+                move_home(pod, &link, host, &name, &arrival)?;
                 log_info!(
                     "returned VF {} from the pod ({}) to the host as {name}",
                     self.pci,
@@ -158,8 +158,7 @@ impl Home<'_> {
                 );
             }
         }
-        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record).await?
-        else {
+        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record)? else {
             log_warn!(
                 "VF {} is neither in the pod as {ifname} nor in the host; nothing to return",
                 self.pci
@@ -169,8 +168,8 @@ impl Home<'_> {
         let Some(record) = record else {
             return Ok(Some(link));
         };
-        if self.restore(&link, record).await? {
-            return self.host_nl.link_by_index(link.index).await;
+        if self.restore(&link, record)? {
+            return self.host_nl.link_by_index(link.index);
         }
         Ok(Some(link))
     }
@@ -178,18 +177,18 @@ impl Home<'_> {
     /// The VF in the pod: under the attachment's name, else under any name
     /// by its PCI address (a move the kernel applied but whose rename it
     /// never reached leaves the VF there under its host name).
-    async fn find_in_pod(
+    fn find_in_pod(
         &self,
         pod: &Netlink,
         ifname: &str,
         record: Option<&Record>,
     ) -> Result<Option<Link>> {
-        if let Some(link) = pod.link_by_name(ifname).await? {
+        if let Some(link) = pod.link_by_name(ifname)? {
             if is_vf_in_pod(&link, self.pci, record) {
                 return Ok(Some(link));
             }
         }
-        let links = pod.links().await?;
+        let links = pod.links()?;
         Ok(links
             .into_iter()
             .find(|l| l.parent_dev.as_deref() == Some(self.pci)))
@@ -197,11 +196,11 @@ impl Home<'_> {
 
     /// Rename and set the MTU where the link differs from the record;
     /// whether anything changed.
-    async fn restore(&self, link: &Link, record: &Record) -> Result<bool> {
+    fn restore(&self, link: &Link, record: &Record) -> Result<bool> {
         let nl = self.host_nl;
         let mut changed = false;
         if link.name != record.host.name {
-            if nl.link_by_name(&record.host.name).await?.is_some() {
+            if nl.link_by_name(&record.host.name)?.is_some() {
                 log_warn!(
                     "cannot rename VF {} back to {}: the name is taken; it stays {}",
                     self.pci,
@@ -209,13 +208,13 @@ impl Home<'_> {
                     link.name
                 );
             } else {
-                nl.set_down(link.index).await?;
-                nl.rename(link.index, &record.host.name).await?;
+                nl.set_down(link.index)?;
+                nl.rename(link.index, &record.host.name)?;
                 changed = true;
             }
         }
         if link.mtu != record.host.mtu {
-            nl.set_mtu(link.index, record.host.mtu).await?;
+            nl.set_mtu(link.index, record.host.mtu)?;
             changed = true;
         }
         Ok(changed)
@@ -224,10 +223,10 @@ impl Home<'_> {
     /// Put back the netdev MAC the record saved. Runs after the PF-side
     /// settings are restored: some drivers refuse a VF MAC change while the
     /// PF still holds an admin MAC for it.
-    pub async fn restore_mac(&self, link: &Link, record: &Record) -> Result<()> {
+    pub fn restore_mac(&self, link: &Link, record: &Record) -> Result<()> {
         if let Some(mac) = record.host.mac {
             if link.mac != mac.0 {
-                self.host_nl.set_mac(link.index, &mac.0).await?;
+                self.host_nl.set_mac(link.index, &mac.0)?;
             }
         }
         Ok(())

@@ -32,26 +32,22 @@ pub fn start(settings: &Settings) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("link-watch".into())
         .spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().build();
-            let node = Node::new(settings);
-            let (Ok(runtime), Ok(node)) = (runtime, node) else {
-                return log_warn!(
-                    "link watch: cannot start its runtime or open the host namespace"
-                );
+            let Ok(node) = Node::new(settings) else {
+                return log_warn!("link watch: cannot open the host namespace");
             };
-            sweep(&runtime, &node);
-            watch(&runtime, &node, &socket);
+            sweep(&node);
+            watch(&node, &socket);
         })?;
     Ok(())
 }
 
 /// Every record once: VFs that came back while nobody watched.
-fn sweep(runtime: &tokio::runtime::Runtime, node: &Node) {
+fn sweep(node: &Node) {
     match node.store.list() {
         Ok(records) => {
             for r in records {
-                if runtime.block_on(locate(node, &r)).ok() == Some(Reattach::PutBack) {
-                    put_back(runtime, node, &r.pci);
+                if locate(node, &r).ok() == Some(Reattach::PutBack) {
+                    put_back(node, &r.pci);
                 }
             }
         }
@@ -59,7 +55,7 @@ fn sweep(runtime: &tokio::runtime::Runtime, node: &Node) {
     }
 }
 
-fn watch(runtime: &tokio::runtime::Runtime, node: &Node, socket: &Socket) {
+fn watch(node: &Node, socket: &Socket) {
     log_info!("watching the host's links for VFs a driver reload tore out of their pods");
     loop {
         let datagram = match recv_datagram(socket.as_fd()) {
@@ -67,13 +63,13 @@ fn watch(runtime: &tokio::runtime::Runtime, node: &Node, socket: &Socket) {
             Err(e) => {
                 // ENOBUFS: events were dropped; look at every record again.
                 log_warn!("link watch: {e}; looking at every attachment again");
-                sweep(runtime, node);
+                sweep(node);
                 continue;
             }
         };
         for pci in new_pci_links(&datagram) {
             if node.store.load(&pci).ok().flatten().is_some() {
-                put_back(runtime, node, &pci);
+                put_back(node, &pci);
             }
         }
     }
@@ -105,11 +101,11 @@ fn new_pci_links(datagram: &[u8]) -> Vec<String> {
     out
 }
 
-fn put_back(runtime: &tokio::runtime::Runtime, node: &Node, pci: &str) {
+fn put_back(node: &Node, pci: &str) {
     let Ok(Some(record)) = node.store.load(pci) else {
         return;
     };
-    let outcome = runtime.block_on(reattach(node, pci));
+    let outcome = reattach(node, pci);
     let result = match outcome {
         Ok(done @ (Reattach::PutBack | Reattach::Released)) => done.name(),
         Ok(_) => return,

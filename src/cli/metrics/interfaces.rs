@@ -57,7 +57,7 @@ const COUNTERS: [Counter; 8] = [
 
 /// One socket per pod; a pod that cannot be read is left out (it shows in
 /// `railcni_stale_attachments` or `railcnictl status`).
-pub async fn export(e: &mut Exposition, attached: &[&Record]) {
+pub fn export(e: &mut Exposition, attached: &[&Record]) {
     let mut by_pod: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     for r in attached.iter().filter(|r| !r.dpdk) {
         if let Some(netns) = r.netns() {
@@ -72,7 +72,7 @@ pub async fn export(e: &mut Exposition, attached: &[&Record]) {
             continue;
         };
         for r in records {
-            if let Ok(Some(link)) = nl.link_with_stats(&r.ifname).await {
+            if let Ok(Some(link)) = nl.link_with_stats(&r.ifname) {
                 if is_vf_in_pod(&link, &r.pci, Some(r)) {
                     one(e, r, &link);
                 }

@@ -17,7 +17,7 @@ use cni::stats::{self, NetworkStats, BUCKETS};
 use cni::Settings;
 
 use super::node::NodeState;
-use super::{runtime, Outcome, Usage};
+use super::{Outcome, Usage};
 use crate::state::{Phase, Record};
 pub use exposition::{Exposition, Kind};
 
@@ -55,7 +55,7 @@ pub fn collect(settings: &Settings, only: Option<&str>) -> Result<String, Usage>
         .iter()
         .filter(|r| wanted(&r.network) && r.phase == Phase::Attached && state.alive(r))
         .collect();
-    runtime()?.block_on(interfaces::export(&mut e, &attached));
+    interfaces::export(&mut e, &attached);
     rdma::export(
         &mut e,
         &crate::vf::Sysfs::new(&settings.sysfs_root),

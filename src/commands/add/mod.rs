@@ -25,7 +25,7 @@ use system::System;
 
 pub use report::summary_addresses;
 
-pub async fn add(ctx: &Ctx) -> Result<CniResult> {
+pub fn add(ctx: &Ctx) -> Result<CniResult> {
     let intent = Intent::resolve(ctx)?;
     let _lock = ctx.node.store.lock_vf(&intent.vf.pci)?;
     let pod = NetNs::open(intent.netns)?;
@@ -37,14 +37,14 @@ pub async fn add(ctx: &Ctx) -> Result<CniResult> {
         host_nl: &host_nl,
     };
     let cleared = match ctx.node.store.load(&intent.vf.pci)? {
-        Some(existing) => match previous::settle(ctx, &intent, &sockets, &existing).await? {
+        Some(existing) => match previous::settle(ctx, &intent, &sockets, &existing)? {
             Previous::Replay(result) => return Ok(result),
             Previous::Cleared(link) => link,
         },
         None => None,
     };
-    let mut system = System::prepare(ctx, &intent, sockets, cleared).await?;
-    let result = steps::attach(&mut system).await?;
+    let mut system = System::prepare(ctx, &intent, sockets, cleared)?;
+    let result = steps::attach(&mut system)?;
     report::attached(ctx, &intent, system.record(), &result);
     Ok(result)
 }

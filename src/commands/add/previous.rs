@@ -42,7 +42,7 @@ fn judge(existing: &Record, container_id: &str, ifname: &str, netns_alive: bool)
     }
 }
 
-pub async fn settle(
+pub fn settle(
     ctx: &Ctx,
     intent: &Intent<'_>,
     sockets: &Sockets<'_>,
@@ -76,7 +76,7 @@ pub async fn settle(
         (None, None)
     };
     let attachment = Attachment::of(existing);
-    detach(&ctx.node, &attachment, &ctx.release(), netns, pod_nl).await?;
+    detach(&ctx.node, &attachment, &ctx.release(), netns, pod_nl)?;
     if let Some(ipam) = ctx.ipam() {
         // A missed DEL rarely comes alone (a reboot, a kubelet restart).
         ipam.reclaim_dead()?;
@@ -85,7 +85,7 @@ pub async fn settle(
         return Ok(Previous::Cleared(None));
     }
     let names = &intent.vf.netdevs;
-    let link = find_in_host(sockets.host_nl, &existing.pci, names, Some(existing)).await?;
+    let link = find_in_host(sockets.host_nl, &existing.pci, names, Some(existing))?;
     Ok(Previous::Cleared(link))
 }
 

@@ -42,7 +42,6 @@ pub enum Undo {
     Detach,
 }
 
-#[allow(async_fn_in_trait)] // used generically, never as `dyn`
 pub trait Steps {
     /// Whether the VF has a netdev to move (not DPDK).
     fn moves(&self) -> bool;
@@ -50,53 +49,53 @@ pub trait Steps {
     fn sets_vf(&self) -> bool;
     /// The IPAM result (empty without IPAM).
     fn lease(&mut self) -> Result<CniResult>;
-    async fn record(&mut self, ipam: &CniResult) -> Result<()>;
-    async fn set_vf(&mut self) -> Result<()>;
-    async fn move_in(&mut self) -> Result<()>;
-    async fn bring_up(&mut self) -> Result<()>;
+    fn record(&mut self, ipam: &CniResult) -> Result<()>;
+    fn set_vf(&mut self) -> Result<()>;
+    fn move_in(&mut self) -> Result<()>;
+    fn bring_up(&mut self) -> Result<()>;
     fn check_addresses(&mut self, result: &CniResult) -> Result<()>;
-    async fn address(&mut self, result: &mut CniResult) -> Result<()>;
-    async fn route(&mut self, result: &mut CniResult) -> Result<()>;
+    fn address(&mut self, result: &mut CniResult) -> Result<()>;
+    fn route(&mut self, result: &mut CniResult) -> Result<()>;
     fn check_gateways(&mut self, result: &CniResult) -> Result<()>;
-    async fn report(&mut self, result: &mut CniResult) -> Result<()>;
+    fn report(&mut self, result: &mut CniResult) -> Result<()>;
     fn finish(&mut self, result: &CniResult) -> Result<()>;
-    async fn undo(&mut self, step: Undo) -> Result<()>;
+    fn undo(&mut self, step: Undo) -> Result<()>;
 }
 
 /// Run the steps; on failure undo what was done and return the error.
-pub async fn attach(steps: &mut impl Steps) -> Result<CniResult> {
+pub fn attach(steps: &mut impl Steps) -> Result<CniResult> {
     let mut journal = Journal::default();
-    let outcome = run(steps, &mut journal).await;
+    let outcome = run(steps, &mut journal);
     if let Err(err) = &outcome {
         log_warn!("ADD failed ({err}); undoing");
-        for failure in journal.unwind(async |u| steps.undo(u).await).await {
+        for failure in journal.unwind(|u| steps.undo(u)) {
             crate::log_error!("undo step failed: {failure}");
         }
     }
     outcome
 }
 
-async fn run(steps: &mut impl Steps, journal: &mut Journal<Undo>) -> Result<CniResult> {
+fn run(steps: &mut impl Steps, journal: &mut Journal<Undo>) -> Result<CniResult> {
     let mut result = steps.lease()?;
     journal.push(Undo::ReleaseLease);
-    steps.record(&result).await?;
+    steps.record(&result)?;
     journal.push(Undo::RemoveRecord);
     if steps.sets_vf() {
         // A refusal undoes its own step: a setting that never took is
         // never "restored" (and never logged as a failed undo).
-        steps.set_vf().await?;
+        steps.set_vf()?;
         journal.push(Undo::RestoreVfSettings);
     }
     if steps.moves() {
         journal.replace_all(Undo::Detach);
-        steps.move_in().await?;
-        steps.bring_up().await?;
+        steps.move_in()?;
+        steps.bring_up()?;
         steps.check_addresses(&result)?;
-        steps.address(&mut result).await?;
-        steps.route(&mut result).await?;
+        steps.address(&mut result)?;
+        steps.route(&mut result)?;
         steps.check_gateways(&result)?;
     }
-    steps.report(&mut result).await?;
+    steps.report(&mut result)?;
     steps.finish(&result)?;
     Ok(result)
 }
@@ -143,47 +142,44 @@ mod tests {
         fn lease(&mut self) -> Result<CniResult> {
             self.step("lease").map(|()| CniResult::default())
         }
-        async fn record(&mut self, _: &CniResult) -> Result<()> {
+        fn record(&mut self, _: &CniResult) -> Result<()> {
             self.step("record")
         }
-        async fn set_vf(&mut self) -> Result<()> {
+        fn set_vf(&mut self) -> Result<()> {
             self.step("set_vf")
         }
-        async fn move_in(&mut self) -> Result<()> {
+        fn move_in(&mut self) -> Result<()> {
             self.step("move_in")
         }
-        async fn bring_up(&mut self) -> Result<()> {
+        fn bring_up(&mut self) -> Result<()> {
             self.step("bring_up")
         }
         fn check_addresses(&mut self, _: &CniResult) -> Result<()> {
             self.step("check_addresses")
         }
-        async fn address(&mut self, _: &mut CniResult) -> Result<()> {
+        fn address(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("address")
         }
-        async fn route(&mut self, _: &mut CniResult) -> Result<()> {
+        fn route(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("route")
         }
         fn check_gateways(&mut self, _: &CniResult) -> Result<()> {
             self.step("check_gateways")
         }
-        async fn report(&mut self, _: &mut CniResult) -> Result<()> {
+        fn report(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("report")
         }
         fn finish(&mut self, _: &CniResult) -> Result<()> {
             self.step("finish")
         }
-        async fn undo(&mut self, step: Undo) -> Result<()> {
+        fn undo(&mut self, step: Undo) -> Result<()> {
             self.calls.push(format!("undo {step:?}"));
             Ok(())
         }
     }
 
     fn attach_with(rec: &mut Recorder) -> Result<CniResult> {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-            .block_on(attach(rec))
+        attach(rec)
     }
 
     const ALL: [&str; 11] = [

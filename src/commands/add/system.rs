@@ -47,7 +47,7 @@ pub struct System<'a> {
 impl<'a> System<'a> {
     /// Find the VF's host link (`cleared`: as a cleared record left it) and
     /// run the checks that change nothing.
-    pub async fn prepare(
+    pub fn prepare(
         ctx: &'a Ctx,
         intent: &'a Intent<'a>,
         sockets: Sockets<'a>,
@@ -60,7 +60,7 @@ impl<'a> System<'a> {
             let link = match cleared {
                 Some(link) => link,
                 None => find_in_host(sockets.host_nl, &vf.pci, &vf.netdevs, None)
-                    .await?
+                    ?
                     .ok_or_else(|| {
                         Error::DeviceNotFound(format!(
                             "VF {} has no netdev in the host namespace (sysfs lists {:?}); is it attached elsewhere?",
@@ -69,12 +69,7 @@ impl<'a> System<'a> {
                     })?,
             };
             intent.check_mtu()?;
-            if sockets
-                .pod_nl
-                .link_by_name(&ctx.env.ifname)
-                .await?
-                .is_some()
-            {
+            if sockets.pod_nl.link_by_name(&ctx.env.ifname)?.is_some() {
                 return Err(Error::invalid_env(format!(
                     "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
                     ctx.env.ifname
@@ -114,8 +109,8 @@ impl<'a> System<'a> {
     }
 
     /// The moved VF as the kernel holds it now.
-    async fn link_now(&self, index: u32) -> Result<Link> {
-        let now = self.sockets.pod_nl.link_by_index(index).await?;
+    fn link_now(&self, index: u32) -> Result<Link> {
+        let now = self.sockets.pod_nl.link_by_index(index)?;
         now.ok_or_else(|| {
             Error::Netlink(format!(
                 "{} vanished from the pod during ADD",
@@ -137,7 +132,7 @@ impl<'a> System<'a> {
     }
 
     /// Give the VF's netdev the config's MAC on the host; whether it changed.
-    async fn set_netdev_mac(&mut self) -> Result<bool> {
+    fn set_netdev_mac(&mut self) -> Result<bool> {
         let (Some(mac), Some(link)) = (self.ctx.conf.mac, self.link.as_mut()) else {
             return Ok(false);
         };
@@ -147,7 +142,6 @@ impl<'a> System<'a> {
         self.sockets
             .host_nl
             .set_mac(link.index, &mac.0)
-            .await
             .map_err(|e| {
                 let vf = &self.intent.vf;
                 Error::Kernel {
@@ -174,10 +168,10 @@ impl<'a> System<'a> {
     }
 
     /// Before the move: the netdev's MAC as the record saved it.
-    async fn restore_netdev_mac(&self) -> Result<()> {
+    fn restore_netdev_mac(&self) -> Result<()> {
         match (&self.link, self.record.host.mac) {
             (Some(link), Some(mac)) if self.moved.is_none() && link.mac[..] != mac.0 => {
-                self.sockets.host_nl.set_mac(link.index, &mac.0).await
+                self.sockets.host_nl.set_mac(link.index, &mac.0)
             }
             _ => Ok(()),
         }
@@ -192,10 +186,10 @@ impl<'a> System<'a> {
     /// The table is chosen against what the pod holds now (the VF adds no
     /// rule), so the whole plan goes into the record written before the move:
     /// rules outlive the VF, and DEL needs the plan to remove them.
-    async fn plan_routing(&mut self, ipam: &CniResult) -> Result<()> {
+    fn plan_routing(&mut self, ipam: &CniResult) -> Result<()> {
         let conf = &self.ctx.conf.routing;
         if conf.table.is_none() {
-            self.in_use = Some(InUse::read(self.sockets.pod_nl).await?);
+            self.in_use = Some(InUse::read(self.sockets.pod_nl)?);
         }
         let ours: Vec<_> = ipam.ips.iter().map(|ip| ip.address.addr()).collect();
         let used = self
@@ -231,7 +225,7 @@ impl Steps for System<'_> {
     /// The PF's current VF settings and the routing plan, then the record,
     /// written before the first host change: a railcni killed anywhere after
     /// leaves a record DEL can finish from.
-    async fn record(&mut self, ipam: &CniResult) -> Result<()> {
+    fn record(&mut self, ipam: &CniResult) -> Result<()> {
         let (ctx, vf) = (self.ctx, &self.intent.vf);
         if self.sets_vf() {
             let current = ctx.node.hw.vf_state(settings::pf_netdev(vf)?, vf.index)?;
@@ -240,7 +234,7 @@ impl Steps for System<'_> {
             self.record.vf_applied = Some(ctx.conf.vf.clone());
         }
         if self.moves() {
-            self.plan_routing(ipam).await?;
+            self.plan_routing(ipam)?;
             self.record.rdma_device = self.rdma.clone();
         }
         ctx.node.store.save(&self.record)
@@ -249,10 +243,10 @@ impl Steps for System<'_> {
     /// The netdev's own MAC first (on the host, while the PF holds no admin
     /// MAC for it, which an untrusted igb VF needs), then the PF-side
     /// settings one by one. A refusal leaves nothing changed.
-    async fn set_vf(&mut self) -> Result<()> {
+    fn set_vf(&mut self) -> Result<()> {
         let node = &self.ctx.node;
         let vf = &self.intent.vf;
-        let mac_changed = self.set_netdev_mac().await?;
+        let mac_changed = self.set_netdev_mac()?;
         let originals = self.record.vf_restore.clone().unwrap_or_default();
         let applied = settings::apply(
             node.hw.as_ref(),
@@ -263,27 +257,27 @@ impl Steps for System<'_> {
             node.settings.rebind_timeout,
         );
         if applied.is_err() && mac_changed {
-            if let Err(e) = self.restore_netdev_mac().await {
+            if let Err(e) = self.restore_netdev_mac() {
                 crate::log_error!("putting back VF {}'s MAC failed: {}", vf.pci, e.details());
             }
         }
         applied
     }
 
-    async fn move_in(&mut self) -> Result<()> {
+    fn move_in(&mut self) -> Result<()> {
         let (ctx, vf) = (self.ctx, &self.intent.vf);
         let ifname = &ctx.env.ifname;
         let link = if self.intent.rebinds(ctx) {
             // The rebind gave the VF a new netdev: find it again.
             let names = ctx.node.sysfs.netdevs(&vf.pci);
-            find_in_host(self.sockets.host_nl, &vf.pci, &names, Some(&self.record))
-                .await?
-                .ok_or_else(|| {
+            find_in_host(self.sockets.host_nl, &vf.pci, &names, Some(&self.record))?.ok_or_else(
+                || {
                     Error::DeviceNotFound(format!(
                         "VF {} has no netdev in the host namespace after its driver was rebound",
                         vf.pci
                     ))
-                })?
+                },
+            )?
         } else {
             self.link
                 .clone()
@@ -298,14 +292,13 @@ impl Steps for System<'_> {
         if !self
             .sockets
             .host_nl
-            .move_to(link.index, self.sockets.pod, ifname, &arrival)
-            .await?
+            .move_to(link.index, self.sockets.pod, ifname, &arrival)?
         {
             return Err(Error::invalid_env(format!(
                 "CNI_IFNAME {ifname} already exists in the pod namespace"
             )));
         }
-        let moved = self.sockets.pod_nl.link_by_name(ifname).await?;
+        let moved = self.sockets.pod_nl.link_by_name(ifname)?;
         let moved = moved.ok_or_else(|| {
             Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
         })?;
@@ -317,7 +310,7 @@ impl Steps for System<'_> {
         Ok(())
     }
 
-    async fn bring_up(&mut self) -> Result<()> {
+    fn bring_up(&mut self) -> Result<()> {
         let (ctx, nl) = (self.ctx, self.sockets.pod_nl);
         let moved = self.moved()?;
         if let Some(dev) = &self.rdma {
@@ -327,7 +320,7 @@ impl Steps for System<'_> {
         if !files.is_empty() {
             rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &files)?;
         }
-        nl.set_up(moved.index).await
+        nl.set_up(moved.index)
     }
 
     fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
@@ -338,16 +331,16 @@ impl Steps for System<'_> {
         crate::checks::address_conflict(&self.ctx.conf.checks, &self.rail()?, &result.ips)
     }
 
-    async fn address(&mut self, result: &mut CniResult) -> Result<()> {
+    fn address(&mut self, result: &mut CniResult) -> Result<()> {
         let (nl, moved) = (self.sockets.pod_nl, self.moved()?);
         for ip in &mut result.ips {
-            nl.add_address(moved.index, ip.address).await?;
+            nl.add_address(moved.index, ip.address)?;
             ip.interface = Some(0);
         }
         Ok(())
     }
 
-    async fn route(&mut self, result: &mut CniResult) -> Result<()> {
+    fn route(&mut self, result: &mut CniResult) -> Result<()> {
         let index = self.moved()?.index;
         // Cloned, not taken: a rollback from here needs the plan in the record.
         let mut plan = self
@@ -361,8 +354,7 @@ impl Steps for System<'_> {
             index,
             &plan,
             self.in_use.as_ref(),
-        )
-        .await?;
+        )?;
         plan.routes.retain(|r| !left_out.contains(r));
         result.routes = plan.result_routes();
         self.record.routing = Some(plan);
@@ -377,7 +369,7 @@ impl Steps for System<'_> {
     }
 
     /// The interface as the kernel confirms it (a DPDK VF: its PCI address).
-    async fn report(&mut self, result: &mut CniResult) -> Result<()> {
+    fn report(&mut self, result: &mut CniResult) -> Result<()> {
         let ctx = self.ctx;
         let mut iface = Interface {
             name: ctx.env.ifname.clone(),
@@ -392,7 +384,7 @@ impl Steps for System<'_> {
                 // in a work item after the link-up, and an ADD that returned
                 // sooner was seen to leave it tentative (docs/architecture.md).
                 let now = if self.has_ipv6() {
-                    self.link_now(moved.index).await?
+                    self.link_now(moved.index)?
                 } else {
                     moved.clone()
                 };
@@ -431,7 +423,7 @@ impl Steps for System<'_> {
         self.ctx.node.store.save(&self.record)
     }
 
-    async fn undo(&mut self, step: Undo) -> Result<()> {
+    fn undo(&mut self, step: Undo) -> Result<()> {
         let (ctx, node) = (self.ctx, &self.ctx.node);
         match step {
             Undo::Detach => {
@@ -444,7 +436,6 @@ impl Steps for System<'_> {
                     Some(self.intent.netns),
                     None,
                 )
-                .await
             }
             Undo::ReleaseLease => ctx.ipam().map_or(Ok(()), |i| {
                 i.release(&ctx.env.container_id, &ctx.env.ifname)
@@ -453,7 +444,7 @@ impl Steps for System<'_> {
                 // Teardown's order: admin MAC, the netdev's MAC, the rest.
                 let vf = &self.intent.vf;
                 let admin = settings::restore_admin_mac(node.hw.as_ref(), vf, &self.record);
-                let mac = self.restore_netdev_mac().await;
+                let mac = self.restore_netdev_mac();
                 let rest = settings::restore(
                     node.hw.as_ref(),
                     &node.sysfs,
