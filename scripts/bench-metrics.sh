@@ -4,11 +4,15 @@
 # device and a port of counters in the fake sysfs. Prints p50/p95 in ms of
 # GET /metrics (curl, from the node's namespace) and the exposition's size.
 #
-#   scripts/bench-metrics.sh [scrapes=50]
+#   scripts/bench-metrics.sh [scrapes=50] [idle=0]
+# idle > 0: the scrapes run while that many idle connections and one client
+# that never finishes its request are open to the agent (the goal holds then
+# too: anything that reaches the port must not slow a scrape).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "bench-metrics.sh: run as root" >&2; exit 1; }
 scrapes=${1:-50}
+idle=${2:-0}
 command -v curl >/dev/null || scripts/install-test-deps.sh
 
 cargo build --release --quiet
@@ -42,14 +46,26 @@ done <"$work/vfs"
 ip netns exec "$host" "${plugin}ctl" agent --listen 127.0.0.1:9476 2>/dev/null &
 agent=$!
 for _ in $(seq 50); do ip netns exec "$host" curl -sf -o /dev/null http://127.0.0.1:9476/healthz && break; sleep 0.1; done
+clients=
+if ((idle > 0)); then
+  ip netns exec "$host" python3 -c "
+import socket, time
+held = [socket.create_connection(('127.0.0.1', 9476)) for _ in range($idle)]
+slow = socket.create_connection(('127.0.0.1', 9476)); slow.sendall(b'GET /metrics HTTP/1.1\r\nHost: x\r\n')
+print('ready', flush=True); time.sleep(600)" >"$work/idle.out" &
+  clients=$!
+  for _ in $(seq 100); do grep -q ready "$work/idle.out" 2>/dev/null && break; sleep 0.1; done
+fi
 for _ in $(seq "$scrapes"); do
   ip netns exec "$host" curl -s -o "$work/last.prom" -w '%{time_total}\n' http://127.0.0.1:9476/metrics >>"$work/times"
 done
+[ -n "$clients" ] && kill "$clients" 2>/dev/null
 attached=$(grep -c '^railcni_interface_mtu' "$work/last.prom" || true)
-python3 - "$work/times" "$attached" "$(wc -c <"$work/last.prom")" "$(grep -vc '^#' "$work/last.prom")" <<'PY'
+python3 - "$work/times" "$attached" "$(wc -c <"$work/last.prom")" "$(grep -vc '^#' "$work/last.prom")" "$idle" <<'PY'
 import statistics, sys
 t = sorted(float(x) * 1000 for x in open(sys.argv[1]))
 p95 = t[min(len(t) - 1, round(0.95 * (len(t) - 1)))]
-print(f"agent scrape, 8 rails x 4 pods ({sys.argv[2]} rail interfaces): p50 {statistics.median(t):.1f} ms, "
+beside = f", beside {sys.argv[5]} idle connections and a half-sent request" if sys.argv[5] != "0" else ""
+print(f"agent scrape, 8 rails x 4 pods ({sys.argv[2]} rail interfaces){beside}: p50 {statistics.median(t):.1f} ms, "
       f"p95 {p95:.1f} ms over {len(t)} scrapes (goal < 50 ms); {sys.argv[4]} samples, {sys.argv[3]} bytes")
 PY

@@ -120,13 +120,7 @@ impl Hardware for Recorder {
             .vfs
             .entry(format!("{pf}/{vf}"))
             .or_insert_with(factory_default);
-        entry.mac = s.mac.or(entry.mac);
-        entry.vlan = s.vlan.or(entry.vlan);
-        entry.spoofchk = s.spoofchk.or(entry.spoofchk);
-        entry.trust = s.trust.or(entry.trust);
-        entry.link_state = s.link_state.or(entry.link_state);
-        entry.rate = s.rate.or(entry.rate);
-        entry.ib_guid = s.ib_guid.or(entry.ib_guid);
+        entry.overlay(s);
         let shown = serde_json::to_string(s).unwrap_or_default();
         state.calls.push(format!("set_vf {pf} {vf} {shown}"));
         self.save(&state)

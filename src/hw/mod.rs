@@ -92,6 +92,17 @@ impl VfSettings {
         .collect()
     }
 
+    /// Take every field `other` sets (what a PF holds after `other` was set).
+    pub fn overlay(&mut self, other: &VfSettings) {
+        self.mac = other.mac.or(self.mac);
+        self.vlan = other.vlan.or(self.vlan);
+        self.spoofchk = other.spoofchk.or(self.spoofchk);
+        self.trust = other.trust.or(self.trust);
+        self.link_state = other.link_state.or(self.link_state);
+        self.rate = other.rate.or(self.rate);
+        self.ib_guid = other.ib_guid.or(self.ib_guid);
+    }
+
     /// One setting per field, in the order they are applied (the admin MAC
     /// first: some drivers check a VF's later settings against it).
     pub fn each(&self) -> Vec<VfSettings> {

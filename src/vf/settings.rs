@@ -60,7 +60,7 @@ pub fn apply(
             put_back(hw, pf, vf, &applied.originals(originals));
             return Err(refusal(sysfs, vf, pf, &one, e));
         }
-        merge(&mut applied, &one);
+        applied.overlay(&one);
     }
     if vf.infiniband && settings.ib_guid.is_some() {
         if let Err(e) = rebind(sysfs, vf, rebind_timeout) {
@@ -70,16 +70,6 @@ pub fn apply(
         }
     }
     Ok(())
-}
-
-fn merge(into: &mut VfSettings, one: &VfSettings) {
-    into.mac = one.mac.or(into.mac);
-    into.vlan = one.vlan.or(into.vlan);
-    into.spoofchk = one.spoofchk.or(into.spoofchk);
-    into.trust = one.trust.or(into.trust);
-    into.link_state = one.link_state.or(into.link_state);
-    into.rate = one.rate.or(into.rate);
-    into.ib_guid = one.ib_guid.or(into.ib_guid);
 }
 
 /// Undo a partly applied request; a failure here is logged (the refusal is
