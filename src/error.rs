@@ -1,7 +1,7 @@
 //! One error type for the whole plugin; every variant maps to a CNI error code.
 //!
 //! Codes below 100 are the spec's (carried by `cni::Error`); 100 and above
-//! are railcni's own and are listed in README.md ("Error codes").
+//! are railcni's own and are listed in docs/errors.md.
 
 use std::fmt;
 

@@ -1,5 +1,5 @@
 //! railcni on a real SR-IOV driver: the emulated SR-IOV node (scripts/vm.sh,
-//! README "Test on an emulated SR-IOV NIC"), a QEMU guest whose emulated
+//! docs/testing.md, "Test on an emulated SR-IOV NIC"), a QEMU guest whose emulated
 //! Intel 82576 NICs are served by the guest kernel's own igb and igbvf
 //! drivers. Each test boots one guest and runs one scenario of
 //! tests/vm/scenarios/, which prints a line per check; the test passes when

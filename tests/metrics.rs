@@ -1,5 +1,5 @@
 //! `railcnictl metrics` and `railcnictl agent` on the fake node: the families and
-//! labels README's "Monitoring" promises, promtool's verdict, the plugin's
+//! labels docs/monitoring.md promises, promtool's verdict, the plugin's
 //! own counts under concurrency, the agent's HTTP surface and its
 //! shutdown. Needs root; `tests/prometheus.rs` scrapes it with Prometheus.
 //! The agent runs in the fake node's host namespace, as it does with

@@ -1,6 +1,6 @@
 //! Day-2 commands on the fake node, several pods and rails: `status`,
 //! `inspect`, `gc`, `ipam repair`, `nccl-env`, and their exit codes and
-//! `--json` schema (README, "Day-2 operations"). Needs root.
+//! `--json` schema (docs/operations.md). Needs root.
 
 mod common;
 

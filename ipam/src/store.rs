@@ -167,7 +167,7 @@ impl Store {
                 Ok(Leases::default())
             }
             Err(why) => Err(IpamError::Corrupt(format!(
-                "lease file {} is corrupt ({why}); nothing was changed. Repair it (see README, \"Lease file recovery\") \
+                "lease file {} is corrupt ({why}); nothing was changed. Repair it (see docs/ipam.md, \"Lease file recovery\") \
                  before this network can allocate again",
                 self.path.display()
             ))),

@@ -1,5 +1,5 @@
 //! The `checks` object of the network config: what ADD proves about the
-//! rail before it answers (README, "Validate the rails").
+//! rail before it answers (docs/validation.md).
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The human command line: day-2 operations on this node. Each command
 //! reads the state the plugin writes (`RAILCNI_STATE_DIR`, the sysfs root,
 //! the node file), prints a table that fits a terminal or, with `--json`,
-//! the documented schema (README, "Day-2 operations"), changes nothing
+//! the documented schema (docs/operations.md), changes nothing
 //! unless changing is its job, and exits 0 (all well), 1 (a problem found)
 //! or 2 (bad usage). CNI mode is chosen by the `CNI_*` environment instead.
 
@@ -64,7 +64,7 @@ enum Command {
     },
     /// Prove a pod's rails from the node: link, gateway ARP, don't-fragment pings at 1500 and full MTU.
     Probe(probe::Args),
-    /// This node's metrics in the Prometheus text format (README, "Monitoring").
+    /// This node's metrics in the Prometheus text format (docs/monitoring.md).
     Metrics {
         /// Only this network's samples.
         #[arg(long)]

@@ -1,5 +1,5 @@
 //! `railcnictl metrics`: this node's railcni state and counters in the
-//! Prometheus text format (README, "Monitoring"). The same text is what
+//! Prometheus text format (docs/monitoring.md). The same text is what
 //! `railcnictl agent` serves on `/metrics` and writes for node_exporter.
 //!
 //! Reading takes no VF or lease lock: records and lease files are replaced
