@@ -15,8 +15,9 @@ use cni::{CniResult, Interface};
 
 use super::detach::{detach, Attachment, Release};
 use crate::error::{Error, Result};
-use crate::net::{devconf, Arrival, Link, Mac, NetNs, Netlink};
+use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::node::Node;
+use crate::routing::devconf;
 use crate::state::{Phase, Record};
 use crate::vf::home::{find_in_host, is_vf_in_pod};
 use crate::{log_info, log_warn};

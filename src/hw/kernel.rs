@@ -1,26 +1,18 @@
-//! The real hardware: rtnetlink to the PF and RDMA netlink, over plain
-//! netlink-sys sockets and the exchange in `wire` (rtnetlink's read buffer
-//! is too small for a big PF's reply).
+//! The real hardware: rtnetlink to the PF and RDMA netlink, over the
+//! sockets and the exchange of `net::wire` (it reads each reply whole: a
+//! big PF's is above 64 KiB).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use netlink_packet_core::NLM_F_ACK;
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use netlink_sys::protocols::NETLINK_ROUTE;
 
-use super::wire::{encode, transact};
 use super::{rdma, vf_settings, Hardware, RdmaNetnsMode, VfSettings};
 use crate::error::{Error, Result};
+use crate::net::wire::{encode, open, transact};
 
 pub struct Kernel;
-
-fn open(protocol: isize, what: &str) -> Result<Socket> {
-    let io = |e: std::io::Error| Error::Netlink(format!("{what}: {e}"));
-    let mut s = Socket::new(protocol).map_err(io)?;
-    s.bind_auto().map_err(io)?;
-    s.connect(&SocketAddr::new(0, 0)).map_err(io)?;
-    Ok(s)
-}
 
 fn pf_index(pf: &str) -> Result<u32> {
     nix::net::if_::if_nametoindex(pf)

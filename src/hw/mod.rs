@@ -8,7 +8,6 @@ pub mod guid;
 pub mod kernel;
 pub mod rdma;
 pub mod vf_settings;
-pub mod wire;
 
 use std::os::fd::BorrowedFd;
 

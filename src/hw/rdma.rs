@@ -143,7 +143,7 @@ impl From<RdmaMessage> for NetlinkPayload<RdmaMessage> {
 }
 
 fn encode(op: u16, attributes: Vec<RdmaAttr>, flags: u16, seq: u32) -> Vec<u8> {
-    super::wire::encode(RdmaMessage { op, attributes }, flags, seq)
+    crate::net::wire::encode(RdmaMessage { op, attributes }, flags, seq)
 }
 
 /// `rdma system`: ask for the netns mode.

@@ -200,7 +200,7 @@ pub(crate) mod tests {
     fn ours(s: VfSettings) -> Vec<u8> {
         let msgs = set_messages(3, 3, &s);
         assert_eq!(msgs.len(), 1);
-        crate::hw::wire::encode(RouteNetlinkMessage::NewLink(msgs[0].clone()), NLM_F_ACK, 1)
+        crate::net::wire::encode(RouteNetlinkMessage::NewLink(msgs[0].clone()), NLM_F_ACK, 1)
     }
 
     fn vlan(id: u16, qos: u8, proto: VlanProto) -> VfSettings {

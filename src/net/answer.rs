@@ -1,5 +1,5 @@
 //! When has the kernel answered a netlink request? One rule for both
-//! exchanges (rtnetlink's in `net`, the raw PF/RDMA wire in `hw::wire`):
+//! exchanges (rtnetlink's in `net`, the raw PF/RDMA requests of `hw`, both through `wire`):
 //! an ACK or the kernel's error ends it, so does DONE; without an ACK or a
 //! dump asked for, a single non-multipart reply does too. Anything else,
 //! including a socket that closes first, leaves the outcome unknown.

@@ -6,7 +6,8 @@ use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST};
 use netlink_packet_route::RouteNetlinkMessage;
 use nix::errno::Errno;
 use rtnetlink::packet_route::link::{
-    InetDevConf, LinkAttribute, LinkExtentMask, LinkFlags, LinkMessage, Prop,
+    AfSpecInet, AfSpecUnspec, InetDevConf, LinkAttribute, LinkExtentMask, LinkFlags, LinkMessage,
+    Prop,
 };
 use rtnetlink::LinkUnspec;
 
@@ -96,7 +97,8 @@ impl Link {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Arrival {
     pub mtu: Option<u32>,
-    /// The IPv4 interface settings the message can carry (see `devconf`).
+    /// The IPv4 interface settings the message can carry (see
+    /// `routing::devconf`).
     pub inet: Option<InetDevConf>,
 }
 
@@ -112,6 +114,14 @@ impl Arrival {
         }
         out
     }
+}
+
+/// The attribute that sets `conf`'s non-zero fields (IFLA_AF_SPEC → AF_INET
+/// → IFLA_INET_CONF).
+fn inet_conf(conf: InetDevConf) -> LinkAttribute {
+    LinkAttribute::AfSpecUnspec(vec![AfSpecUnspec::Inet(vec![AfSpecInet::DevConfRequest(
+        conf,
+    )])])
 }
 
 /// IFLA_EXT_MASK asking the kernel to leave the counters out.
@@ -255,7 +265,7 @@ impl Netlink {
             builder = builder.mtu(mtu);
         }
         if let Some(conf) = arrival.inet {
-            builder = builder.append_extra_attribute(super::devconf::attribute(conf));
+            builder = builder.append_extra_attribute(inet_conf(conf));
         }
         let started = std::time::Instant::now();
         let outcome = self.change(builder.build());
@@ -288,5 +298,32 @@ impl Netlink {
         )
         .map(drop)
         .map_err(|f| nl_err(format!("drop altnames {names:?} of link #{index}"), f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_core::Emitable;
+
+    #[test]
+    fn the_attribute_is_what_the_kernel_parses() {
+        // IFLA_AF_SPEC { AF_INET { IFLA_INET_CONF|NESTED { RP_FILTER(8)=2, ARP_NOTIFY(22)=1 } } },
+        // the layout inet_validate_link_af and inet_set_link_af read.
+        let mut conf = InetDevConf::default();
+        conf.rp_filter = 2;
+        conf.arp_notify = 1;
+        let attr = inet_conf(conf);
+        let mut buf = vec![0; attr.buffer_len()];
+        attr.emit(&mut buf);
+        let expected: Vec<u8> = [
+            &[28, 0, 26, 0][..],        // IFLA_AF_SPEC, 28 bytes
+            &[24, 0, 2, 0],             // AF_INET, 24 bytes
+            &[20, 0, 1, 0x80],          // IFLA_INET_CONF | NLA_F_NESTED, 20 bytes
+            &[8, 0, 8, 0, 2, 0, 0, 0],  // IPV4_DEVCONF_RP_FILTER = 2
+            &[8, 0, 22, 0, 1, 0, 0, 0], // IPV4_DEVCONF_ARP_NOTIFY = 1
+        ]
+        .concat();
+        assert_eq!(buf, expected);
     }
 }

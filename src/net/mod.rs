@@ -4,7 +4,7 @@
 //! from the caller's thread, see `NetNs::run`); the socket stays bound to
 //! its namespace. Messages are built with netlink-packet-route's types (and
 //! rtnetlink's builders) and exchanged through `exchange`: one blocking
-//! send and read on the socket (`hw::wire`, which the hardware layer shares),
+//! send and read on the socket (`wire`, which the hardware layer shares),
 //! since the kernel answers an rtnetlink request within the send. A request
 //! is done only when the kernel answered it (`answer`); a socket that closes
 //! first is an error, never "nothing there".
@@ -14,12 +14,12 @@
 //! agent, which serves HTTP and watches link events, has one).
 
 pub mod answer;
-pub mod devconf;
 pub mod link;
 pub mod mac;
 pub mod netns;
 pub mod route;
 pub mod sysctl;
+pub mod wire;
 
 use std::cell::Cell;
 use std::os::fd::{AsFd, FromRawFd, IntoRawFd, OwnedFd};
@@ -33,7 +33,6 @@ pub use mac::Mac;
 pub use netns::NetNs;
 
 use crate::error::{Error, Result};
-use crate::hw::wire;
 
 pub struct Netlink {
     socket: OwnedFd,

@@ -14,7 +14,6 @@ use nix::errno::Errno;
 
 use super::{nl_err, Failure, Netlink};
 use crate::error::{Error, Result};
-use crate::routing::{RouteSpec, RuleSpec};
 
 /// The address family of `addr`, for a message header.
 fn family_of(addr: IpAddr) -> AddressFamily {
@@ -54,6 +53,26 @@ pub struct InstalledRoute {
 
 const ADD: u16 = NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE;
 const DEL: u16 = NLM_F_REQUEST | NLM_F_ACK;
+/// `ip rule add from <src> lookup <table> priority <priority>`: the rule a
+/// rail plan asks for (kept in attachment records: its fields are a format).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RuleSpec {
+    pub src: IpNet,
+    pub table: u32,
+    pub priority: u32,
+}
+
+/// A route a rail plan asks for (kept in attachment records).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RouteSpec {
+    pub dst: IpNet,
+    pub gw: Option<IpAddr>,
+    /// None: the main table.
+    pub table: Option<u32>,
+    pub scope: u8,
+    pub src: Option<IpAddr>,
+}
+
 const DUMP: u16 = NLM_F_REQUEST | NLM_F_DUMP;
 
 /// What adding a route found.

@@ -41,7 +41,7 @@ impl InUse {
 }
 
 /// Per-interface sysctls the link message cannot carry (see
-/// `net::devconf`), written before the interface comes up: with IPv6,
+/// `devconf`), written before the interface comes up: with IPv6,
 /// `accept_dad` 0 must be in place before the kernel makes the link-local
 /// address, or that address (and the neighbour answers that need it)
 /// waits out duplicate detection.

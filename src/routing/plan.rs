@@ -8,7 +8,6 @@
 //! collide across rails); the east-west supernet stays in the rail tables.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
@@ -49,22 +48,7 @@ pub struct Sysctl {
     pub value: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuleSpec {
-    pub src: IpNet,
-    pub table: u32,
-    pub priority: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteSpec {
-    pub dst: IpNet,
-    pub gw: Option<IpAddr>,
-    /// None: the main table.
-    pub table: Option<u32>,
-    pub scope: u8,
-    pub src: Option<IpAddr>,
-}
+pub use crate::net::route::{RouteSpec, RuleSpec};
 
 /// What one rail interface needs, computed before anything is touched; kept
 /// in the attachment record so DEL and CHECK work from what ADD did.

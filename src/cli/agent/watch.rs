@@ -16,7 +16,7 @@ use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 use cni::Settings;
 
 use crate::attachment::reattach::{locate, reattach, Reattach};
-use crate::hw::wire::recv_datagram;
+use crate::net::wire::recv_datagram;
 use crate::node::Node;
 use crate::{log_info, log_warn};
 

@@ -6,10 +6,10 @@
 //! leaves zeros out), a value that is not a number, and keys with side
 //! effects beyond the value (`forwarding`) or unknown here.
 
-use netlink_packet_route::link::{AfSpecInet, AfSpecUnspec, InetDevConf, LinkAttribute};
+use netlink_packet_route::link::InetDevConf;
 
-use crate::routing::conf::Family;
-use crate::routing::plan::Sysctl;
+use super::conf::Family;
+use super::plan::Sysctl;
 
 /// The sysctls of a plan, split by how they are set.
 #[derive(Debug, Default)]
@@ -31,13 +31,6 @@ pub fn split(sysctls: &[Sysctl]) -> Split<'_> {
         }
     }
     out
-}
-
-/// The attribute that sets `conf`'s non-zero fields.
-pub fn attribute(conf: InetDevConf) -> LinkAttribute {
-    LinkAttribute::AfSpecUnspec(vec![AfSpecUnspec::Inet(vec![AfSpecInet::DevConfRequest(
-        conf,
-    )])])
 }
 
 /// Set the field the kernel's sysctl `key` names; false for a key left to
@@ -66,7 +59,6 @@ fn set(conf: &mut InetDevConf, key: &str, value: i32) -> bool {
 mod tests {
     use super::*;
     use crate::routing::conf::SysctlKey;
-    use netlink_packet_core::Emitable;
 
     fn sysctl(key: SysctlKey, value: &str) -> Sysctl {
         Sysctl {
@@ -101,26 +93,5 @@ mod tests {
             ]
         );
         assert!(split(&plan[2..]).inet.is_none());
-    }
-
-    #[test]
-    fn the_attribute_is_what_the_kernel_parses() {
-        // IFLA_AF_SPEC { AF_INET { IFLA_INET_CONF|NESTED { RP_FILTER(8)=2, ARP_NOTIFY(22)=1 } } },
-        // the layout inet_validate_link_af and inet_set_link_af read.
-        let mut conf = InetDevConf::default();
-        conf.rp_filter = 2;
-        conf.arp_notify = 1;
-        let attr = attribute(conf);
-        let mut buf = vec![0; attr.buffer_len()];
-        attr.emit(&mut buf);
-        let expected: Vec<u8> = [
-            &[28, 0, 26, 0][..],        // IFLA_AF_SPEC, 28 bytes
-            &[24, 0, 2, 0],             // AF_INET, 24 bytes
-            &[20, 0, 1, 0x80],          // IFLA_INET_CONF | NLA_F_NESTED, 20 bytes
-            &[8, 0, 8, 0, 2, 0, 0, 0],  // IPV4_DEVCONF_RP_FILTER = 2
-            &[8, 0, 22, 0, 1, 0, 0, 0], // IPV4_DEVCONF_ARP_NOTIFY = 1
-        ]
-        .concat();
-        assert_eq!(buf, expected);
     }
 }

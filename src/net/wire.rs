@@ -1,5 +1,6 @@
-//! The netlink wire under the hardware layer: one encoder for any message
-//! (VF settings and RDMA share it), and one request/reply exchange that
+//! The netlink wire, for rtnetlink here and the hardware layer's PF and
+//! RDMA requests alike: sockets, one encoder for any message, and one
+//! request/reply exchange that
 //! reads each datagram whole (a PF with ~220+ VFs answers RTM_GETLINK with
 //! more than 64 KiB) and ends when the kernel answered (`net::answer`, the
 //! rule rtnetlink's exchange follows too).
@@ -14,8 +15,20 @@ use netlink_packet_core::{
 use nix::errno::Errno;
 use nix::sys::socket::{recv, send, MsgFlags};
 
+use netlink_sys::{Socket, SocketAddr};
+
 use crate::error::{Error, Result};
-use crate::net::answer::{Answer, Failure};
+
+/// A netlink socket of `protocol` in the calling thread's namespace, bound
+/// and connected to the kernel.
+pub fn open(protocol: isize, what: &str) -> Result<Socket> {
+    let io = |e: std::io::Error| Error::Netlink(format!("{what}: {e}"));
+    let mut s = Socket::new(protocol).map_err(io)?;
+    s.bind_auto().map_err(io)?;
+    s.connect(&SocketAddr::new(0, 0)).map_err(io)?;
+    Ok(s)
+}
+use super::answer::{Answer, Failure};
 
 /// A request: `NLM_F_REQUEST` plus `flags`, with sequence number `seq`.
 pub fn encode<T>(msg: T, flags: u16, seq: u32) -> Vec<u8>
@@ -67,7 +80,7 @@ where
     T: NetlinkDeserializable,
 {
     exchange(fd, request, seq, if ack { NLM_F_ACK } else { 0 }, what)?
-        .map_err(|f| crate::net::nl_err(what, f))
+        .map_err(|f| super::nl_err(what, f))
 }
 
 /// How often a dump interrupted by a concurrent change is asked for again
