@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::config::{IpamConf, NetConf};
 use crate::error::{Error, Result};
 
-pub struct Ipam<'a> {
+pub struct NetworkIpam<'a> {
     conf: &'a NetConf,
     ipam: &'a IpamConf,
     env: &'a Env,
@@ -53,7 +53,7 @@ impl ExternalIpam {
     }
 }
 
-impl<'a> Ipam<'a> {
+impl<'a> NetworkIpam<'a> {
     /// `None` when the network has no IPAM.
     pub fn new(
         conf: &'a NetConf,
@@ -61,7 +61,7 @@ impl<'a> Ipam<'a> {
         settings: &'a Settings,
         loaded: &'a OnceCell<railcni_ipam::Ipam>,
     ) -> Option<Self> {
-        conf.ipam.as_ref().map(|ipam| Ipam {
+        conf.ipam.as_ref().map(|ipam| NetworkIpam {
             conf,
             ipam,
             env,

@@ -7,12 +7,12 @@ use cni::Settings;
 use crate::error::Result;
 use crate::hw::Hardware;
 use crate::net::NetNs;
-use crate::state::Store;
+use crate::state::AttachmentStore;
 use crate::vf::Sysfs;
 
 pub struct Node {
     pub settings: Settings,
-    pub store: Store,
+    pub store: AttachmentStore,
     pub sysfs: Sysfs,
     pub hw: Box<dyn Hardware>,
     /// The namespace railcni runs in; VFs return here.
@@ -23,7 +23,7 @@ impl Node {
     /// The node as the settings describe it, with the current namespace as host.
     pub fn new(settings: Settings) -> Result<Self> {
         Ok(Node {
-            store: Store::new(&settings),
+            store: AttachmentStore::new(&settings),
             sysfs: Sysfs::new(&settings.sysfs_root),
             hw: crate::hw::backend(&settings),
             host: NetNs::current()?,

@@ -124,6 +124,6 @@ fn run(request: Request) -> Result<Option<Value>> {
         Verb::Del => commands::del::del(&ctx).map(|()| None),
         Verb::Check => commands::check::check(&ctx).map(|()| None),
         Verb::Gc => commands::gc::gc(&ctx).map(|()| None),
-        Verb::Status => commands::ready::status(&ctx).map(|()| None),
+        Verb::Status => commands::status::status(&ctx).map(|()| None),
     }
 }

@@ -177,7 +177,7 @@ fn set_aside(path: &std::path::Path, why: &str) {
     }
 }
 
-pub struct Store {
+pub struct AttachmentStore {
     root: PathBuf,
     lock_timeout: Duration,
     /// Directories already made private in this process (one mkdir each).
@@ -192,9 +192,9 @@ pub struct VfLock {
 /// VF locks are held for a whole ADD or DEL: poll them gently.
 const LOCK_POLL: Duration = Duration::from_millis(20);
 
-impl Store {
+impl AttachmentStore {
     pub fn new(settings: &Settings) -> Self {
-        Store {
+        AttachmentStore {
             root: settings.state_dir.clone(),
             lock_timeout: settings.lock_timeout,
             made: std::sync::Mutex::default(),
@@ -353,8 +353,8 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    fn store(dir: &Path) -> Store {
-        Store::new(&Settings {
+    fn store(dir: &Path) -> AttachmentStore {
+        AttachmentStore::new(&Settings {
             state_dir: dir.to_path_buf(),
             ..Settings::default()
         })

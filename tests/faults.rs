@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use common::*;
-use railcni_ipam::store::Store;
+use railcni_ipam::store::LeaseStore;
 use serde_json::Value;
 
 const SYSCALLS: &[&str] = &[
@@ -90,7 +90,7 @@ impl Bench {
         if self.node.record_exists(&vf.pci) {
             left.push("attachment record left".into());
         }
-        let store = Store::new(
+        let store = LeaseStore::new(
             &self.node.state_dir().join("ipam"),
             "rail1",
             std::time::Duration::from_secs(5),

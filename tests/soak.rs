@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 
 use common::*;
-use railcni_ipam::store::Store;
+use railcni_ipam::store::LeaseStore;
 use serde_json::{json, Value};
 
 const WORKERS: usize = 8;
@@ -135,7 +135,7 @@ fn eight_workers_racing_never_share_an_address_or_a_vf_and_leave_nothing() {
         assert!(!node.record_exists(&vf.pci));
     }
     for rail in ["rail1", "rail2"] {
-        let store = Store::new(
+        let store = LeaseStore::new(
             &node.state_dir().join("ipam"),
             rail,
             std::time::Duration::from_secs(5),

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use railcni_ipam::store::{Lease, Leases, Store};
+use railcni_ipam::store::{Lease, LeaseStore, Leases};
 use railcni_ipam::{Holder, Ipam};
 use serde_json::json;
 
@@ -94,7 +94,7 @@ fn main() {
             let _ = dir;
         }
         "fill" => {
-            let store = Store::new(&dir, "rail1", cni::settings::DEFAULT_LOCK_TIMEOUT);
+            let store = LeaseStore::new(&dir, "rail1", cni::settings::DEFAULT_LOCK_TIMEOUT);
             let leases = (0..count)
                 .map(|i| Lease {
                     container_id: format!("{i:064x}"),

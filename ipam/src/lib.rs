@@ -18,7 +18,7 @@ use cni::{CniResult, IpConfig, Route, Settings};
 use config::{NodeFile, PoolConfig};
 pub use error::IpamError;
 use pool::NodePool;
-use store::{Lease, Leases, PoolInfo, Store};
+use store::{Lease, LeaseStore, Leases, PoolInfo};
 
 /// Who holds an address: the CNI attachment key plus the pod, when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub struct Ipam {
     config: PoolConfig,
     /// A dual-stack rail's IPv6 pool on this node.
     pool6: Option<NodePool>,
-    store: Store,
+    store: LeaseStore,
     /// This boot's id: leases from another boot are dead.
     boot_id: Option<String>,
 }
@@ -173,7 +173,7 @@ impl Ipam {
             None => None,
         };
         Ok(Ipam {
-            store: Store::new(&settings.ipam_dir(), network, settings.lock_timeout),
+            store: LeaseStore::new(&settings.ipam_dir(), network, settings.lock_timeout),
             pool,
             pool6,
             config,
@@ -461,7 +461,11 @@ fn describe(l: &Lease) -> String {
 }
 
 /// Release one attachment's lease from a store.
-fn release_from(store: &Store, container_id: &str, ifname: &str) -> Result<Released, IpamError> {
+fn release_from(
+    store: &LeaseStore,
+    container_id: &str,
+    ifname: &str,
+) -> Result<Released, IpamError> {
     let locked = store.lock()?;
     let mut data = match locked.read() {
         Ok(d) => d,
@@ -488,7 +492,7 @@ pub fn release_lease(
     container_id: &str,
     ifname: &str,
 ) -> Result<Released, IpamError> {
-    let store = Store::new(&settings.ipam_dir(), network, settings.lock_timeout);
+    let store = LeaseStore::new(&settings.ipam_dir(), network, settings.lock_timeout);
     release_from(&store, container_id, ifname)
 }
 
@@ -510,7 +514,7 @@ pub fn stores(settings: &Settings) -> Vec<StoreView> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let network = store::network_of(&name)?;
-            let store = Store::new(&dir, &network, settings.lock_timeout);
+            let store = LeaseStore::new(&dir, &network, settings.lock_timeout);
             let leases = store.read();
             Some(StoreView {
                 network,
@@ -552,7 +556,7 @@ pub fn repair(
             ));
         }
     }
-    let store = Store::new(&settings.ipam_dir(), network, std::time::Duration::ZERO);
+    let store = LeaseStore::new(&settings.ipam_dir(), network, std::time::Duration::ZERO);
     let locked = store.lock()?;
     let old = store.read();
     let kept = match (&old, store.path.exists()) {

@@ -96,7 +96,7 @@ pub fn checksum(data: &Leases) -> String {
     format!("fnv1a64:{hash:016x}")
 }
 
-pub struct Store {
+pub struct LeaseStore {
     pub path: PathBuf,
     lock_path: PathBuf,
     lock_timeout: Duration,
@@ -104,14 +104,14 @@ pub struct Store {
 
 /// The store, locked for one read-modify-write.
 pub struct Locked<'a> {
-    store: &'a Store,
+    store: &'a LeaseStore,
     _lock: FileLock,
 }
 
-impl Store {
+impl LeaseStore {
     pub fn new(dir: &Path, network: &str, lock_timeout: Duration) -> Self {
         let name = files::file_safe(network);
-        Store {
+        LeaseStore {
             path: dir.join(format!("{name}.leases.json")),
             lock_path: dir.join(format!("{name}.lock")),
             lock_timeout,
@@ -282,7 +282,7 @@ mod tests {
     fn round_trips_and_is_private() {
         use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(&t.path().join("ipam"), "rail1", T);
+        let s = LeaseStore::new(&t.path().join("ipam"), "rail1", T);
         let data = Leases {
             last_allocated: Some("172.16.0.0".parse().unwrap()),
             leases: vec![lease("172.16.0.0")],
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn a_changed_byte_fails_the_checksum_and_names_the_file() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path(), "rail1", T);
+        let s = LeaseStore::new(t.path(), "rail1", T);
         s.lock()
             .unwrap()
             .write(&Leases {
@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn torn_and_future_files_are_refused() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path(), "rail1", T);
+        let s = LeaseStore::new(t.path(), "rail1", T);
         fs::write(&s.path, TORN).unwrap();
         assert!(s.read().unwrap_err().to_string().contains("does not parse"));
         fs::write(&s.path, newer_release()).unwrap();
@@ -355,7 +355,7 @@ mod tests {
     #[test]
     fn a_damaged_file_of_an_earlier_boot_is_set_aside_and_the_pool_starts_empty() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path(), "rail1", T);
+        let s = LeaseStore::new(t.path(), "rail1", T);
         fs::write(&s.path, "").unwrap();
         written_in_an_earlier_boot(&s.path);
         assert_eq!(
@@ -376,7 +376,7 @@ mod tests {
     #[test]
     fn only_a_damaged_file_of_an_earlier_boot_is_set_aside() {
         let t = tempfile::tempdir().unwrap();
-        let s = Store::new(t.path(), "rail1", T);
+        let s = LeaseStore::new(t.path(), "rail1", T);
         fs::write(&s.path, TORN).unwrap();
         assert_eq!(
             s.lock().unwrap().read().unwrap_err().code(),
@@ -397,7 +397,7 @@ mod tests {
     fn a_missing_file_is_an_empty_store() {
         let t = tempfile::tempdir().unwrap();
         assert_eq!(
-            Store::new(t.path(), "rail1", T).read().unwrap(),
+            LeaseStore::new(t.path(), "rail1", T).read().unwrap(),
             Leases::default()
         );
     }
@@ -459,7 +459,7 @@ mod properties {
             flip in any::<prop::sample::Index>(),
         ) {
             let t = tempfile::tempdir().unwrap();
-            let s = Store::new(t.path(), "rail1", Duration::from_secs(1));
+            let s = LeaseStore::new(t.path(), "rail1", Duration::from_secs(1));
             let data = Leases { last_allocated: None, leases, pool: None, ..Leases::default() };
             s.lock().unwrap().write(&data).unwrap();
             prop_assert_eq!(s.read().unwrap(), data.clone());

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 
-use railcni_ipam::store::Store;
+use railcni_ipam::store::LeaseStore;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_railcni-ipam");
@@ -39,7 +39,7 @@ fn reply(child: std::process::Child) -> (bool, Value) {
 
 /// Load the store as the plugin would and check no address is leased twice.
 fn assert_store_sound(state: &Path) -> usize {
-    let data = Store::new(
+    let data = LeaseStore::new(
         &state.join("ipam"),
         "rail1",
         cni::settings::DEFAULT_LOCK_TIMEOUT,

@@ -5,14 +5,14 @@
 //! Every step runs even when an earlier one failed, and every failure is
 //! reported with its own error. The lease is given up only when the VF is
 //! really home, and the record only when every step succeeded: a later DEL
-//! can then finish. The order lives in `give_back`, over the small `Steps`
-//! trait, so it is unit-tested without root; `System` is the real
+//! can then finish. The order lives in `give_back`, over the small `DetachSteps`
+//! trait, so it is unit-tested without root; `KernelDetach` is the real
 //! implementation, on the node alone (no CNI request needed).
 
 use std::path::Path;
 
 use crate::error::{Error, Result, StepFailure};
-use crate::ipam::Ipam;
+use crate::ipam::NetworkIpam;
 use crate::net::{Link, NetNs, Netlink};
 use crate::node::Node;
 use crate::state::Record;
@@ -44,13 +44,13 @@ impl<'a> Attachment<'a> {
 pub enum Release<'a> {
     /// Through this CNI call's IPAM when the record is of its network (DEL,
     /// GC, ADD's own rollback), else as the record says.
-    Config(Option<Ipam<'a>>),
+    Config(Option<NetworkIpam<'a>>),
     /// As the record says (the operator's `gc`, which has no network config).
     Recorded,
 }
 
 /// The operations a detach is made of.
-pub trait Steps {
+pub trait DetachSteps {
     fn return_rdma(&mut self, device: &str) -> Result<()>;
     /// A socket in the pod: `Ok(false)` when its namespace is gone.
     fn open_pod(&mut self) -> Result<bool>;
@@ -68,7 +68,7 @@ pub trait Steps {
 
 /// Run every step in order; the failures. A VF that is not home keeps its
 /// lease and record.
-pub fn give_back(steps: &mut impl Steps, record: Option<&Record>) -> Vec<StepFailure> {
+pub fn give_back(steps: &mut impl DetachSteps, record: Option<&Record>) -> Vec<StepFailure> {
     let mut failures = Vec::new();
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
         note(
@@ -144,7 +144,7 @@ pub fn detach(
     netns: Option<&Path>,
     pod_nl: Option<&Netlink>,
 ) -> Result<()> {
-    let mut system = System {
+    let mut system = KernelDetach {
         node,
         a,
         release,
@@ -166,7 +166,7 @@ pub fn detach(
 }
 
 /// The steps on the real system.
-struct System<'a> {
+struct KernelDetach<'a> {
     node: &'a Node,
     a: &'a Attachment<'a>,
     release: &'a Release<'a>,
@@ -177,7 +177,7 @@ struct System<'a> {
     host_nl: Option<Netlink>,
 }
 
-impl System<'_> {
+impl KernelDetach<'_> {
     fn pod(&self) -> Option<&Netlink> {
         self.given_pod.or(self.opened_pod.as_ref())
     }
@@ -201,7 +201,7 @@ impl System<'_> {
     }
 }
 
-impl Steps for System<'_> {
+impl DetachSteps for KernelDetach<'_> {
     fn return_rdma(&mut self, device: &str) -> Result<()> {
         self.node.hw.move_rdma_device(device, self.node.host.fd())
     }
@@ -320,7 +320,7 @@ mod tests {
     struct Recorder {
         calls: Vec<&'static str>,
         fail: Vec<&'static str>,
-        /// Steps that fail with this error rather than a netlink one.
+        /// DetachSteps that fail with this error rather than a netlink one.
         fail_with: Vec<(&'static str, Error)>,
         pod_gone: bool,
     }
@@ -338,7 +338,7 @@ mod tests {
         }
     }
 
-    impl Steps for Recorder {
+    impl DetachSteps for Recorder {
         fn return_rdma(&mut self, _: &str) -> Result<()> {
             self.step("rdma")
         }

@@ -25,7 +25,7 @@ use crate::net::{Mac, NetNs};
 use arp::ArpSocket;
 
 /// The rail interface being checked, as messages name it.
-pub struct Rail<'a> {
+pub struct MovedVf<'a> {
     pub network: &'a str,
     pub ifname: &'a str,
     pub vf: &'a str,
@@ -34,7 +34,7 @@ pub struct Rail<'a> {
     pub mac: Mac,
 }
 
-impl Rail<'_> {
+impl MovedVf<'_> {
     fn verdict(&self, mode: Mode, what: String) -> Result<()> {
         let msg = format!(
             "network {}, {} (VF {}): {what}",
@@ -83,7 +83,7 @@ fn v4(addresses: impl Iterator<Item = IpAddr>) -> Vec<Ipv4Addr> {
 }
 
 /// Before the addresses go on: does anyone else answer for one of them?
-pub fn address_conflict(checks: &Checks, rail: &Rail<'_>, ips: &[IpConfig]) -> Result<()> {
+pub fn address_conflict(checks: &Checks, rail: &MovedVf<'_>, ips: &[IpConfig]) -> Result<()> {
     if checks.address_conflict == Mode::Off {
         return Ok(());
     }
@@ -103,7 +103,7 @@ pub fn address_conflict(checks: &Checks, rail: &Rail<'_>, ips: &[IpConfig]) -> R
 }
 
 /// With the interface up and addressed: does each gateway answer ARP?
-pub fn gateway(checks: &Checks, rail: &Rail<'_>, ips: &[IpConfig]) -> Result<()> {
+pub fn gateway(checks: &Checks, rail: &MovedVf<'_>, ips: &[IpConfig]) -> Result<()> {
     if checks.gateway == Mode::Off {
         return Ok(());
     }

@@ -13,7 +13,7 @@ use super::{emit, Outcome, Usage};
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
-    pub rails: Vec<Rail>,
+    pub rails: Vec<RailRow>,
     /// Variable name → value, e.g. `NCCL_IB_HCA` → `mlx5_3,mlx5_7`.
     pub env: Vec<(String, String)>,
     pub problems: Vec<String>,
@@ -21,7 +21,7 @@ pub struct Report {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Rail {
+pub struct RailRow {
     pub ifname: String,
     pub network: String,
     pub address: Option<String>,
@@ -49,10 +49,10 @@ pub fn run(
             "the pod has no attachment on network {unknown:?}"
         )));
     }
-    let rails: Vec<Rail> = records
+    let rails: Vec<RailRow> = records
         .into_iter()
         .filter(|r| networks.is_empty() || networks.contains(&r.network))
-        .map(|r| Rail {
+        .map(|r| RailRow {
             ifname: r.ifname.clone(),
             network: r.network.clone(),
             address: address_of(r),
@@ -70,7 +70,7 @@ pub fn run(
     Ok(Outcome::found(!report.problems.is_empty()))
 }
 
-fn rails_without_rdma(rails: &[Rail]) -> Vec<String> {
+fn rails_without_rdma(rails: &[RailRow]) -> Vec<String> {
     rails
         .iter()
         .filter(|r| r.rdma_device.is_none())
@@ -84,7 +84,7 @@ fn rails_without_rdma(rails: &[Rail]) -> Vec<String> {
 }
 
 /// NCCL's and UCX's variables naming the rails' HCAs and netdevs, in rail order.
-fn environment(rails: &[Rail]) -> Vec<(String, String)> {
+fn environment(rails: &[RailRow]) -> Vec<(String, String)> {
     let hcas: Vec<&str> = rails
         .iter()
         .filter_map(|r| r.rdma_device.as_deref())

@@ -5,7 +5,7 @@ use railcni_ipam::config::NodeFile;
 use railcni_ipam::StoreView;
 
 use super::Usage;
-use crate::state::{Record, Store};
+use crate::state::{AttachmentStore, Record};
 
 pub struct NodeState {
     pub node: String,
@@ -16,7 +16,7 @@ pub struct NodeState {
 
 impl NodeState {
     pub fn load(settings: &Settings) -> Result<Self, Usage> {
-        let records = Store::new(settings).list().map_err(|e| {
+        let records = AttachmentStore::new(settings).list().map_err(|e| {
             Usage(format!(
                 "cannot read the attachment records under {} ({e}); is RAILCNI_STATE_DIR right?",
                 settings.state_dir.display()

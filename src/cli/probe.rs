@@ -44,13 +44,13 @@ const SMALL: usize = 1500;
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub target: String,
-    pub rails: Vec<Rail>,
+    pub rails: Vec<ProbedRail>,
     pub problems: Vec<String>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Rail {
+pub struct ProbedRail {
     pub network: String,
     pub ifname: String,
     pub vf: String,
@@ -160,7 +160,7 @@ fn probe_rail(
     r: &Record,
     peers: &[Ipv4Addr],
     size: Option<usize>,
-) -> Result<(Rail, Vec<String>), String> {
+) -> Result<(ProbedRail, Vec<String>), String> {
     let netns = r.netns().ok_or("the record names no network namespace")?;
     let ns = NetNs::open(Path::new(netns)).map_err(|e| e.details())?;
     let nl = Netlink::connect_in(&ns).map_err(|e| e.details())?;
@@ -169,7 +169,7 @@ fn probe_rail(
         .map_err(|e| e.details())?
         .ok_or_else(|| format!("{} is not in the pod", r.ifname))?;
     let ip = ipv4_of(r)?;
-    let mut rail = Rail {
+    let mut rail = ProbedRail {
         network: r.network.clone(),
         ifname: r.ifname.clone(),
         vf: r.pci.clone(),
@@ -268,7 +268,7 @@ fn outcome(e: Echo) -> String {
     .into()
 }
 
-fn link_problems(rail: &Rail) -> Vec<String> {
+fn link_problems(rail: &ProbedRail) -> Vec<String> {
     let who = format!("{} {}", rail.network, rail.ifname);
     let mut out = Vec::new();
     if !rail.up {

@@ -6,7 +6,7 @@ pub mod add;
 pub mod check;
 pub mod del;
 pub mod gc;
-pub mod ready;
+pub mod status;
 
 use std::cell::OnceCell;
 
@@ -14,7 +14,7 @@ use cni::Env;
 
 use crate::attachment::detach::Release;
 use crate::config::NetConf;
-use crate::ipam::Ipam;
+use crate::ipam::NetworkIpam;
 use crate::node::Node;
 
 /// One CNI call: the request, on its node.
@@ -36,8 +36,8 @@ impl Ctx {
     }
 
     /// This attachment's IPAM, if the network has one.
-    pub fn ipam(&self) -> Option<Ipam<'_>> {
-        Ipam::new(&self.conf, &self.env, &self.node.settings, &self.ipam_pool)
+    pub fn ipam(&self) -> Option<NetworkIpam<'_>> {
+        NetworkIpam::new(&self.conf, &self.env, &self.node.settings, &self.ipam_pool)
     }
 
     /// This attachment's record (by container and interface), the config's

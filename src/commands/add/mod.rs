@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::net::{NetNs, Netlink};
 use intent::Intent;
 use previous::Previous;
-use system::System;
+use system::KernelAttach;
 
 pub use report::summary_addresses;
 
@@ -43,7 +43,7 @@ pub fn add(ctx: &Ctx) -> Result<CniResult> {
         },
         None => None,
     };
-    let mut system = System::prepare(ctx, &intent, sockets, cleared)?;
+    let mut system = KernelAttach::prepare(ctx, &intent, sockets, cleared)?;
     let result = steps::attach(&mut system)?;
     report::attached(ctx, &intent, system.record(), &result);
     Ok(result)

@@ -1,6 +1,6 @@
 //! ADD's host changes as ordered steps, each pushing its undo onto a
 //! journal; on any failure the journal unwinds newest first. The order
-//! lives here, over the small `Steps` trait, so it is unit-tested without
+//! lives here, over the small `AttachSteps` trait, so it is unit-tested without
 //! root; `system::System` is the real implementation.
 //!
 //! 1. lease the address (undo: release it); like every state write it
@@ -42,7 +42,7 @@ pub enum Undo {
     Detach,
 }
 
-pub trait Steps {
+pub trait AttachSteps {
     /// Whether the VF has a netdev to move (not DPDK).
     fn moves(&self) -> bool;
     /// Whether the config sets PF-side VF settings.
@@ -63,7 +63,7 @@ pub trait Steps {
 }
 
 /// Run the steps; on failure undo what was done and return the error.
-pub fn attach(steps: &mut impl Steps) -> Result<CniResult> {
+pub fn attach(steps: &mut impl AttachSteps) -> Result<CniResult> {
     let mut journal = Journal::default();
     let outcome = run(steps, &mut journal);
     if let Err(err) = &outcome {
@@ -75,7 +75,7 @@ pub fn attach(steps: &mut impl Steps) -> Result<CniResult> {
     outcome
 }
 
-fn run(steps: &mut impl Steps, journal: &mut Journal<Undo>) -> Result<CniResult> {
+fn run(steps: &mut impl AttachSteps, journal: &mut Journal<Undo>) -> Result<CniResult> {
     let mut result = steps.lease()?;
     journal.push(Undo::ReleaseLease);
     steps.record(&result)?;
@@ -132,7 +132,7 @@ mod tests {
         }
     }
 
-    impl Steps for Recorder {
+    impl AttachSteps for Recorder {
         fn moves(&self) -> bool {
             !self.dpdk
         }

@@ -6,7 +6,7 @@ use cni::liveness::Proof;
 use cni::{CniResult, Interface};
 
 use super::intent::Intent;
-use super::steps::{Steps, Undo};
+use super::steps::{AttachSteps, Undo};
 use super::Ctx;
 use crate::attachment::detach::{detach, Attachment};
 use crate::config::RdmaPolicy;
@@ -29,7 +29,7 @@ pub struct Sockets<'a> {
     pub host_nl: &'a Netlink,
 }
 
-pub struct System<'a> {
+pub struct KernelAttach<'a> {
     ctx: &'a Ctx,
     intent: &'a Intent<'a>,
     sockets: Sockets<'a>,
@@ -45,7 +45,7 @@ pub struct System<'a> {
     record: Record,
 }
 
-impl<'a> System<'a> {
+impl<'a> KernelAttach<'a> {
     /// Find the VF's host link (`cleared`: as a cleared record left it) and
     /// run the checks that change nothing.
     pub fn prepare(
@@ -79,7 +79,7 @@ impl<'a> System<'a> {
             (Some(link), rdma_to_move(ctx, intent)?)
         };
         let record = new_record(ctx, intent, link.as_ref());
-        Ok(System {
+        Ok(KernelAttach {
             ctx,
             intent,
             sockets,
@@ -96,10 +96,10 @@ impl<'a> System<'a> {
     }
 
     /// The moved VF, as the rail checks name and reach it.
-    fn rail(&self) -> Result<crate::checks::Rail<'_>> {
+    fn rail(&self) -> Result<crate::checks::MovedVf<'_>> {
         let moved = self.moved()?;
         let mac = self.ctx.conf.mac.or_else(|| Mac::from_slice(&moved.mac));
-        Ok(crate::checks::Rail {
+        Ok(crate::checks::MovedVf {
             network: &self.ctx.conf.name,
             ifname: &self.ctx.env.ifname,
             vf: &self.intent.vf.pci,
@@ -204,7 +204,7 @@ impl<'a> System<'a> {
     }
 }
 
-impl Steps for System<'_> {
+impl AttachSteps for KernelAttach<'_> {
     fn moves(&self) -> bool {
         self.link.is_some()
     }
