@@ -483,99 +483,10 @@ fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
     assert_eq!(status.signal(), None, "{status:?}");
 }
 
-const RTM_GETLINK: u16 = 18;
-const RTM_SETLINK: u16 = 19;
-const RTM_NEWADDR: u16 = 20;
-const RTM_NEWROUTE: u16 = 24;
-const RTM_NEWRULE: u16 = 32;
-const RTM_DELRULE: u16 = 33;
-const RTM_GETRULE: u16 = 34;
-
-/// The rtnetlink message type of each `sendto` in an strace (railcni sends
-/// one message per call). strace names the type on a socket of its own
-/// namespace and prints it in hex on one in the pod's; a type this test does
-/// not know reads as u16::MAX, so it is never mistaken for an allowed one.
-fn netlink_requests(trace: &str) -> Vec<u16> {
-    trace
-        .lines()
-        .filter(|l| l.contains("sendto("))
-        .filter_map(|l| l.split("nlmsg_type=").nth(1))
-        .filter_map(|t| t.split([',', ' ']).next())
-        .map(|t| match t.strip_prefix("0x") {
-            Some(hex) => u16::from_str_radix(hex, 16).unwrap_or(u16::MAX),
-            None => match t {
-                "RTM_GETLINK" => RTM_GETLINK,
-                "RTM_SETLINK" => RTM_SETLINK,
-                "RTM_NEWADDR" => RTM_NEWADDR,
-                "RTM_NEWROUTE" => RTM_NEWROUTE,
-                "RTM_NEWRULE" => RTM_NEWRULE,
-                "RTM_DELRULE" => RTM_DELRULE,
-                "RTM_GETRULE" => RTM_GETRULE,
-                _ => u16::MAX,
-            },
-        })
-        .collect()
-}
-
+/// The rail's MTU is the pod's as ADD answers, the link is up, and DEL
+/// gives the VF back with its own MTU.
 #[test]
-fn netlink_requests_reads_named_and_hex_types() {
-    let trace = r#"
-7 sendto(6, [{nlmsg_len=52, nlmsg_type=RTM_SETLINK, nlmsg_flags=NLM_F_REQUEST|NLM_F_ACK}, ""], 52, 0, NULL, 0) = 52
-7 sendto(8, [{nlmsg_len=32, nlmsg_type=0x12 /* NLMSG_??? */, nlmsg_flags=NLM_F_REQUEST}, ""], 32, 0, NULL, 0) = 32
-7 recvfrom(8, [{nlmsg_len=36, nlmsg_type=NLMSG_ERROR}], 36, 0, NULL, NULL) = 36
-7 sendto(8, [{nlmsg_len=32, nlmsg_type=RTM_NEWNEIGH, nlmsg_flags=NLM_F_REQUEST}, ""], 32, 0, NULL, 0) = 32
-"#;
-    assert_eq!(
-        netlink_requests(trace),
-        vec![RTM_SETLINK, RTM_GETLINK, u16::MAX]
-    );
-}
-
-/// After an IPv4 rail's link comes up, ADD sends only the rail's
-/// addresses, routes and rules: what runs between a rail's link-up and
-/// railcni's exit delays the next rail's namespace move
-/// (docs/architecture.md, "Pod start").
-#[test]
-fn after_the_link_up_an_add_sends_only_addresses_routes_and_rules() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let pod = node.pod("p");
-    let (reply, trace) = strace_of(&node, &rail1_add("p", &pod, vf), "trace=sendto");
-    assert_eq!(address(&reply.ok()), "172.16.0.0/31");
-    let sent = netlink_requests(&trace);
-    // The move, the MTU and the link-up are all RTM_SETLINK; the up is last.
-    let up = sent
-        .iter()
-        .rposition(|&t| t == RTM_SETLINK)
-        .unwrap_or_else(|| panic!("no RTM_SETLINK in {sent:?}"));
-    let after = &sent[up + 1..];
-    let allowed = [
-        RTM_NEWADDR,
-        RTM_NEWROUTE,
-        RTM_GETRULE,
-        RTM_DELRULE,
-        RTM_NEWRULE,
-    ];
-    assert!(
-        after.contains(&RTM_NEWADDR) && after.contains(&RTM_NEWROUTE),
-        "addresses and routes follow the link-up: {sent:?}"
-    );
-    assert!(
-        after.iter().all(|t| allowed.contains(t)),
-        "only addresses, routes and rules after the link-up: {sent:?}"
-    );
-    assert!(
-        sent[..up].contains(&RTM_GETLINK),
-        "the result's MAC and MTU are read before the link-up: {sent:?}"
-    );
-}
-
-/// The move carries the rail's MTU and IPv4 settings in its own message,
-/// and DEL's move home carries the host MTU: between an ADD's move and its
-/// link-up only the read-back goes out, and a DEL sends one RTM_SETLINK.
-/// Each request around a move costs the next rail's move time.
-#[test]
-fn the_moves_carry_the_mtu_in_their_own_message() {
+fn the_rail_mtu_is_set_in_the_pod_and_the_host_mtu_restored() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -586,26 +497,10 @@ fn the_moves_carry_the_mtu_in_their_own_message() {
         "the stand-in starts below the rail MTU"
     );
     let add = rail1_add("p", &pod, vf);
-    let (reply, trace) = strace_of(&node, &add, "trace=sendto");
-    assert_eq!(reply.ok()["interfaces"][0]["mtu"], 9000);
+    assert_eq!(node.cni(&add).ok()["interfaces"][0]["mtu"], 9000);
     let inside = link_in(&Node::ns_of(&pod), "net1").map(|l| (l.mtu, l.up));
     assert_eq!(inside, Some((9000, true)));
-    let sent = netlink_requests(&trace);
-    let setlinks: Vec<usize> = (0..sent.len())
-        .filter(|&i| sent[i] == RTM_SETLINK)
-        .collect();
-    assert_eq!(setlinks.len(), 2, "the move and the link-up only: {sent:?}");
-    assert_eq!(
-        &sent[setlinks[0] + 1..setlinks[1]],
-        [RTM_GETLINK],
-        "between the move and the link-up, only the read-back: {sent:?}"
-    );
-
-    let (reply, trace) = strace_of(&node, &add.cmd("DEL"), "trace=sendto");
-    reply.ok();
-    let sent = netlink_requests(&trace);
-    let setlinks = sent.iter().filter(|&&t| t == RTM_SETLINK).count();
-    assert_eq!(setlinks, 1, "the move home carries the MTU: {sent:?}");
+    node.cni(&add.cmd("DEL")).ok();
     assert_eq!(
         link_in(&node.host(), &vf.ifname).map(|l| l.mtu),
         host_mtu,
@@ -613,24 +508,25 @@ fn the_moves_carry_the_mtu_in_their_own_message() {
     );
 }
 
-/// A PF's `sriov_offset` and `sriov_stride` give each VF's index from its
-/// PCI address: an ADD reads that one `virtfn` link, not every link of the
-/// PF until it finds its own (up to 127 readlinks on a full ConnectX).
+/// Each VF's index on its PF comes from its PCI address: a PF-side setting
+/// of an ADD lands on that VF and no other.
 #[test]
-fn an_add_reads_only_its_own_virtfn_link() {
+fn each_vfs_settings_land_on_its_own_index() {
     let node = Node::new(1, 6);
     let pod = node.pod("p");
     for (index, vf) in node.vfs.iter().enumerate() {
-        let add = rail1_add("p", &pod, vf);
-        let (reply, trace) = strace_of(&node, &add, "trace=readlink,readlinkat");
-        reply.ok();
-        let virtfns: Vec<&str> = trace
-            .lines()
-            .filter_map(|l| l.split('"').nth(1))
-            .filter_map(|path| path.rsplit('/').next())
-            .filter(|name| name.starts_with("virtfn"))
+        let mut add = rail1_add("p", &pod, vf);
+        add.conf["trust"] = serde_json::json!("on");
+        node.cni(&add).ok();
+        let vfs = node.hardware()["vfs"].clone();
+        let trusted: Vec<&String> = vfs
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, v)| v["trust"] == true)
+            .map(|(k, _)| k)
             .collect();
-        assert_eq!(virtfns, [format!("virtfn{index}")], "VF {}", vf.pci);
+        assert_eq!(trusted, [&format!("pf1/{index}")], "VF {}", vf.pci);
         node.cni(&add.cmd("DEL")).ok();
     }
 }
