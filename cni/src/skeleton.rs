@@ -84,6 +84,24 @@ pub struct RefusedDel {
     pub error: Error,
 }
 
+impl RefusedDel {
+    /// What the process environment and stdin (when it was a JSON object)
+    /// still say.
+    fn read(error: Error, stdin: Option<&[u8]>) -> Self {
+        let var = |k: &str| std::env::var(k).unwrap_or_default();
+        RefusedDel {
+            container_id: var("CNI_CONTAINERID"),
+            ifname: var("CNI_IFNAME"),
+            netns: Some(var("CNI_NETNS"))
+                .filter(|n| !n.is_empty())
+                .map(Into::into),
+            config: stdin.and_then(|s| parse_config(s).ok()),
+            settings: Settings::from_env(),
+            error,
+        }
+    }
+}
+
 /// Started by a runtime (any `CNI_*` variable set) rather than by a person.
 /// A runtime that forgets `CNI_COMMAND` still gets a CNI error, not help text.
 pub fn is_cni_invocation() -> bool {
@@ -125,18 +143,7 @@ where
         }
         Err((error, version)) if is_del() => {
             crate::log_warn!("{error}");
-            let var = |k: &str| std::env::var(k).unwrap_or_default();
-            let refused = RefusedDel {
-                container_id: var("CNI_CONTAINERID"),
-                ifname: var("CNI_IFNAME"),
-                netns: Some(var("CNI_NETNS"))
-                    .filter(|n| !n.is_empty())
-                    .map(Into::into),
-                config: del_stdin.and_then(|s| parse_config(&s).ok()),
-                settings: Settings::from_env(),
-                error,
-            };
-            match refused_del(refused) {
+            match refused_del(RefusedDel::read(error, del_stdin.as_deref())) {
                 Ok(()) => (None, 0),
                 Err(e) => (Some(reply_json(&e, version)), 1),
             }

@@ -127,16 +127,7 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
         .and_then(|v| CniResult::from_value(v).ok())
         .ok_or_else(|| Error::State(format!("the record of VF {pci} holds no ADD result")))?;
     let iface = result.interfaces.first().cloned().unwrap_or_default();
-    if let Some(settings) = record.vf_applied.as_ref().filter(|s| !s.is_empty()) {
-        crate::vf::settings::apply(
-            node.hw.as_ref(),
-            &node.sysfs,
-            &vf,
-            settings,
-            &record.vf_restore.clone().unwrap_or_default(),
-            node.settings.rebind_timeout,
-        )?;
-    }
+    set_vf_again(node, record, &vf)?;
     let host_nl = Netlink::connect_in(&node.host)?;
     let link = find_in_host(&host_nl, pci, &vf.netdevs, None)?
         .ok_or_else(|| Error::DeviceNotFound(format!("VF {pci} left the host again")))?;
@@ -165,14 +156,7 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
         Error::Netlink(format!("VF {pci} moved but {} is not there", record.ifname))
     })?;
     bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
-    for ip in &result.ips {
-        if let Err(e) = pod_nl.add_address(moved.index, ip.address) {
-            log_warn!("VF {pci}: address {}: {}", ip.address, e.details());
-        }
-    }
-    if let Some(plan) = &record.routing {
-        crate::routing::apply::install(&pod_nl, &record.ifname, moved.index, plan, None)?;
-    }
+    address_and_route(record, &result, &pod_nl, &moved)?;
     let mut updated = record.clone();
     updated.pod_ifindex = Some(moved.index);
     updated.reattached += 1;
@@ -183,6 +167,40 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
         record.pod.as_deref().unwrap_or(&record.container_id),
         record.network
     );
+    Ok(())
+}
+
+/// The PF-side settings ADD set: a reload brought the VF back with the
+/// driver's defaults.
+fn set_vf_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<()> {
+    match record.vf_applied.as_ref().filter(|s| !s.is_empty()) {
+        Some(settings) => crate::vf::settings::apply(
+            node.hw.as_ref(),
+            &node.sysfs,
+            vf,
+            settings,
+            &record.vf_restore.clone().unwrap_or_default(),
+            node.settings.rebind_timeout,
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The addresses of ADD's result, then the rail's routes and rule.
+fn address_and_route(
+    record: &Record,
+    result: &CniResult,
+    pod_nl: &Netlink,
+    moved: &Link,
+) -> Result<()> {
+    for ip in &result.ips {
+        if let Err(e) = pod_nl.add_address(moved.index, ip.address) {
+            log_warn!("VF {}: address {}: {}", record.pci, ip.address, e.details());
+        }
+    }
+    if let Some(plan) = &record.routing {
+        crate::routing::apply::install(pod_nl, &record.ifname, moved.index, plan, None)?;
+    }
     Ok(())
 }
 

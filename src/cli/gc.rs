@@ -66,6 +66,31 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
             },
         })
         .collect();
+    actions.extend(put_backs(state, node, apply));
+    actions.extend(orphaned_leases(state, &dead).map(|(network, l)| Action {
+        action: "release".into(),
+        network: network.to_string(),
+        container_id: l.container_id.clone(),
+        ifname: l.ifname.clone(),
+        what: format!("{} (its holder is gone)", l.address),
+        result: if apply {
+            railcni_ipam::release_lease(&node.settings, network, &l.container_id, &l.ifname)
+                .map_or_else(|e| e.to_string(), |_| "done".into())
+        } else {
+            "planned".into()
+        },
+    }));
+    count_reclaimed(state, node, &actions);
+    Ok(Report {
+        applied: apply,
+        actions,
+    })
+}
+
+/// VFs a driver reload tore out of a live pod and that are back on the
+/// host: put back (what the agent does by itself).
+fn put_backs(state: &NodeState, node: &Node, apply: bool) -> Vec<Action> {
+    let mut actions = Vec::new();
     for r in state.records.iter().filter(|r| state.alive(r)) {
         if locate(node, r).ok() != Some(Reattach::PutBack) {
             continue;
@@ -94,24 +119,7 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
             },
         });
     }
-    actions.extend(orphaned_leases(state, &dead).map(|(network, l)| Action {
-        action: "release".into(),
-        network: network.to_string(),
-        container_id: l.container_id.clone(),
-        ifname: l.ifname.clone(),
-        what: format!("{} (its holder is gone)", l.address),
-        result: if apply {
-            railcni_ipam::release_lease(&node.settings, network, &l.container_id, &l.ifname)
-                .map_or_else(|e| e.to_string(), |_| "done".into())
-        } else {
-            "planned".into()
-        },
-    }));
-    count_reclaimed(state, node, &actions);
-    Ok(Report {
-        applied: apply,
-        actions,
-    })
+    actions
 }
 
 /// Leases released (orphans, and the embedded leases of detached

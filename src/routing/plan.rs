@@ -81,31 +81,72 @@ pub fn choose_table(ifname: &str, conf: &RoutingConf, used: &[u32]) -> (u32, u32
 }
 
 pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> RailRoutes {
-    let gateway_for = |dst: &IpNet| {
-        ipam.ips
-            .iter()
-            .find(|ip| ip.address.addr().is_ipv4() == dst.addr().is_ipv4())
-            .and_then(|ip| ip.gateway)
-    };
-    let mut rules = Vec::new();
-    let mut routes = Vec::new();
-    for ip in &ipam.ips {
-        let addr = ip.address.addr();
-        let host = IpNet::new(addr, if addr.is_ipv4() { 32 } else { 128 }).unwrap_or(ip.address);
-        rules.push(RuleSpec {
-            src: host,
-            table,
-            priority,
-        });
-        routes.push(RouteSpec {
+    let mut routes = connected_routes(ipam, table);
+    for spec in gateway_routes(ipam, conf, table) {
+        if !routes.contains(&spec) {
+            routes.push(spec);
+        }
+    }
+    routes.extend(main_routes(ipam, conf));
+    RailRoutes {
+        table,
+        priority,
+        rules: source_rules(ipam, table, priority),
+        routes,
+        sysctls: sysctls(ipam, conf),
+    }
+}
+
+/// `from <address>/32 lookup <table>` for each address of the rail.
+fn source_rules(ipam: &CniResult, table: u32, priority: u32) -> Vec<RuleSpec> {
+    ipam.ips
+        .iter()
+        .map(|ip| {
+            let addr = ip.address.addr();
+            let host =
+                IpNet::new(addr, if addr.is_ipv4() { 32 } else { 128 }).unwrap_or(ip.address);
+            RuleSpec {
+                src: host,
+                table,
+                priority,
+            }
+        })
+        .collect()
+}
+
+/// Each address's own subnet, on-link in the rail table (first: a gateway
+/// is validated in the route's own table).
+fn connected_routes(ipam: &CniResult, table: u32) -> Vec<RouteSpec> {
+    ipam.ips
+        .iter()
+        .map(|ip| RouteSpec {
             dst: ip.address.trunc(),
             gw: None,
             table: Some(table),
             scope: SCOPE_LINK,
-            src: Some(addr),
-        });
-    }
-    let mut gateway_routes: Vec<IpNet> = ipam.routes.iter().map(|r| r.dst.trunc()).collect();
+            src: Some(ip.address.addr()),
+        })
+        .collect()
+}
+
+/// The gateway of the address family `dst` belongs to.
+fn gateway_for(ipam: &CniResult, dst: &IpNet) -> Option<std::net::IpAddr> {
+    ipam.ips
+        .iter()
+        .find(|ip| ip.address.addr().is_ipv4() == dst.addr().is_ipv4())
+        .and_then(|ip| ip.gateway)
+}
+
+/// A destination an address's own subnet covers is on-link (a shared rail
+/// subnet): its connected route already reaches it.
+fn on_link(ipam: &CniResult, dst: &IpNet) -> bool {
+    ipam.ips.iter().any(|ip| ip.address.trunc().contains(dst))
+}
+
+/// The IPAM's routes (and the default route when asked) via the gateway,
+/// in the rail table.
+fn gateway_routes(ipam: &CniResult, conf: &RoutingConf, table: u32) -> Vec<RouteSpec> {
+    let mut dsts: Vec<IpNet> = ipam.routes.iter().map(|r| r.dst.trunc()).collect();
     if conf.default_route {
         for ip in &ipam.ips {
             let any = if ip.address.addr().is_ipv4() {
@@ -113,46 +154,52 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
             } else {
                 "::/0"
             };
-            gateway_routes.extend(any.parse::<IpNet>().ok());
+            dsts.extend(any.parse::<IpNet>().ok());
         }
     }
-    // A destination an address's own subnet covers is on-link (a shared
-    // rail subnet): its connected route already reaches it.
-    let on_link = |dst: &IpNet| ipam.ips.iter().any(|ip| ip.address.trunc().contains(dst));
-    for dst in gateway_routes.into_iter().filter(|d| !on_link(d)) {
-        let gw = ipam
-            .routes
-            .iter()
-            .find(|r| r.dst.trunc() == dst)
-            .and_then(|r| r.gw)
-            .or_else(|| gateway_for(&dst));
-        let spec = RouteSpec {
-            dst,
-            gw,
-            table: Some(table),
-            scope: if gw.is_some() {
-                SCOPE_UNIVERSE
-            } else {
-                SCOPE_LINK
-            },
-            src: None,
-        };
-        if !routes.contains(&spec) {
-            routes.push(spec);
-        }
-    }
+    dsts.into_iter()
+        .filter(|d| !on_link(ipam, d))
+        .map(|dst| {
+            let gw = ipam
+                .routes
+                .iter()
+                .find(|r| r.dst.trunc() == dst)
+                .and_then(|r| r.gw)
+                .or_else(|| gateway_for(ipam, &dst));
+            RouteSpec {
+                dst,
+                gw,
+                table: Some(table),
+                scope: if gw.is_some() {
+                    SCOPE_UNIVERSE
+                } else {
+                    SCOPE_LINK
+                },
+                src: None,
+            }
+        })
+        .collect()
+}
+
+/// The rail's CIDRs via its gateway in the main table (`mainRoutes`).
+fn main_routes(ipam: &CniResult, conf: &RoutingConf) -> Vec<RouteSpec> {
     let rail_cidrs = [conf.rail_cidr, conf.rail_cidr6].into_iter().flatten();
-    for cidr in rail_cidrs.filter(|c| conf.main_routes && !on_link(c)) {
-        if let Some(gw) = gateway_for(&cidr) {
-            routes.push(RouteSpec {
+    rail_cidrs
+        .filter(|c| conf.main_routes && !on_link(ipam, c))
+        .filter_map(|cidr| {
+            gateway_for(ipam, &cidr).map(|gw| RouteSpec {
                 dst: cidr,
                 gw: Some(gw),
                 table: None,
                 scope: SCOPE_UNIVERSE,
                 src: None,
-            });
-        }
-    }
+            })
+        })
+        .collect()
+}
+
+/// The defaults for each family the rail has, then the config's own.
+fn sysctls(ipam: &CniResult, conf: &RoutingConf) -> Vec<Sysctl> {
     let mut sysctls: BTreeMap<SysctlKey, String> = DEFAULT_SYSCTLS
         .iter()
         .map(|(k, v)| (SysctlKey::ipv4(k), (*v).to_string()))
@@ -165,16 +212,10 @@ pub fn plan(ipam: &CniResult, conf: &RoutingConf, table: u32, priority: u32) -> 
         );
     }
     sysctls.extend(conf.sysctl.clone());
-    RailRoutes {
-        table,
-        priority,
-        rules,
-        routes,
-        sysctls: sysctls
-            .into_iter()
-            .map(|(key, value)| Sysctl { key, value })
-            .collect(),
-    }
+    sysctls
+        .into_iter()
+        .map(|(key, value)| Sysctl { key, value })
+        .collect()
 }
 
 impl RailRoutes {
