@@ -100,29 +100,31 @@ pub fn del(ctx: &Ctx) -> Result<()> {
         ctx.env.netns.as_deref(),
         None,
     )?;
-    let what = current.as_ref().map_or_else(
-        || "no record".to_string(),
-        |r| {
-            let addresses = r
-                .result
-                .as_ref()
-                .and_then(|v| cni::CniResult::from_value(v).ok())
-                .map_or_else(
-                    || "no address".into(),
-                    |res| super::add::summary_addresses(&res),
-                );
-            let table = r
-                .routing
-                .as_ref()
-                .map_or_else(|| "none".to_string(), |p| p.table.to_string());
-            format!("{addresses}, table {table}")
-        },
-    );
+    let what = current
+        .as_ref()
+        .map_or_else(|| "no record".to_string(), summary);
     log_info!(
         "detached VF {pci} ({cid}/{ifname}): {what}; {}",
         crate::timing::summary()
     );
     Ok(())
+}
+
+/// What the record held, for DEL's closing log line.
+fn summary(r: &crate::state::Record) -> String {
+    let addresses = r
+        .result
+        .as_ref()
+        .and_then(|v| cni::CniResult::from_value(v).ok())
+        .map_or_else(
+            || "no address".into(),
+            |res| super::add::summary_addresses(&res),
+        );
+    let table = r
+        .routing
+        .as_ref()
+        .map_or_else(|| "none".to_string(), |p| p.table.to_string());
+    format!("{addresses}, table {table}")
 }
 
 fn release_own_lease(ctx: &Ctx) -> Result<()> {

@@ -194,34 +194,7 @@ impl Plan {
         }
         let mut allocations = Vec::new();
         for rail in &self.rails {
-            let pool = PoolConfig::parse(&rail.pool_json(&indices))
-                .map_err(|e| PlanError(format!("rail {}: {e}", rail.name)))?;
-            for node in &nodes {
-                let v4 = NodePool::resolve(&rail.name, node, &pool, &NodeFile::default());
-                let v6 = pool
-                    .ipv6
-                    .as_deref()
-                    .map(|p6| NodePool::resolve(&rail.name, node, p6, &NodeFile::default()));
-                let both = v4.and_then(|p| {
-                    Ok(std::iter::once(p)
-                        .chain(v6.transpose()?)
-                        .collect::<Vec<_>>())
-                });
-                match both {
-                    Ok(pools) => allocations.extend(pools.into_iter().map(|p| Allocation {
-                        node: node.clone(),
-                        rail: rail.name.clone(),
-                        prefix: p.prefix,
-                        gateway: p.gateway,
-                        host: p.usable.first().copied(),
-                    })),
-                    // Imported pools need not cover every node on every rail.
-                    Err(_) if !rail.static_allocations.is_empty() => {}
-                    Err(e) => {
-                        return Err(PlanError(format!("rail {}, node {node}: {e}", rail.name)))
-                    }
-                }
-            }
+            allocations.extend(rail.allocations(&indices, &nodes)?);
         }
         Ok(Resolved {
             plan: self,
@@ -267,6 +240,42 @@ impl Plan {
 }
 
 impl Rail {
+    /// Each node's prefix (and IPv6 prefix) on this rail.
+    fn allocations(
+        &self,
+        indices: &[(String, usize)],
+        nodes: &[String],
+    ) -> Result<Vec<Allocation>> {
+        let pool = PoolConfig::parse(&self.pool_json(indices))
+            .map_err(|e| PlanError(format!("rail {}: {e}", self.name)))?;
+        let mut out = Vec::new();
+        for node in nodes {
+            let v4 = NodePool::resolve(&self.name, node, &pool, &NodeFile::default());
+            let v6 = pool
+                .ipv6
+                .as_deref()
+                .map(|p6| NodePool::resolve(&self.name, node, p6, &NodeFile::default()));
+            let both = v4.and_then(|p| {
+                Ok(std::iter::once(p)
+                    .chain(v6.transpose()?)
+                    .collect::<Vec<_>>())
+            });
+            match both {
+                Ok(pools) => out.extend(pools.into_iter().map(|p| Allocation {
+                    node: node.clone(),
+                    rail: self.name.clone(),
+                    prefix: p.prefix,
+                    gateway: p.gateway,
+                    host: p.usable.first().copied(),
+                })),
+                // Imported pools need not cover every node on every rail.
+                Err(_) if !self.static_allocations.is_empty() => {}
+                Err(e) => return Err(PlanError(format!("rail {}, node {node}: {e}", self.name))),
+            }
+        }
+        Ok(out)
+    }
+
     /// The IPAM pool this rail is, for the IPAM's own arithmetic and checks.
     fn pool_json(&self, indices: &[(String, usize)]) -> serde_json::Value {
         let mut pool = json!({"cidr": self.cidr, "gatewayIndex": self.gateway_index.unwrap_or(1)});

@@ -159,27 +159,32 @@ fn operations(e: &mut Exposition, network: &str, counted: Option<&NetworkStats>)
         );
     }
     if !network.is_empty() {
-        let help = "Leases of provably gone holders released (by ADD, `railcnictl gc --apply` and the agent's gc).";
-        let labels = [("network", network)];
+        reclaims(e, network, s);
+    }
+}
+
+/// Leases of gone holders released and VFs put back after driver reloads.
+fn reclaims(e: &mut Exposition, network: &str, s: &NetworkStats) {
+    let help = "Leases of provably gone holders released (by ADD, `railcnictl gc --apply` and the agent's gc).";
+    let labels = [("network", network)];
+    e.sample(
+        "railcni_reclaimed_leases_total",
+        help,
+        Kind::Counter,
+        &labels,
+        s.reclaimed_leases as f64,
+    );
+    let help = "VFs a PF driver reload tore out of a live pod, by what the agent did: put_back, released (the pod was gone), error.";
+    e.declare("railcni_reattach_total", help, Kind::Counter);
+    for (result, n) in &s.reattached {
+        let labels = [("network", network), ("result", result.as_str())];
         e.sample(
-            "railcni_reclaimed_leases_total",
+            "railcni_reattach_total",
             help,
             Kind::Counter,
             &labels,
-            s.reclaimed_leases as f64,
+            *n as f64,
         );
-        let help = "VFs a PF driver reload tore out of a live pod, by what the agent did: put_back, released (the pod was gone), error.";
-        e.declare("railcni_reattach_total", help, Kind::Counter);
-        for (result, n) in &s.reattached {
-            let labels = [("network", network), ("result", result.as_str())];
-            e.sample(
-                "railcni_reattach_total",
-                help,
-                Kind::Counter,
-                &labels,
-                *n as f64,
-            );
-        }
     }
 }
 
