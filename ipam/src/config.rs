@@ -141,6 +141,35 @@ pub struct NodeAllocation {
     pub gateway6: Option<IpAddr>,
 }
 
+/// `perNodePrefix`, checked: within the family (the cidr's, else what the
+/// length implies), at most 256 addresses a node, no larger than the cidr.
+fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamError> {
+    let max_len = match (cidr, asked) {
+        (Some(IpNet::V6(_)), _) => 128,
+        (None, Some(p)) if p > 32 => 128,
+        _ => 32,
+    };
+    let per_node_prefix = asked.unwrap_or(max_len - 1);
+    if per_node_prefix > max_len || per_node_prefix < max_len - MAX_HOST_BITS {
+        return Err(config_err(
+            "perNodePrefix",
+            format!(
+                "{per_node_prefix} must be {}..{max_len} (up to 256 addresses per node)",
+                max_len - MAX_HOST_BITS
+            ),
+        ));
+    }
+    if let Some(c) = cidr {
+        if per_node_prefix < c.prefix_len() {
+            return Err(config_err(
+                "perNodePrefix",
+                format!("/{per_node_prefix} is larger than cidr {c}"),
+            ));
+        }
+    }
+    Ok(per_node_prefix)
+}
+
 fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
     IpamError::config(&format!("ipam.{field}"), msg)
 }
@@ -318,30 +347,7 @@ impl PoolConfig {
             raw.static_allocations = statics;
         }
         let cidr = raw.cidr.map(|c| c.trunc());
-        // The family: the cidr's, else what perNodePrefix implies.
-        let max_len = match (cidr, raw.per_node_prefix) {
-            (Some(IpNet::V6(_)), _) => 128,
-            (None, Some(p)) if p > 32 => 128,
-            _ => 32,
-        };
-        let per_node_prefix = raw.per_node_prefix.unwrap_or(max_len - 1);
-        if per_node_prefix > max_len || per_node_prefix < max_len - MAX_HOST_BITS {
-            return Err(config_err(
-                "perNodePrefix",
-                format!(
-                    "{per_node_prefix} must be {}..{max_len} (up to 256 addresses per node)",
-                    max_len - MAX_HOST_BITS
-                ),
-            ));
-        }
-        if let Some(c) = cidr {
-            if per_node_prefix < c.prefix_len() {
-                return Err(config_err(
-                    "perNodePrefix",
-                    format!("/{per_node_prefix} is larger than cidr {c}"),
-                ));
-            }
-        }
+        let per_node_prefix = per_node_prefix(cidr, raw.per_node_prefix)?;
         let pool = PoolConfig {
             cidr,
             per_node_prefix,
@@ -442,6 +448,22 @@ impl PoolConfig {
     }
 
     fn validate(&self) -> Result<(), IpamError> {
+        self.validate_nodes()?;
+        let static_nodes = self.validate_static_allocations()?;
+        self.validate_no_overlap(&static_nodes)?;
+        for (i, e) in self.exclusions.iter().enumerate() {
+            if e.start.is_ipv4() != e.end.is_ipv4() || e.start > e.end {
+                return Err(config_err(
+                    &format!("exclusions[{i}]"),
+                    format!("{} .. {} is not a range", e.start, e.end),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each node once, each index once, every index inside the cidr.
+    fn validate_nodes(&self) -> Result<(), IpamError> {
         let mut seen = HashSet::new();
         let mut indices = HashSet::new();
         for (n, i) in &self.nodes {
@@ -467,6 +489,12 @@ impl PoolConfig {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// One allocation per node, each a valid prefix inside the cidr; the
+    /// nodes that have one.
+    fn validate_static_allocations(&self) -> Result<HashSet<&str>, IpamError> {
         let mut static_nodes = HashSet::new();
         for (i, a) in self.static_allocations.iter().enumerate() {
             let field = format!("staticAllocations[{i}]");
@@ -486,8 +514,12 @@ impl PoolConfig {
                 }
             }
         }
-        // Every node's prefix, static or by index, must be its own. Sorted by
-        // start, two ranges overlap only if neighbours do: O(n log n).
+        Ok(static_nodes)
+    }
+
+    /// Every node's prefix, static or by index, must be its own. Sorted by
+    /// start, two ranges overlap only if neighbours do: O(n log n).
+    fn validate_no_overlap(&self, static_nodes: &HashSet<&str>) -> Result<(), IpamError> {
         let mut ranges: Vec<(u128, u128, &str, IpNet)> = self
             .static_allocations
             .iter()
@@ -509,14 +541,6 @@ impl PoolConfig {
                 return Err(config_err(
                     "staticAllocations",
                     format!("{pa} of node {na:?} overlaps {pb} of node {nb:?}"),
-                ));
-            }
-        }
-        for (i, e) in self.exclusions.iter().enumerate() {
-            if e.start.is_ipv4() != e.end.is_ipv4() || e.start > e.end {
-                return Err(config_err(
-                    &format!("exclusions[{i}]"),
-                    format!("{} .. {} is not a range", e.start, e.end),
                 ));
             }
         }

@@ -139,39 +139,50 @@ pub fn compare(
         out.push(Finding::present(format!("inet {a}"), addresses.contains(a)));
     }
     if let Some(plan) = &record.routing {
-        let rules = nl.rules()?;
-        for spec in &plan.rules {
-            out.push(Finding::present(
-                format!(
-                    "rule from {} lookup {} prio {}",
-                    spec.src, spec.table, spec.priority
-                ),
-                rules.iter().any(|r| r.matches(spec)),
-            ));
-        }
-        let routes = nl.routes()?;
-        for spec in &plan.routes {
-            let via = spec.gw.map(|g| format!(" via {g}")).unwrap_or_default();
-            let table = spec.table.unwrap_or(MAIN_TABLE);
-            let name = if table == MAIN_TABLE {
-                "main".to_string()
-            } else {
-                table.to_string()
-            };
-            out.push(Finding::present(
-                format!("route {}{via} table {name}", spec.dst),
-                routes.iter().any(|r| r.matches(spec, MAIN_TABLE)),
-            ));
-        }
-        for s in &plan.sysctls {
-            let path = s.key.path(ifname);
-            let actual = sysctl::read_in(pod, &path)?;
-            out.push(Finding::new(
-                &format!("sysctl {}", s.key.to_string().replace("IFNAME", ifname)),
-                &s.value,
-                actual,
-            ));
-        }
+        out.extend(compare_routing(pod, nl, ifname, plan)?);
+    }
+    Ok(out)
+}
+
+/// The rail plan's rules, routes and sysctls against the pod's.
+fn compare_routing(
+    pod: &NetNs,
+    nl: &Netlink,
+    ifname: &str,
+    plan: &crate::routing::RailRoutes,
+) -> Result<Vec<Finding>> {
+    let mut out = Vec::new();
+    let rules = nl.rules()?;
+    for spec in &plan.rules {
+        out.push(Finding::present(
+            format!(
+                "rule from {} lookup {} prio {}",
+                spec.src, spec.table, spec.priority
+            ),
+            rules.iter().any(|r| r.matches(spec)),
+        ));
+    }
+    let routes = nl.routes()?;
+    for spec in &plan.routes {
+        let via = spec.gw.map(|g| format!(" via {g}")).unwrap_or_default();
+        let table = spec.table.unwrap_or(MAIN_TABLE);
+        let name = if table == MAIN_TABLE {
+            "main".to_string()
+        } else {
+            table.to_string()
+        };
+        out.push(Finding::present(
+            format!("route {}{via} table {name}", spec.dst),
+            routes.iter().any(|r| r.matches(spec, MAIN_TABLE)),
+        ));
+    }
+    for s in &plan.sysctls {
+        let actual = sysctl::read_in(pod, &s.key.path(ifname))?;
+        out.push(Finding::new(
+            &format!("sysctl {}", s.key.to_string().replace("IFNAME", ifname)),
+            &s.value,
+            actual,
+        ));
     }
     Ok(out)
 }
