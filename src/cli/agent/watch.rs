@@ -61,9 +61,11 @@ fn watch(node: &Node, socket: &Socket) {
         let datagram = match recv_datagram(socket.as_fd()) {
             Ok(d) => d,
             Err(e) => {
-                // ENOBUFS: events were dropped; look at every record again.
+                // ENOBUFS: events were dropped; look at every record again
+                // (and never spin on an error that stays).
                 log_warn!("link watch: {e}; looking at every attachment again");
                 sweep(node);
+                std::thread::sleep(std::time::Duration::from_millis(200));
                 continue;
             }
         };
