@@ -125,6 +125,14 @@ impl Error {
         Error::Spec(cni::Error::config(field, msg))
     }
 
+    /// An operating-system call that failed: what was asked, with its errno.
+    pub fn os(what: impl Into<String>, e: &std::io::Error) -> Self {
+        Error::Kernel {
+            what: what.into(),
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32)),
+        }
+    }
+
     pub fn invalid_env(msg: impl Into<String>) -> Self {
         Error::Spec(cni::Error::InvalidEnv(msg.into()))
     }

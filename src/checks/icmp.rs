@@ -42,13 +42,19 @@ impl Pinger {
                 SockFlag::SOCK_CLOEXEC,
                 SockProtocol::Icmp,
             )
-            .map_err(|e| Error::Netlink(format!("cannot open an ICMP socket: {}", e.desc())))
+            .map_err(|errno| Error::Kernel {
+                what: "cannot open an ICMP socket".into(),
+                errno,
+            })
         })?;
         bind(
             fd.as_raw_fd(),
             &SockaddrIn::from(std::net::SocketAddrV4::new(source, 0)),
         )
-        .map_err(|e| Error::Netlink(format!("cannot send from {source}: {}", e.desc())))?;
+        .map_err(|errno| Error::Kernel {
+            what: format!("cannot send from {source}"),
+            errno,
+        })?;
         let dont_fragment = nix::libc::IP_PMTUDISC_DO;
         // SAFETY: an int option of the size given, on a socket we own.
         let set = unsafe {

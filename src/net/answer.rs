@@ -17,6 +17,11 @@ pub enum Failure {
     /// The socket closed (or the request could not be queued, or replies
     /// were lost) before the kernel answered: nothing is known.
     NoAnswer,
+    /// The socket itself failed (send or receive), with its errno: the
+    /// request may or may not have reached the kernel.
+    Socket(Errno),
+    /// The kernel's reply would not decode.
+    Undecodable,
     /// A dump that a concurrent change interrupted (`NLM_F_DUMP_INTR`): its
     /// replies may miss or repeat entries; the dump is asked for again.
     Interrupted,

@@ -44,8 +44,7 @@ impl Netlink {
     /// Open a socket in `ns`.
     pub fn connect_in(ns: &NetNs) -> Result<Self> {
         let socket = ns.run(|| {
-            Socket::new(NETLINK_ROUTE)
-                .map_err(|e| Error::Netlink(format!("cannot open rtnetlink socket: {e}")))
+            Socket::new(NETLINK_ROUTE).map_err(|e| Error::os("cannot open an rtnetlink socket", &e))
         })?;
         // SAFETY: the descriptor comes straight from a socket we own and give up here.
         let socket = unsafe { OwnedFd::from_raw_fd(socket.into_raw_fd()) };
@@ -66,7 +65,10 @@ impl Netlink {
         let request = wire::encode(payload, flags, seq);
         wire::exchange(self.socket.as_fd(), &request, seq, flags, "rtnetlink").unwrap_or_else(|e| {
             crate::log_warn!("{e}");
-            Err(Failure::NoAnswer)
+            Err(match e {
+                Error::Kernel { errno, .. } => Failure::Socket(errno),
+                _ => Failure::Undecodable,
+            })
         })
     }
 }
@@ -79,6 +81,13 @@ pub(crate) fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
         },
         Failure::NoAnswer => Error::Netlink(format!(
             "{what}: the netlink socket closed before the kernel answered; the outcome is unknown"
+        )),
+        Failure::Socket(errno) => Error::Kernel {
+            what: format!("{what}: the netlink socket failed"),
+            errno,
+        },
+        Failure::Undecodable => Error::Netlink(format!(
+            "{what}: the kernel's reply would not decode; the outcome is unknown"
         )),
         Failure::Interrupted => Error::try_again_later(format!(
             "{what}: every dump was interrupted by concurrent changes; retry"

@@ -24,10 +24,10 @@ impl NetNs {
                 "network namespace {} does not exist",
                 path.display()
             )),
-            _ => Error::Netlink(format!(
-                "cannot open network namespace {}: {e}",
-                path.display()
-            )),
+            _ => Error::os(
+                format!("cannot open network namespace {}", path.display()),
+                &e,
+            ),
         })?;
         Ok(NetNs {
             file,
@@ -40,7 +40,7 @@ impl NetNs {
     pub fn current() -> Result<Self> {
         let path = Path::new("/proc/thread-self/ns/net");
         let file = File::open(path)
-            .map_err(|e| Error::Netlink(format!("cannot open {}: {e}", path.display())))?;
+            .map_err(|e| Error::os(format!("cannot open {}", path.display()), &e))?;
         Ok(NetNs {
             file,
             label: "host".into(),

@@ -10,11 +10,10 @@ pub fn write_all_in(ns: &NetNs, writes: &[(PathBuf, &str)]) -> Result<()> {
     ns.run(|| {
         for (path, value) in writes {
             std::fs::write(path, value).map_err(|e| {
-                Error::Netlink(format!(
-                    "cannot set {} = {value} in {}: {e}",
-                    path.display(),
-                    ns.label()
-                ))
+                Error::os(
+                    format!("cannot set {} = {value} in {}", path.display(), ns.label()),
+                    &e,
+                )
             })?;
         }
         Ok(())
@@ -26,11 +25,10 @@ pub fn read_in(ns: &NetNs, path: &Path) -> Result<String> {
         std::fs::read_to_string(path)
             .map(|s| s.trim().to_string())
             .map_err(|e| {
-                Error::Netlink(format!(
-                    "cannot read {} in {}: {e}",
-                    path.display(),
-                    ns.label()
-                ))
+                Error::os(
+                    format!("cannot read {} in {}", path.display(), ns.label()),
+                    &e,
+                )
             })
     })
 }

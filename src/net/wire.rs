@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 /// A netlink socket of `protocol` in the calling thread's namespace, bound
 /// and connected to the kernel.
 pub fn open(protocol: isize, what: &str) -> Result<Socket> {
-    let io = |e: std::io::Error| Error::Netlink(format!("{what}: {e}"));
+    let io = |e: std::io::Error| Error::os(what, &e);
     let mut s = Socket::new(protocol).map_err(io)?;
     s.bind_auto().map_err(io)?;
     s.connect(&SocketAddr::new(0, 0)).map_err(io)?;
@@ -125,7 +125,7 @@ fn exchange_once<T>(
 where
     T: NetlinkDeserializable,
 {
-    let io = |e: io::Error| Error::Netlink(format!("{what}: {e}"));
+    let io = |e: io::Error| Error::os(format!("{what}: the netlink socket failed"), &e);
     send(fd.as_raw_fd(), request, MsgFlags::empty()).map_err(|e| io(e.into()))?;
     let mut answer = Answer::new(flags);
     loop {
