@@ -9,6 +9,9 @@
 #                                 the guest, print its lines, exit with its status
 #   vm.sh shell                   boot into an interactive bash in the guest
 #
+# A scenario names its rail PFs (`# nics: N`, default 4) and whether the guest
+# gets an emulated IOMMU (`# iommu: on`, for vfio-pci).
+#
 # Environment: RAILCNI_VM_NICS (rail PFs besides the leaf's, default 4),
 # RAILCNI_VM_CACHE (default /var/cache/railcni-vm), RAILCNI_BIN_DIR (where
 # railcni, railcnictl and railcni-ipam are; default target/debug),
@@ -103,11 +106,19 @@ boot() {
   [ "$accel" = kvm ] && cpu=host
   # An emulated IOMMU (passthrough for the host's own drivers) gives VFs
   # IOMMU groups: vfio-pci (DPDK mode) needs them, and Debian's kernel has
-  # no no-IOMMU mode.
+  # no no-IOMMU mode. Only for scenarios that ask (`# iommu: on`), and with
+  # one TCG thread: QEMU 10's TCG with intel-iommu was seen to abort at boot
+  # (iotlb_to_section) with several.
+  local iommu=() cmdline="console=ttyS0 quiet loglevel=4 panic=-1 railcni.modules=$kdir pci=realloc"
+  if [ "${RAILCNI_VM_IOMMU:-off}" = on ]; then
+    iommu=(-device intel-iommu)
+    cmdline+=" intel_iommu=on iommu=pt"
+    [ "$accel" = tcg ] && accel=tcg,thread=single
+  fi
   local args=(-machine q35 -accel "$accel" -cpu "$cpu" -smp 2 -m 1536 -nographic -no-reboot
-    -device intel-iommu
+    "${iommu[@]}"
     -kernel "$kdir/vmlinux" -initrd "$cache/initramfs-$ver.cpio.gz"
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 railcni.modules=$kdir pci=realloc intel_iommu=on iommu=pt"
+    -append "$cmdline"
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on"
     -virtfs "local,path=$here,mount_tag=repo,security_model=none,readonly=on"
     -virtfs "local,path=$bin,mount_tag=bin,security_model=none,readonly=on"
@@ -133,14 +144,25 @@ run() {
   if [ -z "$out" ]; then out=$(mktemp -d /tmp/railcni-vm-XXXXXX); own=1; fi
   mkdir -p "$out"
   rm -f "$out/rc" "$out/log"
-  # A scenario may ask for its number of rail PFs (`# nics: N`).
+  # A scenario may ask for its number of rail PFs (`# nics: N`) and for an
+  # IOMMU (`# iommu: on`).
   local nics
   nics=$(sed -n 's/^# nics: *\([0-9]*\).*/\1/p' "$script" | head -n 1)
   export RAILCNI_VM_NICS=${nics:-${RAILCNI_VM_NICS:-4}}
+  grep -q '^# iommu: on' "$script" && export RAILCNI_VM_IOMMU=on
   printf 'RAILCNI_SCENARIO=%s\nRAILCNI_VM_NICS=%s\n' "$scenario" "$RAILCNI_VM_NICS" > "$out/job.env"
   env | grep '^RAILCNI_BENCH_' >> "$out/job.env" || true
-  local started=$SECONDS
-  boot "$out" > "$out/console" 2>&1 < /dev/null || true
+  local started=$SECONDS try
+  for try in 1 2 3; do
+    rm -f "$out/log" "$out/rc"
+    boot "$out" > "$out/console" 2>&1 < /dev/null || true
+    # QEMU itself died before the scenario's first line (an emulator
+    # abort, not a test's failure): boot again, at most three times.
+    [ -s "$out/log" ] && break
+    grep -q "Assertion\|Aborted\|core dumped" "$out/console" || break
+    echo "vm.sh: QEMU aborted before the scenario started (try $try); booting again" >&2
+    tail -n 3 "$out/console" >&2
+  done
   cat "$out/log" 2>/dev/null || true
   local rc
   rc=$(cat "$out/rc" 2>/dev/null || echo "")

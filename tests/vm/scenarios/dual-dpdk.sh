@@ -1,4 +1,5 @@
 # nics: 2
+# iommu: on
 # A dual-stack rail (IPv4 /31 and IPv6 /127 on one VF, both usable as soon
 # as ADD answers), then DPDK mode: a VF bound to vfio-pci
 # (the guest's emulated IOMMU gives it a group) is addressed, not moved, and
