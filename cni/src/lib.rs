@@ -7,6 +7,7 @@ pub mod args;
 pub mod env;
 pub mod error;
 pub mod files;
+pub mod fnv;
 pub mod input;
 pub mod liveness;
 pub mod log;

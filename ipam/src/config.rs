@@ -180,9 +180,7 @@ fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
 /// defence against a crafted collision: a hit still checks this node's own
 /// entry, so the most a collision could skip is the pool-wide overlap check.
 fn digest(parts: &[&[u8]]) -> u64 {
-    const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let mix = |h: u64, v: u64| (h ^ v).wrapping_mul(PRIME);
+    use cni::fnv::{mix, BASIS};
     let mut lanes = [BASIS, mix(BASIS, 1), mix(BASIS, 2), mix(BASIS, 3)];
     for part in parts {
         let (blocks, rest) = part.as_chunks::<32>();

@@ -90,10 +90,7 @@ struct Document {
 pub fn checksum(data: &Leases) -> String {
     // Over the canonical encoding of the data, so a flipped byte anywhere in it shows.
     let bytes = serde_json::to_vec(data).unwrap_or_default();
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("fnv1a64:{hash:016x}")
+    format!("fnv1a64:{:016x}", cni::fnv::fnv1a64(&bytes))
 }
 
 pub struct LeaseStore {
