@@ -66,9 +66,9 @@ pub fn find_in_host(
 }
 
 /// Move the VF from the pod back to the host under `name`, with `arrival`'s
-/// settings. If that name is taken there (a driver reload may have given
-/// it to a new VF netdev), `dev<ifindex>` instead, like the kernel; if one
-/// of the VF's altnames is, drop it and retry.
+/// settings. If the VF's own name or an altname is taken there, drop the
+/// colliding altnames and retry, then fall back to `dev<ifindex>` like the
+/// kernel; a move the kernel made but whose rename it refused is home.
 fn move_home(
     pod: &Netlink,
     link: &Link,
@@ -77,17 +77,12 @@ fn move_home(
     arrival: &Arrival,
 ) -> Result<()> {
     let fallback = format!("dev{}", link.index);
-    let name = if host_nl.link_by_name(name)?.is_some() {
-        log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
-        fallback.as_str()
-    } else {
-        name
-    };
     if pod.move_to(link.index, host, name, arrival)? {
         return Ok(());
     }
-    // EEXIST after the kernel moved the link but refused its new name:
-    // it is home under its pod name (found there by its PCI address).
+    // EEXIST after the kernel moved the link but refused its new name (a
+    // driver reload gave it to a new netdev): it is home under its pod name,
+    // found there by its PCI address and renamed by `restore` if it can be.
     if pod.link_by_index(link.index)?.is_none() {
         log_warn!(
             "VF (link #{}) is home but kept the name {}",
