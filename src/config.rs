@@ -196,9 +196,9 @@ pub struct NetConf {
     pub device_info_file: Option<PathBuf>,
     /// The config as received, handed unchanged to an external IPAM plugin.
     pub raw: Value,
-    /// The embedded IPAM's `staticAllocations`, unparsed (see
-    /// `cni::skeleton::split_config`).
-    pub static_allocations: Option<cni::input::Input>,
+    /// The embedded IPAM's `staticAllocations`, as the JSON text it came as
+    /// (see `cni::skeleton::split_config`).
+    pub static_allocations: Option<Box<serde_json::value::RawValue>>,
 }
 
 impl NetConf {
@@ -259,12 +259,15 @@ impl NetConf {
     /// The `ipam.staticAllocations` the skeleton left unparsed: the embedded
     /// IPAM reads them as they are; an external plugin gets them back in
     /// its config, as it was sent.
-    pub fn with_static_allocations(mut self, statics: Option<cni::input::Input>) -> Self {
+    pub fn with_static_allocations(
+        mut self,
+        statics: Option<Box<serde_json::value::RawValue>>,
+    ) -> Self {
         let Some(statics) = statics else { return self };
         if self.ipam.as_ref().is_some_and(IpamConf::is_embedded) {
             self.static_allocations = Some(statics);
         } else if let Some(ipam) = self.raw.get_mut("ipam").and_then(Value::as_object_mut) {
-            let parsed = serde_json::from_slice(&statics).unwrap_or(Value::Null);
+            let parsed = serde_json::from_str(statics.get()).unwrap_or(Value::Null);
             ipam.insert("staticAllocations".into(), parsed);
         }
         self

@@ -5,11 +5,13 @@
 
 use std::io::Write;
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::env::{Command, Env};
 use crate::error::{reply_json, Error, Reply, Result};
-use crate::input::Input;
 use crate::log::{self, Level, LogConf};
 use crate::settings::Settings;
 use crate::version::{Version, LATEST, SUPPORTED};
@@ -57,10 +59,9 @@ pub struct Request {
     /// The network config: a JSON object (a railcni-ipam pool's
     /// `ipam.staticAllocations` taken out, see `split_config`).
     pub config: Value,
-    /// `ipam.staticAllocations`, the JSON text as it came and not yet
-    /// parsed (nor checked as UTF-8): a migrated pool carries 16k of them,
-    /// and the node needs one.
-    pub static_allocations: Option<Input>,
+    /// `ipam.staticAllocations`, the JSON text as it came: a migrated pool
+    /// carries 16k of them, and the node needs one.
+    pub static_allocations: Option<Box<RawValue>>,
     /// Its `cniVersion`, already checked against the command.
     pub version: Version,
 }
@@ -125,10 +126,10 @@ where
     log::init(program, Level::Info, None, &settings.log_dir, String::new());
     // A DEL keeps its stdin, parsed only if the input is refused.
     let mut del_stdin = None;
-    let read = Input::stdin().map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
+    let read = read_stdin().map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
     let prepared = read.and_then(|stdin| {
         if is_del() {
-            del_stdin = Some(stdin.to_vec());
+            del_stdin = Some(stdin.clone());
         }
         prepare(program, stdin, settings)
     });
@@ -181,6 +182,12 @@ fn refuse_own_netns(env: &Env) -> Result<()> {
     Ok(())
 }
 
+fn read_stdin() -> std::io::Result<Vec<u8>> {
+    let mut stdin = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut stdin)?;
+    Ok(stdin)
+}
+
 fn is_del() -> bool {
     std::env::var("CNI_COMMAND").is_ok_and(|c| c == "DEL")
 }
@@ -194,7 +201,7 @@ enum Prepared {
 /// when it is one we speak).
 fn prepare(
     program: &'static str,
-    stdin: Input,
+    stdin: Vec<u8>,
     settings: Settings,
 ) -> std::result::Result<Prepared, (Error, Version)> {
     let env = Env::from_process()
@@ -207,7 +214,7 @@ fn prepare(
         ));
     };
     // Not a JSON object: there is no version to answer in.
-    let (config, static_allocations) = split_config(stdin).map_err(|e| (e, LATEST))?;
+    let (config, static_allocations) = split_config(&stdin).map_err(|e| (e, LATEST))?;
     let asked = asked_in(&config);
     let with_asked = |e| (e, asked);
     start_logging(program, &env, &config, &settings).map_err(with_asked)?;
@@ -262,64 +269,41 @@ fn start_logging(
     conf.and(level).map(drop)
 }
 
-/// stdin as a JSON object, with `ipam.staticAllocations` cut out as text:
-/// a tree of 16k allocations costs more to build (and free) than all the
-/// rest of an ADD, and even checking its syntax costs more than the ADD.
-/// The IPAM parses the text whole the first time it sees a config (which
-/// also checks it) and only this node's entry after that. Everything else
-/// is parsed as `parse_config` would.
-pub fn split_config(stdin: Input) -> Result<(Value, Option<Input>)> {
-    match cut_statics(&stdin) {
-        // The list stays where it was read: no copy.
-        Some((config, list)) => Ok((config, Some(stdin.into_part(list)))),
-        // No such list, or not where it can be cut safely: parsed whole.
-        None => parse_config(&stdin).map(|v| (v, None)),
-    }
-}
-
-/// Stands in for the cut-out list until it is confirmed to be
-/// `ipam.staticAllocations` of the parsed config.
-const PLACEHOLDER: &str = "\"railcni:cut:staticAllocations\"";
-
-/// The config without its one `"staticAllocations": [...]`, and where that
-/// list is in stdin, when the rest parses and the list sat at
-/// `ipam.staticAllocations`; else `None`.
-fn cut_statics(stdin: &[u8]) -> Option<(Value, std::ops::Range<usize>)> {
-    let key = b"\"staticAllocations\"";
-    let at = crate::scan::find(stdin, key)?;
-    let mut i = at + key.len();
-    let skip_ws = |mut i: usize| {
-        while stdin.get(i).is_some_and(u8::is_ascii_whitespace) {
-            i += 1;
-        }
-        i
+/// stdin as a JSON object, with `ipam.staticAllocations` kept as the JSON
+/// text it came as: a tree of 16k allocations costs more to build (and
+/// free) than all the rest of an ADD, and only the IPAM reads the list, in
+/// its own types. serde reads the outer two levels as raw values; each
+/// value but the list becomes a `Value`.
+pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<Box<RawValue>>)> {
+    type Outline<'a> = BTreeMap<String, &'a RawValue>;
+    let Ok(top) = serde_json::from_slice::<Outline>(stdin) else {
+        return parse_config(stdin).map(|v| (v, None));
     };
-    i = skip_ws(i);
-    if stdin.get(i) != Some(&b':') {
-        return None;
+    let value = |raw: &RawValue| {
+        serde_json::from_str::<Value>(raw.get())
+            .map_err(|e| Error::Decode(format!("stdin is not valid JSON: {e}")))
+    };
+    let mut config = serde_json::Map::new();
+    let mut statics = None;
+    for (key, raw) in top {
+        let ipam = (key == "ipam")
+            .then(|| serde_json::from_str::<Outline>(raw.get()).ok())
+            .flatten();
+        let Some(ipam) = ipam else {
+            config.insert(key, value(raw)?);
+            continue;
+        };
+        let mut inner = serde_json::Map::new();
+        for (key, raw) in ipam {
+            if key == "staticAllocations" {
+                statics = Some(raw.to_owned());
+            } else {
+                inner.insert(key, value(raw)?);
+            }
+        }
+        config.insert(key, Value::Object(inner));
     }
-    i = skip_ws(i + 1);
-    if stdin.get(i) != Some(&b'[') {
-        return None;
-    }
-    let end = crate::scan::end_of_array(stdin, i)?;
-    // Another such key after the list: parse it all (one inside the list is
-    // the list's business, checked when it is parsed).
-    if crate::scan::find(&stdin[end..], key).is_some() {
-        return None;
-    }
-    let mut reduced = Vec::with_capacity(stdin.len() - (end - i) + PLACEHOLDER.len());
-    reduced.extend_from_slice(&stdin[..i]);
-    reduced.extend_from_slice(PLACEHOLDER.as_bytes());
-    reduced.extend_from_slice(&stdin[end..]);
-    let mut config = parse_config(&reduced).ok()?;
-    let ipam = config.get_mut("ipam")?.as_object_mut()?;
-    let placeholder = &PLACEHOLDER[1..PLACEHOLDER.len() - 1];
-    if ipam.get("staticAllocations").and_then(Value::as_str) != Some(placeholder) {
-        return None;
-    }
-    ipam.remove("staticAllocations");
-    Some((config, i..end))
+    Ok((Value::Object(config), statics))
 }
 
 /// stdin as a JSON object (code 6 otherwise).
@@ -366,34 +350,37 @@ mod tests {
     #[test]
     fn config_must_be_an_object_with_a_supported_version() {
         assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
-        assert_eq!(
-            split_config(Input::from(b"[1]".to_vec())).map_err(|e| e.code()),
-            Err(6)
-        );
-        let (v, statics) = split_config(Input::from(br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#.to_vec()))
+        assert_eq!(split_config(b"[1]").err().map(|e| e.code()), Some(6));
+        assert_eq!(split_config(b"{torn").err().map(|e| e.code()), Some(6));
+        let (v, statics) = split_config(br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#)
         .unwrap();
         assert_eq!(
             v,
             json!({"name": "r", "ipam": {"type": "railcni-ipam", "cidr": "10.0.0.0/8"}})
         );
-        assert_eq!(statics.as_deref(), Some(&br#"[{"nodeName":"a"}]"#[..]));
-        // A list that is not at ipam.staticAllocations stays where it is.
-        let (v, statics) = split_config(Input::from(
-            br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#.to_vec(),
-        ))
-        .unwrap();
         assert_eq!(
-            (v["args"]["staticAllocations"][1].as_str(), statics),
-            (Some("]"), None)
+            statics.map(|s| s.get().to_owned()).as_deref(),
+            Some(r#"[{"nodeName":"a"}]"#)
         );
-        let (_, statics) = split_config(Input::from(
-            br#"{"ipam":{"staticAllocations":[{"nodeName":"a\"]"},[]],"cidr":"x"}}"#.to_vec(),
-        ))
-        .unwrap();
+        // A list that is not at ipam.staticAllocations stays where it is.
+        let (v, statics) =
+            split_config(br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#).unwrap();
         assert_eq!(
-            statics.as_deref(),
-            Some(&br#"[{"nodeName":"a\"]"},[]]"#[..]),
-            "strings and escapes stepped over"
+            (
+                v["args"]["staticAllocations"][1].as_str(),
+                statics.is_none()
+            ),
+            (Some("]"), true)
+        );
+        // ipam that is not an object is left to the config's checks.
+        let (v, statics) = split_config(br#"{"ipam":"x"}"#).unwrap();
+        assert_eq!((v, statics.is_none()), (json!({"ipam": "x"}), true));
+        // A torn value inside is still a decode error.
+        assert_eq!(
+            split_config(br#"{"ipam":{"cidr":"x","staticAllocations":[}}"#)
+                .err()
+                .map(|e| e.code()),
+            Some(6)
         );
         assert_eq!(parse_config(b"{torn").map_err(|e| e.code()), Err(6));
         assert_eq!(config_version(&json!({})).map_err(|e| e.code()), Err(7));
@@ -435,6 +422,23 @@ mod properties {
                 Err(e) => prop_assert_eq!(crate::error::Reply::code(&e), 6),
             }
             let _ = reply_version(&bytes);
+        }
+
+        #[test]
+        fn the_split_config_is_the_config_with_the_list_aside(v in support::arb_json()) {
+            let text = serde_json::to_vec(&v).unwrap();
+            match (parse_config(&text), split_config(&text)) {
+                (Ok(mut whole), Ok((config, statics))) => {
+                    if let Some(list) = statics {
+                        let list: Value = serde_json::from_str(list.get()).unwrap();
+                        let taken = whole["ipam"].as_object_mut().and_then(|i| i.remove("staticAllocations"));
+                        prop_assert_eq!(taken, Some(list));
+                    }
+                    prop_assert_eq!(whole, config);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.code(), b.code()),
+                (a, b) => prop_assert!(false, "{:?} vs {:?}", a.is_ok(), b.is_ok()),
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 //!   ipam-bench pairs <state-dir> <count> <worker-id>   allocate+release pairs in-process
 //!   ipam-bench fill  <state-dir> <count>               write <count> realistic leases, print the file size
 //!   ipam-bench load  <state-dir> <count>               per-call cost of a pool of <count> static allocations
+//!   ipam-bench typed <config-file> <count>             p50 ns of serde_json's typed parse of a config, <count> times
 
 use std::time::Instant;
 
@@ -25,6 +26,35 @@ fn main() {
         }
     };
     match mode {
+        "typed" => {
+            // The floor the plugin's big-NAD cost is held against: the same
+            // bytes parsed straight into types, allocations included.
+            #[derive(serde::Deserialize)]
+            #[allow(dead_code)]
+            struct Typed {
+                name: String,
+                ipam: TypedIpam,
+            }
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            #[allow(dead_code)]
+            struct TypedIpam {
+                cidr: ipnet::IpNet,
+                static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
+            }
+            let text = std::fs::read(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            let mut took: Vec<u128> = (0..count)
+                .map(|_| {
+                    let t = Instant::now();
+                    let typed: Typed =
+                        serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{e}"));
+                    drop(std::hint::black_box(typed));
+                    t.elapsed().as_nanos()
+                })
+                .collect();
+            took.sort();
+            println!("{}", took[took.len() / 2]);
+        }
         "pairs" => {
             let worker = args.get(4).cloned().unwrap_or_default();
             let settings = cni::Settings {

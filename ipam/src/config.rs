@@ -7,9 +7,8 @@ use std::path::Path;
 
 use ipnet::IpNet;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
-
-use cni::scan;
 
 use crate::IpamError;
 
@@ -198,42 +197,11 @@ fn digest(parts: &[&[u8]]) -> u64 {
     lanes.into_iter().fold(BASIS, mix)
 }
 
-/// This node's entry of an unparsed `staticAllocations` list of a config
-/// already validated whole, without building the others: the node's quoted
-/// name is searched for and the flat object around it parsed. (Should the
-/// text defeat that, every element is looked at instead.)
-fn own_allocation(text: &[u8], node: &str) -> Result<Vec<StaticAllocation>, IpamError> {
-    let quoted = serde_json::to_string(node).unwrap_or_default();
-    let mut own = Vec::new();
-    let mut from = 0;
-    while let Some(at) = scan::find(&text[from..], quoted.as_bytes()).map(|i| i + from) {
-        from = at + quoted.len();
-        let (Some(start), Some(end)) = (
-            scan::rfind_byte(b'{', &text[..at]),
-            scan::find_byte(b'}', &text[at..]).map(|i| i + at),
-        ) else {
-            return all_for(text, node);
-        };
-        match serde_json::from_slice::<StaticAllocation>(&text[start..=end]) {
-            Ok(a) if a.node_name == node => own.push(a),
-            Ok(_) => {}
-            Err(_) => return all_for(text, node),
-        }
-    }
-    Ok(own)
-}
-
-/// Every element of the list looked at (the slow, always-right way).
-fn all_for(text: &[u8], node: &str) -> Result<Vec<StaticAllocation>, IpamError> {
-    let all: Vec<StaticAllocation> =
-        serde_json::from_slice(text).map_err(|e| config_err("staticAllocations", e))?;
-    Ok(all.into_iter().filter(|a| a.node_name == node).collect())
-}
-
-/// Mark a validated config, keeping the latest few marks per network (a
-/// node may see several configs of one network while a NAD is updated);
-/// best effort: a missing mark only means validating again.
-fn remember_validated(cache: &std::path::Path, network: &str, marker: &std::path::Path) {
+/// Mark a validated config with this node's own allocations, keeping the
+/// latest few marks per network (a node may see several configs of one
+/// network while a NAD is updated); best effort: a missing mark only means
+/// validating again.
+fn remember_validated(cache: &Path, network: &str, marker: &Path, own: &[StaticAllocation]) {
     const KEEP: usize = 8;
     if cni::files::private_dir(cache).is_err() {
         return;
@@ -252,7 +220,14 @@ fn remember_validated(cache: &std::path::Path, network: &str, marker: &std::path
     for (_, old) in marks.into_iter().take(excess) {
         let _ = std::fs::remove_file(old);
     }
-    let _ = cni::files::replace_atomic(marker, b"");
+    if let Ok(text) = serde_json::to_vec(own) {
+        let _ = cni::files::replace_atomic(marker, &text);
+    }
+}
+
+/// This node's allocations as a mark recorded them (`None`: no usable mark).
+fn recall_validated(marker: &Path) -> Option<Vec<StaticAllocation>> {
+    serde_json::from_slice(&std::fs::read(marker).ok()?).ok()
 }
 
 /// `sharedSubnet` checked: a gateway inside `cidr`, neither its network
@@ -298,25 +273,29 @@ impl PoolConfig {
         PoolConfig::parse_with(v, None, true)
     }
 
-    /// `v` without its `staticAllocations`, which come unparsed in `raw`
-    /// (a migrated pool may carry 16k of them). A config this node already
-    /// validated (its digest marked under `cache`) is not validated again,
-    /// and only this node's allocation is kept; any other is validated
-    /// whole, then marked.
+    /// `v` without its `staticAllocations`, which come as JSON text in
+    /// `raw` (a migrated pool may carry 16k of them). A config this node
+    /// already validated (its digest marked under `cache`) is not parsed
+    /// again: the mark holds this node's allocations. Any other is parsed
+    /// and validated whole, then marked.
     pub fn parse_split(
         v: &Value,
-        raw: &[u8],
+        raw: &RawValue,
         node: &str,
-        cache: &std::path::Path,
+        cache: &Path,
         network: &str,
     ) -> Result<Self, IpamError> {
         let marker = cache.join(format!(
             "{}.{:016x}",
             cni::files::file_safe(network),
-            digest(&[v.to_string().as_bytes(), raw])
+            digest(&[
+                v.to_string().as_bytes(),
+                raw.get().as_bytes(),
+                node.as_bytes()
+            ])
         ));
-        if marker.exists() {
-            let pool = PoolConfig::parse_with(v, Some(own_allocation(raw, node)?), false)?;
+        if let Some(own) = recall_validated(&marker) {
+            let pool = PoolConfig::parse_with(v, Some(own), false)?;
             for (i, a) in pool.static_allocations.iter().enumerate() {
                 check_allocation(
                     &format!("staticAllocations[{i}]"),
@@ -328,10 +307,17 @@ impl PoolConfig {
             return Ok(pool);
         }
         let all: Vec<StaticAllocation> =
-            serde_json::from_slice(raw).map_err(|e| config_err("staticAllocations", e))?;
+            serde_json::from_str(raw.get()).map_err(|e| config_err("staticAllocations", e))?;
         let pool = PoolConfig::parse_with(v, Some(all), true)?;
-        remember_validated(cache, network, &marker);
-        Ok(pool)
+        let own: Vec<StaticAllocation> = (pool.static_allocations.iter())
+            .filter(|a| a.node_name == node)
+            .cloned()
+            .collect();
+        remember_validated(cache, network, &marker, &own);
+        Ok(PoolConfig {
+            static_allocations: own,
+            ..pool
+        })
     }
 
     fn parse_with(
@@ -705,53 +691,58 @@ mod tests {
     }
 
     #[test]
-    fn a_split_pool_is_validated_once_then_only_this_nodes_entry_is_read() {
+    fn a_split_pool_is_validated_once_then_this_nodes_entry_comes_from_the_mark() {
         let t = tempfile::tempdir().unwrap();
         let v = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
-        let list = br#"[{"nodeName":"gpu-0","prefix":"172.16.0.0/31"},{"nodeName":"gpu-1","prefix":"172.16.0.2/31","gateway":"172.16.0.3"},
-                      {"nodeName":"gpu-10","prefix":"172.16.0.4/31"}]"#;
-        let first = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
-        assert_eq!(
-            first.static_allocations.len(),
-            3,
-            "validated whole the first time"
+        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+        let list = raw(
+            r#"[{"nodeName":"gpu-0","prefix":"172.16.0.0/31"},{"nodeName":"gpu-1","prefix":"172.16.0.2/31","gateway":"172.16.0.3"},
+                      {"nodeName":"gpu-10","prefix":"172.16.0.4/31"}]"#,
         );
-        let marks = std::fs::read_dir(t.path()).unwrap().count();
-        assert_eq!(marks, 1);
-        let again = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
-        assert_eq!(
-            again.static_allocations.len(),
-            1,
-            "then only this node's entry"
-        );
-        assert_eq!(
-            again.static_allocations[0].gateway,
-            Some("172.16.0.3".parse().unwrap())
-        );
+        let gateway = Some("172.16.0.3".parse().unwrap());
+        for _ in 0..2 {
+            let pool = PoolConfig::parse_split(&v, &list, "gpu-1", t.path(), "rail1").unwrap();
+            assert_eq!(pool.static_allocations.len(), 1, "this node's entry");
+            assert_eq!(pool.static_allocations[0].gateway, gateway);
+        }
+        let marks = || {
+            std::fs::read_dir(t.path())
+                .unwrap()
+                .flatten()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(marks().len(), 1);
+        // A mark that no longer reads is a miss: validated whole again.
+        std::fs::write(marks()[0].path(), b"{torn").unwrap();
+        let pool = PoolConfig::parse_split(&v, &list, "gpu-1", t.path(), "rail1").unwrap();
+        assert_eq!(pool.static_allocations[0].gateway, gateway);
         assert!(
-            PoolConfig::parse_split(&v, list, "gpu-2", t.path(), "rail1")
+            PoolConfig::parse_split(&v, &list, "gpu-2", t.path(), "rail1")
                 .unwrap()
                 .static_allocations
                 .is_empty()
         );
         // An overlapping list is refused every time: nothing is marked.
-        let overlapping = br#"[{"nodeName":"a","prefix":"172.16.0.0/31"},{"nodeName":"b","prefix":"172.16.0.0/31"}]"#;
+        let overlapping = raw(
+            r#"[{"nodeName":"a","prefix":"172.16.0.0/31"},{"nodeName":"b","prefix":"172.16.0.0/31"}]"#,
+        );
         for _ in 0..2 {
-            let e = PoolConfig::parse_split(&v, overlapping, "a", t.path(), "rail1").unwrap_err();
+            let e = PoolConfig::parse_split(&v, &overlapping, "a", t.path(), "rail1").unwrap_err();
             assert_eq!(e.code(), 7, "{e}");
         }
-        let torn = br#"[{"nodeName":"a","prefix":"#;
+        let wrong = raw(r#"[{"nodeName":"a","prefix":"not a prefix"}]"#);
         assert_eq!(
-            PoolConfig::parse_split(&v, torn, "a", t.path(), "rail1")
+            PoolConfig::parse_split(&v, &wrong, "a", t.path(), "rail1")
                 .unwrap_err()
                 .code(),
             7
         );
-        assert_eq!(
-            std::fs::read_dir(t.path()).unwrap().count(),
-            1,
-            "only the valid config is marked"
-        );
+        assert_eq!(marks().len(), 2, "only valid configs are marked, per node");
+        for mark in marks() {
+            let mode =
+                std::os::unix::fs::PermissionsExt::mode(&mark.metadata().unwrap().permissions());
+            assert_eq!(mode & 0o777, 0o600);
+        }
     }
 
     #[test]

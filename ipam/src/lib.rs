@@ -126,12 +126,12 @@ impl Ipam {
 
     /// As `load`, for the VF at `device_id` (which `matchMasterSubnet`
     /// needs: the node's prefix is its PF's subnet), with the config's
-    /// `staticAllocations` as unparsed JSON text in `statics` (see
+    /// `staticAllocations` as the JSON text it came as in `statics` (see
     /// `cni::skeleton::split_config`).
     pub fn load_split(
         network: &str,
         ipam_conf: &serde_json::Value,
-        statics: Option<&[u8]>,
+        statics: Option<&serde_json::value::RawValue>,
         settings: &Settings,
         device_id: Option<&str>,
     ) -> Result<Self, IpamError> {
