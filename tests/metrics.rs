@@ -133,7 +133,7 @@ fn metrics_show_pools_calls_interfaces_and_rdma_and_pass_promtool() {
         2.0
     );
     assert_eq!(
-        v(r#"railcni_operation_duration_seconds_bucket{verb="ADD",network="rail1",le="+Inf"}"#),
+        v(r#"railcni_operation_duration_seconds_bucket{le="+Inf",verb="ADD",network="rail1"}"#),
         2.0
     );
     assert_eq!(v(r#"railcni_reclaimed_leases_total{network="rail1"}"#), 0.0);
@@ -234,6 +234,7 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
     let (status, body) = http_get(&node, port, "/metrics");
     assert_eq!(status, 200);
     assert!(body.contains("railcni_build_info"), "{body}");
+    assert!(body.ends_with("# EOF\n"), "OpenMetrics ends so: {body}");
     let head = curl(
         &node,
         port,
@@ -242,7 +243,7 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
     );
     assert!(
         head.to_ascii_lowercase()
-            .contains("content-type: text/plain; version=0.0.4"),
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
         "{head}"
     );
     assert_eq!(http_get(&node, port, "/healthz").0, 200);
@@ -252,9 +253,13 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
     while !prom.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(std::fs::read_to_string(&prom)
-        .unwrap()
-        .contains("railcni_build_info"));
+    let written = std::fs::read_to_string(&prom).unwrap();
+    assert!(written.contains("railcni_build_info"), "{written}");
+    // node_exporter's textfile collector parses the 0.0.4 text format as
+    // promtool does: a parse error would drop every railcni metric.
+    let (_, said) = promtool(&written);
+    assert!(!said.contains("error"), "{said}\n{written}");
+    assert!(!written.contains("# EOF"), "{written}");
 
     let pid = nix::unistd::Pid::from_raw(agent.child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();

@@ -122,10 +122,12 @@ fn collect_garbage(settings: &Settings) {
     }
 }
 
-/// DIR/railcni.prom, replaced atomically, readable by node_exporter.
+/// DIR/railcni.prom, replaced atomically, readable by node_exporter (in
+/// the text format its textfile collector reads).
 fn write_textfile(settings: &Settings, dir: &std::path::Path) {
     let written = metrics::collect(settings, None)
         .map_err(|Usage(why)| why)
+        .map(|text| metrics::exposition::text_format(&text))
         .and_then(|text| {
             files::write_atomic_mode(&dir.join("railcni.prom"), text.as_bytes(), 0o644)
                 .map_err(|e| e.to_string())

@@ -16,7 +16,7 @@ use cni::Settings;
 use super::super::node::NodeState;
 use super::super::{metrics, Usage};
 
-const EXPOSITION: &str = "text/plain; version=0.0.4; charset=utf-8";
+use super::super::metrics::exposition::OPENMETRICS as EXPOSITION;
 
 /// Serve until SIGTERM or SIGINT.
 pub async fn serve(listener: tokio::net::TcpListener, settings: Settings) -> std::io::Result<()> {

@@ -1,40 +1,56 @@
-//! The Prometheus text exposition format, version 0.0.4: families in the
-//! order they were first named, `# HELP` and `# TYPE` once each, label
-//! values escaped. Written here rather than with `prometheus-client`, which
-//! writes OpenMetrics only (no `untyped`, which the RDMA counters need, and
-//! a `# EOF` line the 0.0.4 content type does not have).
+//! The exposition, written by `prometheus-client`: families in the order
+//! they were first named, each sample kept until the scrape encodes it as
+//! OpenMetrics text. node_exporter's textfile collector reads only the
+//! older 0.0.4 text format, so `text_format` renames what the two differ on.
 
-use std::fmt::Write;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+/// The `Content-Type` of `render`'s text.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Counter,
     Gauge,
     Histogram,
-    Untyped,
-}
-
-impl Kind {
-    fn word(self) -> &'static str {
-        match self {
-            Kind::Counter => "counter",
-            Kind::Gauge => "gauge",
-            Kind::Histogram => "histogram",
-            Kind::Untyped => "untyped",
-        }
-    }
+    /// A driver's file that may be a counter or a gauge.
+    Unknown,
 }
 
 pub type Labels<'a> = &'a [(&'a str, &'a str)];
 
+type LabelSet = Vec<(String, String)>;
+
+#[derive(Debug)]
+enum Sample {
+    Value(f64),
+    /// Per-bucket (not cumulative) counts, the last one `+Inf`'s; sum; count.
+    Histogram(Vec<(f64, u64)>, f64, u64),
+}
+
+#[derive(Debug)]
 struct Family {
+    /// As its samples are named (a counter's with `_total`).
     name: String,
     help: String,
     kind: Kind,
-    lines: Vec<String>,
+    samples: Vec<(LabelSet, Sample)>,
 }
 
-#[derive(Default)]
+impl Family {
+    /// As OpenMetrics names the family: a counter's samples add `_total`.
+    fn base_name(&self) -> &str {
+        match self.kind {
+            Kind::Counter => self.name.strip_suffix("_total").unwrap_or(&self.name),
+            _ => &self.name,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
 pub struct Exposition {
     families: Vec<Family>,
 }
@@ -48,7 +64,7 @@ impl Exposition {
                     name: name.to_string(),
                     help: help.to_string(),
                     kind,
-                    lines: Vec::new(),
+                    samples: Vec::new(),
                 });
                 self.families.len() - 1
             }
@@ -61,10 +77,10 @@ impl Exposition {
         self.family(name, help, kind);
     }
 
-    /// One sample of a counter, gauge or untyped family.
+    /// One sample of a counter, gauge or unknown family.
     pub fn sample(&mut self, name: &str, help: &str, kind: Kind, labels: Labels<'_>, value: f64) {
-        let line = format!("{name}{} {}", render_labels(labels, None), number(value));
-        self.family(name, help, kind).lines.push(line);
+        let sample = (owned(labels), Sample::Value(value));
+        self.family(name, help, kind).samples.push(sample);
     }
 
     /// One histogram: `cumulative[i]` observations at most `bounds[i]`.
@@ -77,73 +93,123 @@ impl Exposition {
         sum: f64,
         count: u64,
     ) {
-        let mut lines: Vec<String> = bounds
+        let mut below = 0;
+        let mut buckets: Vec<(f64, u64)> = bounds
             .iter()
             .zip(cumulative)
             .map(|(le, n)| {
-                let le = number(*le);
-                format!("{name}_bucket{} {n}", render_labels(labels, Some(&le)))
+                let in_bucket = n.saturating_sub(below);
+                below = *n;
+                (*le, in_bucket)
             })
             .collect();
-        lines.push(format!(
-            "{name}_bucket{} {count}",
-            render_labels(labels, Some("+Inf"))
-        ));
-        lines.push(format!(
-            "{name}_sum{} {}",
-            render_labels(labels, None),
-            number(sum)
-        ));
-        lines.push(format!(
-            "{name}_count{} {count}",
-            render_labels(labels, None)
-        ));
-        self.family(name, help, Kind::Histogram).lines.extend(lines);
+        // prometheus-client writes f64::MAX's bucket as `+Inf`.
+        buckets.push((f64::MAX, count.saturating_sub(below)));
+        let sample = (owned(labels), Sample::Histogram(buckets, sum, count));
+        self.family(name, help, Kind::Histogram)
+            .samples
+            .push(sample);
     }
 
-    pub fn render(&self) -> String {
+    /// The OpenMetrics text (`OPENMETRICS`), as Prometheus scrapes it.
+    pub fn render(self) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self));
         let mut out = String::new();
-        for f in self.families.iter().filter(|f| !f.lines.is_empty()) {
-            let help = f.help.replace('\\', "\\\\").replace('\n', "\\n");
-            let _ = writeln!(out, "# HELP {} {help}", f.name);
-            let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind.word());
-            for line in &f.lines {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
+        // Writing to a String fails only if an encoder does, which ours do not.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
         out
     }
 }
 
-fn render_labels(labels: Labels<'_>, le: Option<&str>) -> String {
-    let mut parts: Vec<String> = labels
+/// The labels as the encoder takes them: it writes values as given, so
+/// they are escaped here (a network is named by whoever wrote the NAD).
+fn owned(labels: Labels<'_>) -> LabelSet {
+    let escape = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    labels
         .iter()
-        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-        .collect();
-    if let Some(le) = le {
-        parts.push(format!("le=\"{le}\""));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("{{{}}}", parts.join(","))
+        .map(|(k, v)| (k.to_string(), escape(v)))
+        .collect()
+}
+
+impl Collector for Exposition {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for f in self.families.iter().filter(|f| !f.samples.is_empty()) {
+            let kind = match f.kind {
+                Kind::Counter => MetricType::Counter,
+                Kind::Gauge => MetricType::Gauge,
+                Kind::Histogram => MetricType::Histogram,
+                Kind::Unknown => MetricType::Unknown,
+            };
+            let mut family = encoder.encode_descriptor(f.base_name(), &f.help, None, kind)?;
+            for (labels, sample) in &f.samples {
+                let one = Encoded(f.kind, sample);
+                one.encode(family.encode_family(labels)?)?;
+            }
+        }
+        Ok(())
     }
 }
 
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// One sample as its family's kind writes it.
+struct Encoded<'a>(Kind, &'a Sample);
+
+impl EncodeMetric for Encoded<'_> {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        type NoExemplar = prometheus_client::encoding::NoLabelSet;
+        match (self.0, self.1) {
+            (_, Sample::Histogram(buckets, sum, count)) => {
+                encoder.encode_histogram::<NoExemplar>(*sum, *count, buckets, None)
+            }
+            (Kind::Counter, Sample::Value(v)) => match whole(*v) {
+                Some(n) if n >= 0 => {
+                    encoder.encode_counter::<NoExemplar, u64, u64>(&(n as u64), None)
+                }
+                _ => encoder.encode_counter::<NoExemplar, f64, f64>(v, None),
+            },
+            (_, Sample::Value(v)) => match whole(*v) {
+                Some(n) => encoder.encode_gauge(&n),
+                None => encoder.encode_gauge(v),
+            },
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Unknown
+    }
 }
 
 /// Whole numbers without a fraction, as Prometheus prints them.
-fn number(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
+fn whole(v: f64) -> Option<i64> {
+    (v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15).then_some(v as i64)
+}
+
+/// `render`'s text in the 0.0.4 text format node_exporter's textfile
+/// collector reads: a counter family named as its samples (`x_total`, not
+/// `x`), `untyped` for `unknown`, and no `# EOF`.
+pub fn text_format(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines().filter(|l| *l != "# EOF") {
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
+            let rest = line.strip_prefix(tag)?;
+            let (name, tail) = rest.split_once(' ')?;
+            if counters.contains(&name) {
+                return Some(format!("{tag}{name}_total {tail}"));
+            }
+            (tail == "unknown").then(|| format!("{tag}{name} untyped"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
     }
+    out
 }
 
 /// A metric name part from a file name: `[a-zA-Z0-9_]`, anything else `_`.
@@ -163,8 +229,7 @@ pub fn name_part(s: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn families_are_typed_once_and_values_escaped() {
+    fn example() -> Exposition {
         let mut e = Exposition::default();
         let help = "Calls.";
         e.sample(
@@ -176,6 +241,7 @@ mod tests {
         );
         e.sample("x_total", help, Kind::Counter, &[("network", "a\\b")], 0.5);
         e.declare("never", "Nothing.", Kind::Gauge);
+        e.sample("port_errors", "A file.", Kind::Unknown, &[], 7.0);
         e.histogram(
             "d_seconds",
             "Took.",
@@ -184,16 +250,31 @@ mod tests {
             0.012,
             3,
         );
-        let text = e.render();
+        e
+    }
+
+    #[test]
+    fn families_are_typed_once_and_values_escaped() {
+        let text = example().render();
         assert_eq!(
             text,
-            "# HELP x_total Calls.\n# TYPE x_total counter\n\
+            "# HELP x Calls.\n# TYPE x counter\n\
              x_total{network=\"rail\\\"1\\n\"} 3\nx_total{network=\"a\\\\b\"} 0.5\n\
+             # HELP port_errors A file.\n# TYPE port_errors unknown\nport_errors{} 7\n\
              # HELP d_seconds Took.\n# TYPE d_seconds histogram\n\
-             d_seconds_bucket{verb=\"ADD\",le=\"0.005\"} 1\nd_seconds_bucket{verb=\"ADD\",le=\"0.01\"} 2\n\
-             d_seconds_bucket{verb=\"ADD\",le=\"+Inf\"} 3\nd_seconds_sum{verb=\"ADD\"} 0.012\n\
-             d_seconds_count{verb=\"ADD\"} 3\n"
+             d_seconds_sum{verb=\"ADD\"} 0.012\nd_seconds_count{verb=\"ADD\"} 3\n\
+             d_seconds_bucket{le=\"0.005\",verb=\"ADD\"} 1\nd_seconds_bucket{le=\"0.01\",verb=\"ADD\"} 2\n\
+             d_seconds_bucket{le=\"+Inf\",verb=\"ADD\"} 3\n# EOF\n"
         );
         assert_eq!(name_part("VL15-dropped"), "VL15_dropped");
+    }
+
+    #[test]
+    fn the_textfile_speaks_the_older_format() {
+        let text = text_format(&example().render());
+        assert!(text.starts_with("# HELP x_total Calls.\n# TYPE x_total counter\nx_total{"));
+        assert!(text.contains("# TYPE port_errors untyped\n"));
+        assert!(text.contains("# TYPE d_seconds histogram\n"));
+        assert!(!text.contains("# EOF"));
     }
 }

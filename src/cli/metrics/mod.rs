@@ -7,7 +7,7 @@
 //! is locked only for the microseconds of one read. A scrape therefore
 //! never holds up an ADD.
 
-mod exposition;
+pub mod exposition;
 mod interfaces;
 mod rdma;
 
@@ -22,11 +22,12 @@ use crate::state::{Phase, Record};
 pub use exposition::{Exposition, Kind};
 
 pub fn run(settings: &Settings, network: Option<&str>) -> Result<Outcome, Usage> {
-    print!("{}", collect(settings, network)?);
+    // For files and people: the text format node_exporter's textfile reads.
+    print!("{}", exposition::text_format(&collect(settings, network)?));
     Ok(Outcome::Clean)
 }
 
-/// The whole exposition (only `only`'s samples when given).
+/// The whole exposition as OpenMetrics text (only `only`'s samples when given).
 pub fn collect(settings: &Settings, only: Option<&str>) -> Result<String, Usage> {
     let state = NodeState::load(settings)?;
     let counted = stats::load_all(settings);

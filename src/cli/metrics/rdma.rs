@@ -1,6 +1,6 @@
 //! Per RDMA device of an attached rail: every numeric file of each port's
 //! `hw_counters/` and `counters/`, as `railcni_rdma_<file name>`, typed
-//! `untyped` (the driver's files mix counters and gauges). The device is
+//! `unknown` (the driver's files mix counters and gauges). The device is
 //! found at scrape time, moved with the VF or not (shared mode).
 
 use std::collections::BTreeSet;
@@ -50,7 +50,7 @@ fn device_port(e: &mut Exposition, r: &Record, dev: &str, port: &str, dir: &Path
             }
             let name = format!("railcni_rdma_{}", name_part(&file));
             let help = format!("The RDMA device's {sub}/{file} counter, as the driver reports it.");
-            e.sample(&name, &help, Kind::Untyped, &labels, value);
+            e.sample(&name, &help, Kind::Unknown, &labels, value);
         }
     }
 }
