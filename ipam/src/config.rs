@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::path::Path;
 
-use ipnet::IpNet;
+use ipnet::{IpAddrRange, IpNet, Ipv4AddrRange, Ipv6AddrRange};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -504,7 +504,7 @@ impl PoolConfig {
     /// Every node's prefix, static or by index, must be its own. Sorted by
     /// start, two ranges overlap only if neighbours do: O(n log n).
     fn validate_no_overlap(&self, static_nodes: &HashSet<&str>) -> Result<(), IpamError> {
-        let mut ranges: Vec<(u128, u128, &str, IpNet)> = self
+        let mut ranges: Vec<(IpAddr, IpAddr, &str, IpNet)> = self
             .static_allocations
             .iter()
             .map(|a| (a.node_name.as_str(), a.prefix))
@@ -512,11 +512,7 @@ impl PoolConfig {
                 let p = self.indexed_prefix(*i)?;
                 (!static_nodes.contains(n.as_str())).then_some((n.as_str(), p))
             }))
-            .map(|(n, p)| {
-                let start = to_u128(p.network());
-                let end = start + ((1u128 << (max_len(&p) - p.prefix_len())) - 1);
-                (start, end, n, p)
-            })
+            .map(|(n, p)| (p.network(), p.broadcast(), n, p))
             .collect();
         ranges.sort_unstable_by_key(|r| (r.0, r.1));
         for pair in ranges.windows(2) {
@@ -534,10 +530,8 @@ impl PoolConfig {
     /// Prefix number `i` of `cidr` at the per-node length.
     pub fn indexed_prefix(&self, i: usize) -> Option<IpNet> {
         let cidr = self.cidr?;
-        let size = 1u128 << (max_len(&cidr) - self.per_node_prefix);
-        let base = to_u128(cidr.network());
-        let offset = size.checked_mul(i as u128)?;
-        let addr = from_u128(base.checked_add(offset)?, cidr.network().is_ipv4());
+        let size = 1usize.checked_shl(u32::from(cidr.max_prefix_len() - self.per_node_prefix))?;
+        let addr = addresses(&cidr).nth(size.checked_mul(i)?)?;
         let net = IpNet::new(addr, self.per_node_prefix).ok()?;
         cidr.contains(&net).then_some(net)
     }
@@ -553,7 +547,7 @@ pub fn check_allocation(
     gateway: Option<IpAddr>,
     pool: &PoolConfig,
 ) -> Result<(), IpamError> {
-    let host_bits = max_len(&prefix) - prefix.prefix_len();
+    let host_bits = host_bits(&prefix);
     if host_bits > MAX_HOST_BITS {
         return Err(config_err(
             field,
@@ -574,7 +568,7 @@ pub fn check_allocation(
     let per_node_prefix = if pool.family_fixed {
         pool.per_node_prefix
     } else {
-        max_len(&prefix) - 1
+        prefix.max_prefix_len() - 1
     };
     if prefix.prefix_len() != per_node_prefix {
         return Err(config_err(
@@ -589,7 +583,7 @@ pub fn check_allocation(
         ));
     }
     if let Some(gw) = gateway {
-        let host_route = prefix.prefix_len() == max_len(&prefix);
+        let host_route = host_bits == 0;
         if !host_route && !prefix.contains(&gw) {
             return Err(config_err(
                 field,
@@ -600,25 +594,16 @@ pub fn check_allocation(
     Ok(())
 }
 
-pub fn max_len(net: &IpNet) -> u8 {
+/// How many address bits a prefix leaves to hosts.
+pub fn host_bits(net: &IpNet) -> u8 {
+    net.max_prefix_len() - net.prefix_len()
+}
+
+/// Every address of `net`, from its network address to its last.
+pub fn addresses(net: &IpNet) -> IpAddrRange {
     match net {
-        IpNet::V4(_) => 32,
-        IpNet::V6(_) => 128,
-    }
-}
-
-pub fn to_u128(ip: IpAddr) -> u128 {
-    match ip {
-        IpAddr::V4(v4) => u128::from(u32::from(v4)),
-        IpAddr::V6(v6) => u128::from(v6),
-    }
-}
-
-pub fn from_u128(n: u128, v4: bool) -> IpAddr {
-    if v4 {
-        IpAddr::V4((n as u32).into())
-    } else {
-        IpAddr::V6(n.into())
+        IpNet::V4(n) => IpAddrRange::V4(Ipv4AddrRange::new(n.network(), n.broadcast())),
+        IpNet::V6(n) => IpAddrRange::V6(Ipv6AddrRange::new(n.network(), n.broadcast())),
     }
 }
 
@@ -800,8 +785,8 @@ mod tests {
             let second = p.indexed_prefix(1).unwrap();
             assert_eq!(second.prefix_len(), len);
             assert_eq!(
-                to_u128(second.network()) - to_u128("10.0.0.0".parse().unwrap()),
-                1 << (32 - len)
+                addresses(&"10.0.0.0/16".parse().unwrap()).position(|a| a == second.network()),
+                Some(1 << (32 - len))
             );
         }
         for bad in [23u8, 33] {

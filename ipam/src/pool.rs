@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::config::{check_allocation, from_u128, max_len, to_u128, NodeFile, PoolConfig};
+use crate::config::{addresses, check_allocation, host_bits, NodeFile, PoolConfig};
 use crate::IpamError;
 
 /// Where this node's prefix came from, for error messages and logs.
@@ -108,7 +108,7 @@ impl NodePool {
                 ),
             ));
         }
-        let host_bits = max_len(&prefix) - prefix.prefix_len();
+        let host_bits = host_bits(&prefix);
         if host_bits > 8 {
             return Err(IpamError::config(
                 "ipam.matchMasterSubnet",
@@ -165,21 +165,21 @@ fn shared_gateway_of(
 /// The address `index` places above the prefix's network address; none on a
 /// single-address prefix, whose gateway must be given explicitly.
 fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>, IpamError> {
-    let host_bits = max_len(&prefix) - prefix.prefix_len();
+    let host_bits = host_bits(&prefix);
     if host_bits == 0 {
         return Ok(None);
     }
-    let size = 1u128 << host_bits;
-    if u128::from(index) >= size {
+    let gateway = addresses(&prefix).nth(index as usize);
+    if gateway.is_none() {
         return Err(IpamError::config(
             "ipam.gatewayIndex",
-            format!("{index} is outside {prefix} ({size} addresses) on network {network}"),
+            format!(
+                "{index} is outside {prefix} ({} addresses) on network {network}",
+                1u128 << host_bits
+            ),
         ));
     }
-    Ok(Some(from_u128(
-        to_u128(prefix.network()) + u128::from(index),
-        prefix.addr().is_ipv4(),
-    )))
+    Ok(gateway)
 }
 
 /// /32 and /31 (RFC 3021) use every address; larger IPv4 prefixes lose the
@@ -189,17 +189,13 @@ fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>
 /// On a shared subnet the node's slice is not a subnet of its own: all of
 /// it is usable but the shared subnet's own reserved addresses.
 fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -> Vec<IpAddr> {
-    let v4 = prefix.addr().is_ipv4();
     let subnet = match (pool.shared_gateway, pool.cidr) {
         (Some(_), Some(cidr)) => cidr,
         _ => prefix,
     };
-    let (reserved_lo, reserved_hi) = reserved(subnet);
-    let first = to_u128(prefix.network());
-    let last = first + (1u128 << (max_len(&prefix) - prefix.prefix_len())) - 1;
-    let (lo, hi) = (first.max(reserved_lo), last.min(reserved_hi));
-    (lo..=hi)
-        .map(|n| from_u128(n, v4))
+    let reserved = reserved(subnet);
+    addresses(&prefix)
+        .filter(|ip| !reserved.contains(&Some(*ip)))
         .filter(|ip| Some(*ip) != gateway)
         .filter(|ip| {
             !pool
@@ -210,15 +206,14 @@ fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -
         .collect()
 }
 
-/// The first and last addresses of `subnet` that may be used.
-fn reserved(subnet: IpNet) -> (u128, u128) {
-    let host_bits = max_len(&subnet) - subnet.prefix_len();
-    let first = to_u128(subnet.network());
-    let last = first + (1u128 << host_bits) - 1;
-    match (host_bits, subnet.addr().is_ipv4()) {
-        (0 | 1, _) => (first, last),
-        (_, true) => (first + 1, last - 1),
-        (_, false) => (first + 1, last),
+/// The addresses of `subnet` never handed out: IPv4's network and broadcast
+/// addresses, IPv6's subnet-router anycast address (none on a /31, /32,
+/// /127 or /128).
+fn reserved(subnet: IpNet) -> [Option<IpAddr>; 2] {
+    match (host_bits(&subnet), subnet) {
+        (0 | 1, _) => [None, None],
+        (_, IpNet::V4(n)) => [Some(n.network().into()), Some(n.broadcast().into())],
+        (_, IpNet::V6(n)) => [Some(n.network().into()), None],
     }
 }
 
