@@ -1,13 +1,18 @@
-//! The `ipam` object of a network config and the node-local file, validated
-//! at load time so every mistake is named before an address is handed out.
+//! The `ipam` object of a network config (the pool every node shares),
+//! validated at load time so every mistake is named before an address is
+//! handed out. The node file and the marks of validated configs are
+//! submodules.
+
+mod node_file;
+mod validated;
+
+pub use node_file::{NodeAllocation, NodeFile};
 
 use std::collections::HashSet;
 use std::net::IpAddr;
-use std::path::Path;
 
 use ipnet::{IpAddrRange, IpNet, Ipv4AddrRange, Ipv6AddrRange};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::IpamError;
@@ -118,28 +123,6 @@ pub struct PoolConfig {
     pub ipv6: Option<Box<PoolConfig>>,
 }
 
-/// `/etc/cni/railcni/node.json`: what provisioning knows about this node's cabling.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeFile {
-    #[serde(default)]
-    pub node_name: Option<String>,
-    #[serde(default)]
-    pub networks: std::collections::BTreeMap<String, NodeAllocation>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct NodeAllocation {
-    pub prefix: IpNet,
-    #[serde(default)]
-    pub gateway: Option<IpAddr>,
-    /// A dual-stack rail's IPv6 prefix and gateway for this node.
-    #[serde(default)]
-    pub prefix6: Option<IpNet>,
-    #[serde(default)]
-    pub gateway6: Option<IpAddr>,
-}
-
 /// `perNodePrefix`, checked: within the family (the cidr's, else what the
 /// length implies), at most 256 addresses a node, no larger than the cidr.
 fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamError> {
@@ -171,63 +154,6 @@ fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamErr
 
 fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
     IpamError::config(&format!("ipam.{field}"), msg)
-}
-
-/// Names a config this node has validated: FNV-1a's mix over 8-byte
-/// words, in four lanes that run side by side (a pool of 16k allocations
-/// is 1.4 MB, read on every call), folded into one at the end. Not a
-/// defence against a crafted collision: a hit still checks this node's own
-/// entry, so the most a collision could skip is the pool-wide overlap check.
-fn digest(parts: &[&[u8]]) -> u64 {
-    use cni::fnv::{mix, BASIS};
-    let mut lanes = [BASIS, mix(BASIS, 1), mix(BASIS, 2), mix(BASIS, 3)];
-    for part in parts {
-        let (blocks, rest) = part.as_chunks::<32>();
-        for block in blocks {
-            let (words, _) = block.as_chunks::<8>();
-            for (lane, word) in lanes.iter_mut().zip(words) {
-                *lane = mix(*lane, u64::from_le_bytes(*word));
-            }
-        }
-        for b in rest {
-            lanes[0] = mix(lanes[0], u64::from(*b));
-        }
-        lanes[0] = mix(lanes[0], part.len() as u64);
-    }
-    lanes.into_iter().fold(BASIS, mix)
-}
-
-/// Mark a validated config with this node's own allocations, keeping the
-/// latest few marks per network (a node may see several configs of one
-/// network while a NAD is updated); best effort: a missing mark only means
-/// validating again.
-fn remember_validated(cache: &Path, network: &str, marker: &Path, own: &[StaticAllocation]) {
-    const KEEP: usize = 8;
-    if cni::files::private_dir(cache).is_err() {
-        return;
-    }
-    let prefix = format!("{}.", cni::files::file_safe(network));
-    let mut marks: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(cache)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-                .collect()
-        })
-        .unwrap_or_default();
-    marks.sort();
-    let excess = (marks.len() + 1).saturating_sub(KEEP);
-    for (_, old) in marks.into_iter().take(excess) {
-        let _ = std::fs::remove_file(old);
-    }
-    if let Ok(text) = serde_json::to_vec(own) {
-        let _ = cni::files::replace_atomic(marker, &text);
-    }
-}
-
-/// This node's allocations as a mark recorded them (`None`: no usable mark).
-fn recall_validated(marker: &Path) -> Option<Vec<StaticAllocation>> {
-    serde_json::from_slice(&std::fs::read(marker).ok()?).ok()
 }
 
 /// `sharedSubnet` checked: a gateway inside `cidr`, neither its network
@@ -271,53 +197,6 @@ const MAX_HOST_BITS: u8 = 8;
 impl PoolConfig {
     pub fn parse(v: &Value) -> Result<Self, IpamError> {
         PoolConfig::parse_with(v, None, true)
-    }
-
-    /// `v` without its `staticAllocations`, which come as JSON text in
-    /// `raw` (a migrated pool may carry 16k of them). A config this node
-    /// already validated (its digest marked under `cache`) is not parsed
-    /// again: the mark holds this node's allocations. Any other is parsed
-    /// and validated whole, then marked.
-    pub fn parse_split(
-        v: &Value,
-        raw: &RawValue,
-        node: &str,
-        cache: &Path,
-        network: &str,
-    ) -> Result<Self, IpamError> {
-        let marker = cache.join(format!(
-            "{}.{:016x}",
-            cni::files::file_safe(network),
-            digest(&[
-                v.to_string().as_bytes(),
-                raw.get().as_bytes(),
-                node.as_bytes()
-            ])
-        ));
-        if let Some(own) = recall_validated(&marker) {
-            let pool = PoolConfig::parse_with(v, Some(own), false)?;
-            for (i, a) in pool.static_allocations.iter().enumerate() {
-                check_allocation(
-                    &format!("staticAllocations[{i}]"),
-                    a.prefix,
-                    a.gateway,
-                    &pool,
-                )?;
-            }
-            return Ok(pool);
-        }
-        let all: Vec<StaticAllocation> =
-            serde_json::from_str(raw.get()).map_err(|e| config_err("staticAllocations", e))?;
-        let pool = PoolConfig::parse_with(v, Some(all), true)?;
-        let own: Vec<StaticAllocation> = (pool.static_allocations.iter())
-            .filter(|a| a.node_name == node)
-            .cloned()
-            .collect();
-        remember_validated(cache, network, &marker, &own);
-        Ok(PoolConfig {
-            static_allocations: own,
-            ..pool
-        })
     }
 
     fn parse_with(
@@ -607,128 +486,11 @@ pub fn addresses(net: &IpNet) -> IpAddrRange {
     }
 }
 
-impl NodeFile {
-    /// The IPv6 side of a dual-stack node file: `prefix6`/`gateway6` as
-    /// the prefixes of a file of its own.
-    pub fn ipv6_side(&self) -> NodeFile {
-        NodeFile {
-            node_name: self.node_name.clone(),
-            networks: self
-                .networks
-                .iter()
-                .filter_map(|(n, a)| {
-                    Some((
-                        n.clone(),
-                        NodeAllocation {
-                            prefix: a.prefix6?,
-                            gateway: a.gateway6,
-                            prefix6: None,
-                            gateway6: None,
-                        },
-                    ))
-                })
-                .collect(),
-        }
-    }
-
-    /// This node's name: RAILCNI_NODE_NAME, else the node file's
-    /// `nodeName`, else the host name.
-    pub fn node_name(&self, settings: &cni::Settings) -> Option<String> {
-        settings
-            .node_name
-            .clone()
-            .or_else(|| self.node_name.clone())
-            .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
-    }
-
-    /// A missing file is empty.
-    pub fn load(path: &Path) -> Result<Self, IpamError> {
-        match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                IpamError::config("node file", format!("{} is invalid: {e}", path.display()))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeFile::default()),
-            Err(e) => Err(IpamError::io(format!(
-                "cannot read node config {}: {e}",
-                path.display()
-            ))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use cni::Reply;
     use serde_json::json;
-
-    #[test]
-    fn the_digest_sees_every_byte_and_where_parts_end() {
-        let mut big = vec![b'x'; 1 << 20];
-        let whole = digest(&[b"conf", &big]);
-        for at in [0, 7, 8, 31, 32, 500_000, (1 << 20) - 1] {
-            big[at] = b'y';
-            assert_ne!(digest(&[b"conf", &big]), whole, "byte {at}");
-            big[at] = b'x';
-        }
-        assert_eq!(digest(&[b"conf", &big]), whole);
-        assert_ne!(digest(&[b"ab", b"c"]), digest(&[b"a", b"bc"]));
-    }
-
-    #[test]
-    fn a_split_pool_is_validated_once_then_this_nodes_entry_comes_from_the_mark() {
-        let t = tempfile::tempdir().unwrap();
-        let v = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
-        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
-        let list = raw(
-            r#"[{"nodeName":"gpu-0","prefix":"172.16.0.0/31"},{"nodeName":"gpu-1","prefix":"172.16.0.2/31","gateway":"172.16.0.3"},
-                      {"nodeName":"gpu-10","prefix":"172.16.0.4/31"}]"#,
-        );
-        let gateway = Some("172.16.0.3".parse().unwrap());
-        for _ in 0..2 {
-            let pool = PoolConfig::parse_split(&v, &list, "gpu-1", t.path(), "rail1").unwrap();
-            assert_eq!(pool.static_allocations.len(), 1, "this node's entry");
-            assert_eq!(pool.static_allocations[0].gateway, gateway);
-        }
-        let marks = || {
-            std::fs::read_dir(t.path())
-                .unwrap()
-                .flatten()
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(marks().len(), 1);
-        // A mark that no longer reads is a miss: validated whole again.
-        std::fs::write(marks()[0].path(), b"{torn").unwrap();
-        let pool = PoolConfig::parse_split(&v, &list, "gpu-1", t.path(), "rail1").unwrap();
-        assert_eq!(pool.static_allocations[0].gateway, gateway);
-        assert!(
-            PoolConfig::parse_split(&v, &list, "gpu-2", t.path(), "rail1")
-                .unwrap()
-                .static_allocations
-                .is_empty()
-        );
-        // An overlapping list is refused every time: nothing is marked.
-        let overlapping = raw(
-            r#"[{"nodeName":"a","prefix":"172.16.0.0/31"},{"nodeName":"b","prefix":"172.16.0.0/31"}]"#,
-        );
-        for _ in 0..2 {
-            let e = PoolConfig::parse_split(&v, &overlapping, "a", t.path(), "rail1").unwrap_err();
-            assert_eq!(e.code(), 7, "{e}");
-        }
-        let wrong = raw(r#"[{"nodeName":"a","prefix":"not a prefix"}]"#);
-        assert_eq!(
-            PoolConfig::parse_split(&v, &wrong, "a", t.path(), "rail1")
-                .unwrap_err()
-                .code(),
-            7
-        );
-        assert_eq!(marks().len(), 2, "only valid configs are marked, per node");
-        for mark in marks() {
-            let mode =
-                std::os::unix::fs::PermissionsExt::mode(&mark.metadata().unwrap().permissions());
-            assert_eq!(mode & 0o777, 0o600);
-        }
-    }
 
     #[test]
     fn nodes_as_a_map_never_move() {
