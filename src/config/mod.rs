@@ -9,11 +9,16 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod runtime;
+mod vf;
+
 use crate::error::{Error, Result};
-use crate::hw::{LinkState, Rate, VfSettings, Vlan, VlanProto};
+use crate::hw::VfSettings;
 use crate::net::Mac;
 use crate::routing::RoutingConf;
 use cni::Env;
+use runtime::{pick_device, pick_guid, pick_mac, RawRuntimeConfig};
+use vf::{ethernet_fields, parse_pkey, vf_settings};
 
 /// `rdma`: move the VF's RDMA device with it (exclusive netns mode only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,94 +70,6 @@ struct RawConf {
     pkey: Option<String>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
-}
-
-/// The capabilities a runtime injects. Keys are matched without regard to
-/// case: Multus writes `deviceID`, containerd and CRI-O pass Go field names
-/// through (`DeviceID`, `HostPort`).
-#[derive(Debug, Default)]
-struct RawRuntimeConfig {
-    device_id: Option<String>,
-    mac: Option<String>,
-    device_info_file: Option<String>,
-    infiniband_guid: Option<String>,
-    /// `io.kubernetes.cri.pod-annotations`: containerd's whole annotation map.
-    pod_annotations: Option<serde_json::Map<String, Value>>,
-}
-
-/// The annotation through which a pod names its VF when nothing else does.
-pub const DEVICE_ANNOTATION: &str = "railcni.io/device-id";
-const POD_ANNOTATIONS: &str = "io.kubernetes.cri.pod-annotations";
-
-impl<'de> Deserialize<'de> for RawRuntimeConfig {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::Error as _;
-        let map = serde_json::Map::<String, Value>::deserialize(d)?;
-        let find = |name: &str| {
-            map.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v)
-        };
-        let text = |name: &str| match find(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(D::Error::custom(format!(
-                "runtimeConfig.{name}: {other} must be a string"
-            ))),
-        };
-        let pod_annotations = match find(POD_ANNOTATIONS) {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(m)) => Some(m.clone()),
-            Some(other) => {
-                return Err(D::Error::custom(format!(
-                    "runtimeConfig.{POD_ANNOTATIONS}: {other} must be a map"
-                )))
-            }
-        };
-        Ok(RawRuntimeConfig {
-            device_id: text("deviceID")?,
-            mac: text("mac")?,
-            device_info_file: text("CNIDeviceInfoFile")?,
-            infiniband_guid: text("infinibandGUID")?,
-            pod_annotations,
-        })
-    }
-}
-
-/// runtimeConfig.deviceID > deviceID > pciBusID > the pod's annotation.
-fn pick_device(conf: &RawConf) -> Result<Option<String>> {
-    let given = [
-        &conf.runtime_config.device_id,
-        &conf.device_id,
-        &conf.pci_bus_id,
-    ]
-    .into_iter()
-    .flatten()
-    .find(|d| !d.is_empty());
-    match given {
-        Some(d) => Ok(Some(d.clone())),
-        None => annotated_device(&conf.runtime_config),
-    }
-}
-
-/// The VF a pod names in its annotations (containerd passes them all): a
-/// PCI address, or error 7 naming the annotation.
-fn annotated_device(rc: &RawRuntimeConfig) -> Result<Option<String>> {
-    let Some(value) = rc
-        .pod_annotations
-        .as_ref()
-        .and_then(|m| m.get(DEVICE_ANNOTATION))
-    else {
-        return Ok(None);
-    };
-    let field = format!("runtimeConfig.{POD_ANNOTATIONS}[\"{DEVICE_ANNOTATION}\"]");
-    match value.as_str().map(crate::vf::normalize_pci) {
-        Some(Ok(pci)) => Ok(Some(pci)),
-        _ => Err(Error::config(
-            &field,
-            format!("{value} is not a PCI address like 0000:3b:02.1"),
-        )),
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -284,58 +201,6 @@ impl NetConf {
     }
 }
 
-/// runtimeConfig.mac > CNI_ARGS MAC= > config mac.
-fn pick_mac(conf: &RawConf, env: &Env) -> Result<Option<Mac>> {
-    match (&conf.runtime_config.mac, &env.args.mac, &conf.mac) {
-        (Some(m), _, _) => parse_mac(m, "runtimeConfig.mac").map(Some),
-        (None, Some(m), _) => parse_mac(m, "CNI_ARGS MAC").map(Some),
-        (None, None, Some(m)) => parse_mac(m, "mac").map(Some),
-        (None, None, None) => Ok(None),
-    }
-}
-
-/// runtimeConfig.infinibandGUID > CNI_ARGS infinibandGUID= > config guid.
-fn pick_guid(conf: &RawConf, env: &Env) -> Result<Option<crate::hw::Guid>> {
-    let given = [
-        (
-            &conf.runtime_config.infiniband_guid,
-            "runtimeConfig.infinibandGUID",
-        ),
-        (&env.args.infiniband_guid, "CNI_ARGS infinibandGUID"),
-        (&conf.guid, "guid"),
-    ];
-    match given
-        .into_iter()
-        .find_map(|(v, field)| v.as_ref().map(|g| (g, field)))
-    {
-        Some((g, field)) => parse_guid(g, field).map(Some),
-        None => Ok(None),
-    }
-}
-
-fn parse_pkey(p: Option<&str>) -> Result<Option<u16>> {
-    let Some(p) = p else { return Ok(None) };
-    u16::from_str_radix(p.trim_start_matches("0x"), 16)
-        .ok()
-        .filter(|k| k & 0x7fff != 0)
-        .map(Some)
-        .ok_or_else(|| Error::config("pkey", format!("{p:?} is not a partition key like 0x8001")))
-}
-
-/// The Ethernet-only fields the config sets (refused on InfiniBand VFs).
-fn ethernet_fields(conf: &RawConf, mac: Option<Mac>) -> Vec<&'static str> {
-    [
-        ("mac", mac.is_some()),
-        ("vlan", conf.vlan.is_some()),
-        ("vlanQoS", conf.vlan_qos.is_some()),
-        ("vlanProto", conf.vlan_proto.is_some()),
-        ("spoofchk", conf.spoofchk.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(f, set)| set.then_some(f))
-    .collect()
-}
-
 /// `ipam`: absent or `{}` for none; a plugin name, never a path.
 fn ipam_conf(v: Option<&Value>) -> Result<Option<IpamConf>> {
     let Some(v) = v.filter(|v| !v.as_object().is_some_and(serde_json::Map::is_empty)) else {
@@ -389,105 +254,6 @@ fn parse_rdma(v: Option<&str>) -> Result<RdmaPolicy> {
     }
 }
 
-/// A whole number 0..=`max` of the field's own type.
-fn whole<T>(v: Option<&Value>, field: &str, max: T) -> Result<Option<T>>
-where
-    T: TryFrom<u64> + Into<u64> + Copy + std::fmt::Display,
-{
-    let Some(v) = v else { return Ok(None) };
-    match v.as_u64().filter(|n| *n <= max.into()).map(T::try_from) {
-        Some(Ok(n)) => Ok(Some(n)),
-        _ => Err(Error::config(
-            field,
-            format!("{v} must be a whole number 0..{max}"),
-        )),
-    }
-}
-
-fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
-    match v {
-        None => Ok(None),
-        Some("on") => Ok(Some(true)),
-        Some("off") => Ok(Some(false)),
-        Some(other) => Err(Error::config(
-            field,
-            format!("{other:?} must be \"on\" or \"off\""),
-        )),
-    }
-}
-
-/// sriov-cni's VF fields, with the combinations it rejects rejected here too.
-fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
-    let vlan = whole(conf.vlan.as_ref(), "vlan", 4094u16)?;
-    let qos = whole(conf.vlan_qos.as_ref(), "vlanQoS", 7u8)?;
-    let proto = match conf
-        .vlan_proto
-        .as_deref()
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        None => None,
-        Some("802.1q") => Some(VlanProto::Dot1Q),
-        Some("802.1ad") => Some(VlanProto::Dot1Ad),
-        Some(other) => {
-            return Err(Error::config(
-                "vlanProto",
-                format!("{other:?} must be 802.1q or 802.1ad"),
-            ))
-        }
-    };
-    if qos.is_some_and(|q| q > 0) && vlan.unwrap_or(0) == 0 {
-        return Err(Error::config("vlanQoS", "needs a non-zero vlan"));
-    }
-    if proto.is_some() && vlan.unwrap_or(0) == 0 {
-        return Err(Error::config("vlanProto", "needs a non-zero vlan"));
-    }
-    Ok(VfSettings {
-        mac,
-        vlan: vlan.map(|id| Vlan {
-            id,
-            qos: qos.unwrap_or(0),
-            proto: proto.unwrap_or(VlanProto::Dot1Q),
-        }),
-        spoofchk: on_off(conf.spoofchk.as_deref(), "spoofchk")?,
-        trust: on_off(conf.trust.as_deref(), "trust")?,
-        link_state: parse_link_state(conf.link_state.as_deref())?,
-        rate: parse_rate(conf)?,
-        ib_guid: None,
-    })
-}
-
-fn parse_link_state(v: Option<&str>) -> Result<Option<LinkState>> {
-    match v {
-        None => Ok(None),
-        Some("auto") => Ok(Some(LinkState::Auto)),
-        Some("enable") => Ok(Some(LinkState::Enable)),
-        Some("disable") => Ok(Some(LinkState::Disable)),
-        Some(other) => Err(Error::config(
-            "link_state",
-            format!("{other:?} must be auto, enable or disable"),
-        )),
-    }
-}
-
-/// `min_tx_rate` / `max_tx_rate` in Mbps (0: no limit).
-fn parse_rate(conf: &RawConf) -> Result<Option<Rate>> {
-    let min = whole(conf.min_tx_rate.as_ref(), "min_tx_rate", u32::MAX)?;
-    let max = whole(conf.max_tx_rate.as_ref(), "max_tx_rate", u32::MAX)?;
-    if let (Some(min), Some(max)) = (min, max) {
-        if max != 0 && max < min {
-            return Err(Error::config(
-                "max_tx_rate",
-                format!("{max} is below min_tx_rate {min}"),
-            ));
-        }
-    }
-    Ok((min.is_some() || max.is_some()).then(|| Rate {
-        min_mbps: min.unwrap_or(0),
-        max_mbps: max.unwrap_or(0),
-    }))
-}
-
 fn parse_mtu(v: Option<&Value>) -> Result<u32> {
     let Some(v) = v else { return Ok(DEFAULT_MTU) };
     let mtu = v
@@ -500,21 +266,6 @@ fn parse_mtu(v: Option<&Value>) -> Result<u32> {
             format!("{mtu} is outside {MIN_MTU}..65535"),
         )),
     }
-}
-
-pub fn parse_mac(s: &str, field: &str) -> Result<Mac> {
-    let mac: Mac = s.parse().map_err(|e: String| Error::config(field, e))?;
-    if !mac.is_unicast() {
-        return Err(Error::config(
-            field,
-            format!("{s} is a multicast or zero MAC; a VF needs a unicast one"),
-        ));
-    }
-    Ok(mac)
-}
-
-fn parse_guid(s: &str, field: &str) -> Result<crate::hw::Guid> {
-    s.parse().map_err(|e: String| Error::config(field, e))
 }
 
 /// serde's type errors do not say which field: find the top-level key that
@@ -535,6 +286,7 @@ fn wrong_type(raw: &Value, e: &serde_json::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::{LinkState, Rate, Vlan, VlanProto};
     use cni::skeleton::{config_version, parse_config};
     use cni::{CniArgs, Command};
 
