@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as Proc, Stdio};
 
 use cni::{CniResult, Env, Settings};
-use serde::{Deserialize, Serialize};
+
 use serde_json::Value;
 
 use crate::config::{IpamConf, NetConf};
@@ -24,8 +24,7 @@ pub struct NetworkIpam<'a> {
 
 /// An external IPAM plugin as ADD ran it: what teardown needs to run its
 /// DEL later without the network config (the operator's `gc`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExternalIpam {
     /// The plugin binary ADD found in CNI_PATH.
     pub plugin: PathBuf,

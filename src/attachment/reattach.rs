@@ -124,7 +124,6 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
     let result = record
         .result
         .as_ref()
-        .and_then(|v| CniResult::from_value(v).ok())
         .ok_or_else(|| Error::State(format!("the record of VF {pci} holds no ADD result")))?;
     let iface = result.interfaces.first().cloned().unwrap_or_default();
     set_vf_again(node, record, &vf)?;
@@ -156,7 +155,7 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
         Error::Netlink(format!("VF {pci} moved but {} is not there", record.ifname))
     })?;
     bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
-    address_and_route(record, &result, &pod_nl, &moved)?;
+    address_and_route(record, result, &pod_nl, &moved)?;
     let mut updated = record.clone();
     updated.pod_ifindex = Some(moved.index);
     updated.reattached += 1;

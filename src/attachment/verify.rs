@@ -63,10 +63,7 @@ impl Expected {
                 record.container_id, record.ifname, record.pci
             ))
         })?;
-        Ok(Self::from_result(
-            &record.ifname,
-            &CniResult::from_value(value)?,
-        ))
+        Ok(Self::from_result(&record.ifname, value))
     }
 
     fn from_result(ifname: &str, result: &CniResult) -> Self {
@@ -208,7 +205,7 @@ mod tests {
 
     fn record_with(result: serde_json::Value) -> Record {
         let mut r = Record::sample();
-        r.result = Some(result);
+        r.result = Some(CniResult::from_value(&result).unwrap());
         r
     }
 

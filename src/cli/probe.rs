@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::time::Duration;
 
-use cni::{CniResult, Settings};
+use cni::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;
@@ -207,13 +207,7 @@ fn probe_rail(
 
 /// The rail's IPv4 address and its gateway, from the result ADD recorded.
 fn ipv4_of(r: &Record) -> Result<Option<(Ipv4Addr, Option<IpAddr>)>, String> {
-    let result = r
-        .result
-        .as_ref()
-        .map(CniResult::from_value)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    Ok(result.and_then(|res| {
+    Ok(r.result.as_ref().and_then(|res| {
         res.ips.iter().find_map(|ip| match ip.address.addr() {
             IpAddr::V4(a) => Some((a, ip.gateway)),
             IpAddr::V6(_) => None,

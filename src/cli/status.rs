@@ -346,7 +346,6 @@ pub fn address_of(r: &Record) -> Option<String> {
 pub fn addresses_of(r: &Record) -> Vec<ipnet::IpNet> {
     r.result
         .as_ref()
-        .and_then(|v| cni::CniResult::from_value(v).ok())
         .map(|res| res.ips.iter().map(|ip| ip.address).collect())
         .unwrap_or_default()
 }

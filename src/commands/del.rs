@@ -112,14 +112,10 @@ pub fn del(ctx: &Ctx) -> Result<()> {
 
 /// What the record held, for DEL's closing log line.
 fn summary(r: &crate::state::Record) -> String {
-    let addresses = r
-        .result
-        .as_ref()
-        .and_then(|v| cni::CniResult::from_value(v).ok())
-        .map_or_else(
-            || "no address".into(),
-            |res| super::add::summary_addresses(&res),
-        );
+    let addresses = r.result.as_ref().map_or_else(
+        || "no address".into(),
+        super::add::summary_addresses,
+    );
     let table = r
         .routing
         .as_ref()

@@ -55,7 +55,7 @@ const ADD: u16 = NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE;
 const DEL: u16 = NLM_F_REQUEST | NLM_F_ACK;
 /// `ip rule add from <src> lookup <table> priority <priority>`: the rule a
 /// rail plan asks for (kept in attachment records: its fields are a format).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleSpec {
     pub src: IpNet,
     pub table: u32,
@@ -63,7 +63,7 @@ pub struct RuleSpec {
 }
 
 /// A route a rail plan asks for (kept in attachment records).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteSpec {
     pub dst: IpNet,
     pub gw: Option<IpAddr>,

@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 
 use ipnet::IpNet;
-use serde::{Deserialize, Serialize};
 
 use super::conf::{RoutingConf, SysctlKey};
 
@@ -41,9 +40,8 @@ pub const DEFAULT_SYSCTLS6: &[(&str, &str)] =
     &[("accept_dad", "0"), ("accept_ra", "0"), ("autoconf", "0")];
 
 /// One sysctl to write on the rail interface.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sysctl {
-    #[serde(flatten)]
     pub key: SysctlKey,
     pub value: String,
 }
@@ -52,7 +50,7 @@ pub use crate::net::route::{RouteSpec, RuleSpec};
 
 /// What one rail interface needs, computed before anything is touched; kept
 /// in the attachment record so DEL and CHECK work from what ADD did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RailRoutes {
     pub table: u32,
     pub priority: u32,

@@ -56,8 +56,8 @@ pub fn settle(
                 existing.container_id,
                 existing.ifname
             );
-            let recorded = existing.result.as_ref().unwrap_or(&serde_json::Value::Null);
-            return Ok(Previous::Replay(CniResult::from_value(recorded)?));
+            let recorded = existing.result.clone().unwrap_or_default();
+            return Ok(Previous::Replay(recorded));
         }
         Verdict::Busy => return Err(busy(existing)),
         Verdict::Clear { same } => same,
@@ -106,7 +106,7 @@ mod tests {
     fn record(phase: Phase, result: bool) -> Record {
         let mut r = Record::sample();
         r.phase = phase;
-        r.result = result.then(|| serde_json::json!({}));
+        r.result = result.then(CniResult::default);
         r
     }
 

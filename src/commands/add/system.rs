@@ -417,10 +417,7 @@ impl AttachSteps for KernelAttach<'_> {
     /// not less (DEL and a retried ADD handle it).
     fn finish(&mut self, result: &CniResult) -> Result<()> {
         self.record.phase = Phase::Attached;
-        self.record.result = Some(
-            serde_json::to_value(result)
-                .map_err(|e| Error::internal(format!("encode result: {e}")))?,
-        );
+        self.record.result = Some(result.clone());
         self.ctx.node.store.save(&self.record)
     }
 

@@ -5,19 +5,19 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod record_v1;
+
 use cni::files::{self, LockError};
 use cni::liveness::Proof;
-use cni::Settings;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use cni::{CniResult, Settings};
+use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::net::Mac;
-
-const RECORD_VERSION: u32 = 1;
+use record_v1::RecordV1;
 
 /// What the VF looked like on the host before railcni touched it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostLink {
     pub name: String,
     /// `None` for a VF without an Ethernet MAC (DPDK: no netdev).
@@ -26,8 +26,7 @@ pub struct HostLink {
     pub ifindex: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// Written before the host changes; the VF may be anywhere.
     Adding,
@@ -35,57 +34,46 @@ pub enum Phase {
     Attached,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// One attachment, as DEL, CHECK, GC and the operator commands need it
+/// (on disk: `record_v1`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Record {
-    pub version: u32,
     pub pci: String,
     pub network: String,
     pub container_id: String,
     pub ifname: String,
     /// The pod's namespace and boot, which prove the attachment alive.
-    #[serde(flatten)]
     pub proof: Proof,
     pub host: HostLink,
     /// The VF's ifindex in the pod (it changes when the pod already uses it).
-    #[serde(default)]
     pub pod_ifindex: Option<u32>,
     /// The network's `ipam.type`: a stale record of another network can
     /// still have its embedded lease released.
     pub ipam_type: Option<String>,
     /// An external IPAM plugin and the config ADD ran it with, so its lease
     /// can be released without the network config (the operator's `gc`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_ipam: Option<crate::ipam::ExternalIpam>,
     /// `namespace/name` of the Kubernetes pod, when the runtime said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
     /// An InfiniBand attachment's partition key (applied by the subnet manager).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pkey: Option<u16>,
     /// A DPDK VF: nothing moved, only IPAM and PF-side settings.
-    #[serde(default)]
     pub dpdk: bool,
     /// The PF-side VF attributes before ADD, for exactly the fields it set.
-    #[serde(default)]
     pub vf_restore: Option<crate::hw::VfSettings>,
     /// How often a driver reload tore the VF out of the pod and it was put
     /// back (`attachment::reattach`).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub reattached: u32,
     /// The PF-side VF attributes ADD set: set again when a driver reload
     /// brings the VF back with factory settings (absent in older records).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vf_applied: Option<crate::hw::VfSettings>,
     /// The RDMA device ADD moved into the pod.
-    #[serde(default)]
     pub rdma_device: Option<String>,
     /// The rail routing ADD installed (table, rules, routes, sysctls).
-    #[serde(default)]
     pub routing: Option<crate::routing::RailRoutes>,
     pub phase: Phase,
-    /// The ADD result in the 1.1 shape, replayed for a repeated ADD.
-    pub result: Option<Value>,
+    /// The ADD result, replayed for a repeated ADD.
+    pub result: Option<CniResult>,
     pub created_unix: u64,
 }
 
@@ -99,7 +87,6 @@ impl Record {
         host: HostLink,
     ) -> Self {
         Record {
-            version: RECORD_VERSION,
             pci: pci.to_string(),
             network: network.to_string(),
             container_id: container_id.to_string(),
@@ -250,23 +237,29 @@ impl AttachmentStore {
                 path.display()
             ))
         };
-        let record: Record = match serde_json::from_slice(&bytes) {
-            Ok(record) => record,
+        // The version first: a newer record is named as such, not as torn.
+        #[derive(Deserialize)]
+        struct Versioned {
+            version: u32,
+        }
+        let decoded = serde_json::from_slice::<Versioned>(&bytes).and_then(|v| match v.version {
+            record_v1::VERSION => serde_json::from_slice::<RecordV1>(&bytes).map(|r| Ok(r.into())),
+            newer => Ok(Err(newer)),
+        });
+        match decoded {
+            Ok(Ok(record)) => Ok(Some(record)),
+            Ok(Err(newer)) => Err(unreadable(format!(
+                "it is record version {newer}, written by a newer railcni; this railcni {} reads up to \
+                 version {}: upgrade railcni on this node before it touches the attachment",
+                env!("CARGO_PKG_VERSION"),
+                record_v1::VERSION
+            ))),
             Err(e) if files::written_before_boot(&path) => {
                 set_aside(&path, &e.to_string());
-                return Ok(None);
+                Ok(None)
             }
-            Err(e) => return Err(unreadable(e.to_string())),
-        };
-        if record.version > RECORD_VERSION {
-            return Err(unreadable(format!(
-                "it is record version {}, written by a newer railcni; this railcni {} reads up to version \
-                 {RECORD_VERSION}: upgrade railcni on this node before it touches the attachment",
-                record.version,
-                env!("CARGO_PKG_VERSION")
-            )));
+            Err(e) => Err(unreadable(e.to_string())),
         }
-        Ok(Some(record))
     }
 
     /// Every readable record (unreadable ones are skipped with a log line).
@@ -319,7 +312,7 @@ impl AttachmentStore {
     /// such a crash may leave). No state write waits for the disk.
     pub fn save(&self, record: &Record) -> Result<()> {
         let path = self.record_path(&record.pci)?;
-        let bytes = serde_json::to_vec_pretty(record)
+        let bytes = serde_json::to_vec_pretty(&RecordV1::from(record))
             .map_err(|e| Error::internal(format!("encode record: {e}")))?;
         files::replace_atomic(&path, &bytes)
             .map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
@@ -341,10 +334,6 @@ impl AttachmentStore {
         let _ = fs::remove_file(probe);
         Ok(())
     }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 #[cfg(test)]

@@ -1,0 +1,464 @@
+//! The attachment record as version 1 writes it, field for field. These
+//! types are the file format: the in-memory `Record` and the types it holds
+//! (routing plans, VF settings, results) may change freely; this may not.
+//! A format change adds `record_v2.rs`, a fixture directory under
+//! `tests/fixtures/state/`, and a conversion from this one.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{HostLink, Phase, Record};
+use crate::hw::{Guid, LinkState, Rate, VfSettings, Vlan, VlanProto};
+use crate::ipam::ExternalIpam;
+use crate::net::route::{RouteSpec, RuleSpec};
+use crate::net::Mac;
+use crate::routing::conf::{Family, SysctlKey};
+use crate::routing::plan::Sysctl;
+use crate::routing::RailRoutes;
+use cni::liveness::{NsId, Proof};
+use cni::CniResult;
+
+pub const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordV1 {
+    version: u32,
+    pci: String,
+    network: String,
+    container_id: String,
+    ifname: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    netns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    netns_id: Option<NsIdV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    boot_id: Option<String>,
+    host: HostLinkV1,
+    #[serde(default)]
+    pod_ifindex: Option<u32>,
+    ipam_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    external_ipam: Option<ExternalIpamV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pod: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pkey: Option<u16>,
+    #[serde(default)]
+    dpdk: bool,
+    #[serde(default)]
+    vf_restore: Option<VfSettingsV1>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    reattached: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vf_applied: Option<VfSettingsV1>,
+    #[serde(default)]
+    rdma_device: Option<String>,
+    #[serde(default)]
+    routing: Option<RoutingV1>,
+    phase: PhaseV1,
+    /// The ADD result in the CNI 1.1 shape (the spec's format, not ours).
+    result: Option<CniResult>,
+    created_unix: u64,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct NsIdV1 {
+    dev: u64,
+    ino: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct HostLinkV1 {
+    name: String,
+    mac: Option<Mac>,
+    mtu: u32,
+    ifindex: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ExternalIpamV1 {
+    plugin: PathBuf,
+    /// The network config the plugin was given: whatever the NAD held.
+    conf: Value,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum PhaseV1 {
+    Adding,
+    Attached,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VfSettingsV1 {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mac: Option<Mac>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vlan: Option<VlanV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spoofchk: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    trust: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link_state: Option<LinkStateV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rate: Option<RateV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ib_guid: Option<Guid>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct VlanV1 {
+    id: u16,
+    qos: u8,
+    proto: VlanProtoV1,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+enum VlanProtoV1 {
+    #[serde(rename = "802.1q")]
+    Dot1Q,
+    #[serde(rename = "802.1ad")]
+    Dot1Ad,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum LinkStateV1 {
+    Auto,
+    Enable,
+    Disable,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RateV1 {
+    min_mbps: u32,
+    max_mbps: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RoutingV1 {
+    table: u32,
+    priority: u32,
+    rules: Vec<RuleV1>,
+    routes: Vec<RouteV1>,
+    sysctls: Vec<SysctlV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RuleV1 {
+    src: IpNet,
+    table: u32,
+    priority: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RouteV1 {
+    dst: IpNet,
+    gw: Option<IpAddr>,
+    table: Option<u32>,
+    scope: u8,
+    src: Option<IpAddr>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SysctlV1 {
+    family: FamilyV1,
+    key: String,
+    value: String,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum FamilyV1 {
+    Ipv4,
+    Ipv6,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl From<&Record> for RecordV1 {
+    fn from(r: &Record) -> Self {
+        RecordV1 {
+            version: VERSION,
+            pci: r.pci.clone(),
+            network: r.network.clone(),
+            container_id: r.container_id.clone(),
+            ifname: r.ifname.clone(),
+            netns: r.proof.netns.clone(),
+            netns_id: r.proof.netns_id.map(|n| NsIdV1 {
+                dev: n.dev,
+                ino: n.ino,
+            }),
+            boot_id: r.proof.boot_id.clone(),
+            host: HostLinkV1 {
+                name: r.host.name.clone(),
+                mac: r.host.mac,
+                mtu: r.host.mtu,
+                ifindex: r.host.ifindex,
+            },
+            pod_ifindex: r.pod_ifindex,
+            ipam_type: r.ipam_type.clone(),
+            external_ipam: r.external_ipam.as_ref().map(|e| ExternalIpamV1 {
+                plugin: e.plugin.clone(),
+                conf: e.conf.clone(),
+            }),
+            pod: r.pod.clone(),
+            pkey: r.pkey,
+            dpdk: r.dpdk,
+            vf_restore: r.vf_restore.as_ref().map(VfSettingsV1::from),
+            reattached: r.reattached,
+            vf_applied: r.vf_applied.as_ref().map(VfSettingsV1::from),
+            rdma_device: r.rdma_device.clone(),
+            routing: r.routing.as_ref().map(RoutingV1::from),
+            phase: match r.phase {
+                Phase::Adding => PhaseV1::Adding,
+                Phase::Attached => PhaseV1::Attached,
+            },
+            result: r.result.clone(),
+            created_unix: r.created_unix,
+        }
+    }
+}
+
+impl From<RecordV1> for Record {
+    fn from(r: RecordV1) -> Self {
+        Record {
+            pci: r.pci,
+            network: r.network,
+            container_id: r.container_id,
+            ifname: r.ifname,
+            proof: Proof {
+                netns: r.netns,
+                netns_id: r.netns_id.map(|n| NsId {
+                    dev: n.dev,
+                    ino: n.ino,
+                }),
+                boot_id: r.boot_id,
+            },
+            host: HostLink {
+                name: r.host.name,
+                mac: r.host.mac,
+                mtu: r.host.mtu,
+                ifindex: r.host.ifindex,
+            },
+            pod_ifindex: r.pod_ifindex,
+            ipam_type: r.ipam_type,
+            external_ipam: r.external_ipam.map(|e| ExternalIpam {
+                plugin: e.plugin,
+                conf: e.conf,
+            }),
+            pod: r.pod,
+            pkey: r.pkey,
+            dpdk: r.dpdk,
+            vf_restore: r.vf_restore.map(VfSettings::from),
+            reattached: r.reattached,
+            vf_applied: r.vf_applied.map(VfSettings::from),
+            rdma_device: r.rdma_device,
+            routing: r.routing.map(RailRoutes::from),
+            phase: match r.phase {
+                PhaseV1::Adding => Phase::Adding,
+                PhaseV1::Attached => Phase::Attached,
+            },
+            result: r.result,
+            created_unix: r.created_unix,
+        }
+    }
+}
+
+impl From<&VfSettings> for VfSettingsV1 {
+    fn from(s: &VfSettings) -> Self {
+        VfSettingsV1 {
+            mac: s.mac,
+            vlan: s.vlan.map(|v| VlanV1 {
+                id: v.id,
+                qos: v.qos,
+                proto: match v.proto {
+                    VlanProto::Dot1Q => VlanProtoV1::Dot1Q,
+                    VlanProto::Dot1Ad => VlanProtoV1::Dot1Ad,
+                },
+            }),
+            spoofchk: s.spoofchk,
+            trust: s.trust,
+            link_state: s.link_state.map(|l| match l {
+                LinkState::Auto => LinkStateV1::Auto,
+                LinkState::Enable => LinkStateV1::Enable,
+                LinkState::Disable => LinkStateV1::Disable,
+            }),
+            rate: s.rate.map(|r| RateV1 {
+                min_mbps: r.min_mbps,
+                max_mbps: r.max_mbps,
+            }),
+            ib_guid: s.ib_guid,
+        }
+    }
+}
+
+impl From<VfSettingsV1> for VfSettings {
+    fn from(s: VfSettingsV1) -> Self {
+        VfSettings {
+            mac: s.mac,
+            vlan: s.vlan.map(|v| Vlan {
+                id: v.id,
+                qos: v.qos,
+                proto: match v.proto {
+                    VlanProtoV1::Dot1Q => VlanProto::Dot1Q,
+                    VlanProtoV1::Dot1Ad => VlanProto::Dot1Ad,
+                },
+            }),
+            spoofchk: s.spoofchk,
+            trust: s.trust,
+            link_state: s.link_state.map(|l| match l {
+                LinkStateV1::Auto => LinkState::Auto,
+                LinkStateV1::Enable => LinkState::Enable,
+                LinkStateV1::Disable => LinkState::Disable,
+            }),
+            rate: s.rate.map(|r| Rate {
+                min_mbps: r.min_mbps,
+                max_mbps: r.max_mbps,
+            }),
+            ib_guid: s.ib_guid,
+        }
+    }
+}
+
+impl From<&RailRoutes> for RoutingV1 {
+    fn from(r: &RailRoutes) -> Self {
+        RoutingV1 {
+            table: r.table,
+            priority: r.priority,
+            rules: (r.rules.iter())
+                .map(|x| RuleV1 {
+                    src: x.src,
+                    table: x.table,
+                    priority: x.priority,
+                })
+                .collect(),
+            routes: (r.routes.iter())
+                .map(|x| RouteV1 {
+                    dst: x.dst,
+                    gw: x.gw,
+                    table: x.table,
+                    scope: x.scope,
+                    src: x.src,
+                })
+                .collect(),
+            sysctls: (r.sysctls.iter())
+                .map(|s| SysctlV1 {
+                    family: match s.key.family {
+                        Family::Ipv4 => FamilyV1::Ipv4,
+                        Family::Ipv6 => FamilyV1::Ipv6,
+                    },
+                    key: s.key.key.clone(),
+                    value: s.value.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<RoutingV1> for RailRoutes {
+    fn from(r: RoutingV1) -> Self {
+        RailRoutes {
+            table: r.table,
+            priority: r.priority,
+            rules: (r.rules.into_iter())
+                .map(|x| RuleSpec {
+                    src: x.src,
+                    table: x.table,
+                    priority: x.priority,
+                })
+                .collect(),
+            routes: (r.routes.into_iter())
+                .map(|x| RouteSpec {
+                    dst: x.dst,
+                    gw: x.gw,
+                    table: x.table,
+                    scope: x.scope,
+                    src: x.src,
+                })
+                .collect(),
+            sysctls: (r.sysctls.into_iter())
+                .map(|s| Sysctl {
+                    key: SysctlKey {
+                        family: match s.family {
+                            FamilyV1::Ipv4 => Family::Ipv4,
+                            FamilyV1::Ipv6 => Family::Ipv6,
+                        },
+                        key: s.key,
+                    },
+                    value: s.value,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The golden v1 record, placeholders filled as a live one would have them.
+    fn golden() -> Value {
+        let text = include_str!("../../tests/fixtures/state/v1/attachment.json.tmpl")
+            .replace("@NETNS@", "/var/run/netns/pod")
+            .replace("@NETNS_DEV@", "4")
+            .replace("@NETNS_INO@", "4026532999")
+            .replace("@MAC@", "02:00:00:00:00:01")
+            .replace("@IFINDEX@", "7")
+            .replace("@POD_IFINDEX@", "3");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn the_v1_fixture_reads_and_writes_back_unchanged() {
+        let on_disk: RecordV1 = serde_json::from_value(golden()).unwrap();
+        let record = Record::from(on_disk);
+        assert_eq!(record.proof.boot_id.as_deref(), Some("boot-fixture"));
+        let routing = record.routing.as_ref().unwrap();
+        assert_eq!((routing.table, routing.routes.len()), (1001, 3));
+        assert_eq!(record.result.as_ref().unwrap().ips.len(), 1);
+        let written = serde_json::to_value(RecordV1::from(&record)).unwrap();
+        assert_eq!(written, golden());
+    }
+
+    #[test]
+    fn every_vf_setting_survives_the_round_trip() {
+        let mut record = Record::sample();
+        let settings = VfSettings {
+            mac: Some("02:00:00:00:00:09".parse().unwrap()),
+            vlan: Some(Vlan {
+                id: 100,
+                qos: 3,
+                proto: VlanProto::Dot1Ad,
+            }),
+            spoofchk: Some(false),
+            trust: Some(true),
+            link_state: Some(LinkState::Disable),
+            rate: Some(Rate {
+                min_mbps: 10,
+                max_mbps: 100,
+            }),
+            ib_guid: Some(Guid(0x0011_2233_4455_6677)),
+        };
+        record.vf_restore = Some(VfSettings::default());
+        record.vf_applied = Some(settings);
+        record.reattached = 2;
+        record.external_ipam = Some(ExternalIpam {
+            plugin: "/opt/cni/bin/whereabouts".into(),
+            conf: serde_json::json!({"name": "rail1"}),
+        });
+        let text = serde_json::to_string(&RecordV1::from(&record)).unwrap();
+        let back = Record::from(serde_json::from_str::<RecordV1>(&text).unwrap());
+        assert_eq!(back, record);
+    }
+}
