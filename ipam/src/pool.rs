@@ -396,8 +396,8 @@ mod tests {
     fn resolution_order_node_file_then_static_then_index() {
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"],
             "staticAllocations": [{"nodeName": "a", "prefix": "172.16.8.0/31", "gateway": "172.16.8.1"}]}));
-        let file: NodeFile = serde_json::from_value(
-            json!({"networks": {"rail1": {"prefix": "172.16.9.0/31", "gateway": "172.16.9.1"}}}),
+        let file = NodeFile::parse(
+            br#"{"networks": {"rail1": {"prefix": "172.16.9.0/31", "gateway": "172.16.9.1"}}}"#,
         )
         .unwrap();
         assert_eq!(
@@ -422,8 +422,7 @@ mod tests {
             "{e}"
         );
         let bad: NodeFile =
-            serde_json::from_value(json!({"networks": {"rail1": {"prefix": "172.16.9.0/30"}}}))
-                .unwrap();
+            NodeFile::parse(br#"{"networks": {"rail1": {"prefix": "172.16.9.0/30"}}}"#).unwrap();
         assert_eq!(
             NodePool::resolve("rail1", "a", &p, &bad)
                 .unwrap_err()

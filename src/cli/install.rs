@@ -133,7 +133,7 @@ fn install_node_file(plan_dir: &Path, node: Option<&str>, target: &Path) -> Resu
             key.display()
         ))
     })?;
-    let file: railcni_ipam::config::NodeFile = serde_json::from_str(&text)
+    let file = railcni_ipam::config::NodeFile::parse(text.as_bytes())
         .map_err(|e| Usage(format!("{} is not a node file: {e}", key.display())))?;
     if file.node_name.as_deref() != Some(node) {
         return Err(Usage(format!(

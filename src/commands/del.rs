@@ -112,10 +112,10 @@ pub fn del(ctx: &Ctx) -> Result<()> {
 
 /// What the record held, for DEL's closing log line.
 fn summary(r: &crate::state::Record) -> String {
-    let addresses = r.result.as_ref().map_or_else(
-        || "no address".into(),
-        super::add::summary_addresses,
-    );
+    let addresses = r
+        .result
+        .as_ref()
+        .map_or_else(|| "no address".into(), super::add::summary_addresses);
     let table = r
         .routing
         .as_ref()

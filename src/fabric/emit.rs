@@ -117,7 +117,8 @@ impl Resolved {
                 entry[gateway] = json!(gw);
             }
         }
-        Ok(json!({"nodeName": node, "networks": networks}))
+        let version = railcni_ipam::config::node_file::VERSION;
+        Ok(json!({"version": version, "nodeName": node, "networks": networks}))
     }
 
     /// The ConfigMap of per-node allocations: one key per node, its node file.

@@ -3,7 +3,7 @@
 //! handed out. The node file and the marks of validated configs are
 //! submodules.
 
-mod node_file;
+pub mod node_file;
 mod validated;
 
 pub use node_file::{NodeAllocation, NodeFile};

@@ -1,6 +1,9 @@
 //! `/etc/cni/railcni/node.json`: this node's name and its prefix per
-//! network, as provisioning wrote them.
+//! network, as provisioning wrote them. `NodeFileV1` is the file format
+//! (`version` 1, or absent in files written before it was added); a format
+//! change adds a `NodeFileV2` and a conversion from this one.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -9,26 +12,63 @@ use serde::Deserialize;
 
 use crate::IpamError;
 
-/// `/etc/cni/railcni/node.json`: what provisioning knows about this node's cabling.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The node file's version this build writes and reads.
+pub const VERSION: u32 = 1;
+
+/// What provisioning knows about this node's cabling.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeFile {
-    #[serde(default)]
     pub node_name: Option<String>,
-    #[serde(default)]
-    pub networks: std::collections::BTreeMap<String, NodeAllocation>,
+    pub networks: BTreeMap<String, NodeAllocation>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeAllocation {
     pub prefix: IpNet,
-    #[serde(default)]
     pub gateway: Option<IpAddr>,
     /// A dual-stack rail's IPv6 prefix and gateway for this node.
-    #[serde(default)]
     pub prefix6: Option<IpNet>,
-    #[serde(default)]
     pub gateway6: Option<IpAddr>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeFileV1 {
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    networks: BTreeMap<String, NodeAllocationV1>,
+}
+
+#[derive(Deserialize)]
+struct NodeAllocationV1 {
+    prefix: IpNet,
+    #[serde(default)]
+    gateway: Option<IpAddr>,
+    #[serde(default)]
+    prefix6: Option<IpNet>,
+    #[serde(default)]
+    gateway6: Option<IpAddr>,
+}
+
+impl From<NodeFileV1> for NodeFile {
+    fn from(f: NodeFileV1) -> Self {
+        let networks = (f.networks.into_iter())
+            .map(|(name, a)| {
+                let a = NodeAllocation {
+                    prefix: a.prefix,
+                    gateway: a.gateway,
+                    prefix6: a.prefix6,
+                    gateway6: a.gateway6,
+                };
+                (name, a)
+            })
+            .collect();
+        NodeFile {
+            node_name: f.node_name,
+            networks,
+        }
+    }
 }
 
 impl NodeFile {
@@ -65,10 +105,29 @@ impl NodeFile {
             .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
     }
 
+    /// The file's text: version 1 (or none), else named as newer.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        #[derive(Deserialize)]
+        struct Versioned {
+            version: Option<u32>,
+        }
+        let versioned: Versioned = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        match versioned.version.unwrap_or(VERSION) {
+            VERSION => (serde_json::from_slice::<NodeFileV1>(bytes))
+                .map(NodeFile::from)
+                .map_err(|e| e.to_string()),
+            other => Err(format!(
+                "it is node file version {other}; this railcni {} reads version {VERSION}: \
+                 upgrade railcni on this node or write the file with this release's `railcnictl plan`",
+                env!("CARGO_PKG_VERSION")
+            )),
+        }
+    }
+
     /// A missing file is empty.
     pub fn load(path: &Path) -> Result<Self, IpamError> {
         match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Ok(bytes) => NodeFile::parse(&bytes).map_err(|e| {
                 IpamError::config("node file", format!("{} is invalid: {e}", path.display()))
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeFile::default()),
@@ -77,5 +136,22 @@ impl NodeFile {
                 path.display()
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_without_a_version_is_version_1_and_a_newer_one_is_named() {
+        let v1 = br#"{"nodeName":"gpu-0","networks":{"rail1":{"prefix":"172.16.0.0/31","gateway":"172.16.0.1"}}}"#;
+        let file = NodeFile::parse(v1).unwrap();
+        assert_eq!(file.node_name.as_deref(), Some("gpu-0"));
+        assert_eq!(file.networks["rail1"].gateway, "172.16.0.1".parse().ok());
+        let stamped = br#"{"version":1,"nodeName":"gpu-0","networks":{}}"#;
+        assert!(NodeFile::parse(stamped).is_ok());
+        let newer = NodeFile::parse(br#"{"version":2,"nodeName":"gpu-0"}"#).unwrap_err();
+        assert!(newer.contains("node file version 2"), "{newer}");
     }
 }

@@ -5,35 +5,32 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod file_v1;
+
 use cni::files::{self, FileLock, LockError};
 use cni::liveness::Proof;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::IpamError;
+use file_v1::{DocumentV1, LeasesV1};
 
-pub const STORE_VERSION: u32 = 1;
+/// The lease file version this build writes (`file_v1`).
+pub const STORE_VERSION: u32 = file_v1::VERSION;
 /// Lease writes are short: poll the lock often.
 const LOCK_POLL: Duration = Duration::from_millis(2);
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
-    #[serde(rename = "containerID")]
     pub container_id: String,
     pub ifname: String,
     pub address: IpAddr,
     /// A dual-stack rail's IPv6 address, in the same lease.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address6: Option<IpAddr>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", rename = "podUID")]
     pub pod_uid: Option<String>,
     pub allocated_unix: u64,
     /// What proves the holder alive: its netns and boot.
-    #[serde(flatten)]
     pub proof: Proof,
 }
 
@@ -43,51 +40,38 @@ impl Lease {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Leases {
     /// Where round-robin allocation continues from.
-    #[serde(default)]
     pub last_allocated: Option<IpAddr>,
-    #[serde(default)]
     pub leases: Vec<Lease>,
     /// The pool these leases come from, as of the last allocation: what
     /// `railcnictl status` reports, and what a changed config is checked against.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolInfo>,
     /// A dual-stack rail's IPv6 side: where its round-robin continues, its pool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_allocated6: Option<IpAddr>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool6: Option<PoolInfo>,
 }
 
 /// A network's pool on this node, as the store remembers it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolInfo {
     pub network: String,
     pub node: String,
     pub prefix: ipnet::IpNet,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<IpAddr>,
     /// Addresses that may be leased.
     pub capacity: usize,
     /// Where the prefix came from when it is not the config or node file
     /// (`pf <name>` for `matchMasterSubnet`). Absent in older files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
 
-/// The file: `{"version":1,"checksum":"fnv1a64:…","data":{…}}`.
-#[derive(Debug, Serialize, Deserialize)]
-struct Document {
-    version: u32,
-    checksum: String,
-    data: Leases,
+pub fn checksum(data: &Leases) -> String {
+    checksum_v1(&LeasesV1::from(data))
 }
 
-pub fn checksum(data: &Leases) -> String {
+fn checksum_v1(data: &LeasesV1) -> String {
     // Over the canonical encoding of the data, so a flipped byte anywhere in it shows.
     let bytes = serde_json::to_vec(data).unwrap_or_default();
     format!("fnv1a64:{:016x}", cni::fnv::fnv1a64(&bytes))
@@ -191,24 +175,34 @@ impl std::fmt::Display for Untrusted {
 
 /// The lease document's data, or why it cannot be trusted.
 pub fn decode(bytes: &[u8]) -> Result<Leases, Untrusted> {
-    let doc: Document = serde_json::from_slice(bytes)
-        .map_err(|e| Untrusted::Damaged(format!("does not parse: {e}")))?;
-    if doc.version > STORE_VERSION {
+    // The version first: a newer file is named as such, not as damaged.
+    #[derive(Deserialize)]
+    struct Versioned {
+        version: u32,
+    }
+    let damaged = |e: serde_json::Error| Untrusted::Damaged(format!("does not parse: {e}"));
+    let version = serde_json::from_slice::<Versioned>(bytes)
+        .map_err(damaged)?
+        .version;
+    if version == 0 {
+        return Err(Untrusted::Damaged("it has no version".into()));
+    }
+    if version > file_v1::VERSION {
         return Err(Untrusted::Newer(format!(
-            "it is lease file version {}, written by a newer railcni; this railcni-ipam {} reads up to version \
+            "it is lease file version {version}, written by a newer railcni; this railcni-ipam {} reads up to version \
              {STORE_VERSION}: upgrade railcni on this node, never edit the file",
-            doc.version,
             env!("CARGO_PKG_VERSION")
         )));
     }
-    let sum = checksum(&doc.data);
+    let doc: DocumentV1 = serde_json::from_slice(bytes).map_err(damaged)?;
+    let sum = checksum_v1(&doc.data);
     if doc.checksum != sum {
         return Err(Untrusted::Damaged(format!(
             "checksum {} does not match its data ({sum})",
             doc.checksum
         )));
     }
-    Ok(doc.data)
+    Ok(doc.data.into())
 }
 
 impl Locked<'_> {
@@ -236,10 +230,11 @@ impl Locked<'_> {
     /// disk.
     pub fn write(&self, data: &Leases) -> Result<(), IpamError> {
         let path = &self.store.path;
-        let doc = Document {
-            version: STORE_VERSION,
-            checksum: checksum(data),
-            data: data.clone(),
+        let data = LeasesV1::from(data);
+        let doc = DocumentV1 {
+            version: file_v1::VERSION,
+            checksum: checksum_v1(&data),
+            data,
         };
         let bytes = serde_json::to_vec_pretty(&doc)
             .map_err(|e| IpamError::io(format!("encode leases: {e}")))?;
