@@ -73,10 +73,10 @@ impl ArpSocket {
                 )
             };
             if raw < 0 {
-                return Err(Error::Netlink(format!(
-                    "cannot open an ARP socket: {}",
-                    std::io::Error::last_os_error()
-                )));
+                return Err(Error::os(
+                    "cannot open an ARP socket",
+                    &std::io::Error::last_os_error(),
+                ));
             }
             // SAFETY: `raw` is a fresh descriptor nobody else owns.
             Ok(unsafe { OwnedFd::from_raw_fd(raw) })
@@ -96,10 +96,10 @@ impl ArpSocket {
             )
         };
         if bound < 0 {
-            return Err(Error::Netlink(format!(
-                "cannot bind the ARP socket to link #{ifindex}: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(Error::os(
+                format!("cannot bind the ARP socket to link #{ifindex}"),
+                &std::io::Error::last_os_error(),
+            ));
         }
         Ok(socket)
     }
@@ -134,10 +134,10 @@ impl ArpSocket {
             )
         };
         if sent < 0 {
-            return Err(Error::Netlink(format!(
-                "cannot send ARP: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(Error::os(
+                "cannot send ARP",
+                &std::io::Error::last_os_error(),
+            ));
         }
         Ok(())
     }

@@ -67,10 +67,10 @@ impl Pinger {
             )
         };
         if set < 0 {
-            return Err(Error::Netlink(format!(
-                "cannot set don't-fragment: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(Error::os(
+                "cannot set don't-fragment",
+                &std::io::Error::last_os_error(),
+            ));
         }
         Ok(Pinger {
             fd,
@@ -86,11 +86,11 @@ impl Pinger {
         match sendto(self.fd.as_raw_fd(), &packet, &to, MsgFlags::empty()) {
             Ok(_) => {}
             Err(Errno::EMSGSIZE) => return Ok(Echo::TooBig),
-            Err(e) => {
-                return Err(Error::Netlink(format!(
-                    "cannot ping {target}: {}",
-                    e.desc()
-                )))
+            Err(errno) => {
+                return Err(Error::Kernel {
+                    what: format!("cannot ping {target}"),
+                    errno,
+                })
             }
         }
         let mut buf = vec![0u8; size + 64];

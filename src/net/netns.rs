@@ -75,9 +75,8 @@ impl NetNs {
     }
 
     fn run_here<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let home = File::open("/proc/thread-self/ns/net").map_err(|e| {
-            Error::Netlink(format!("cannot open this thread's network namespace: {e}"))
-        })?;
+        let home = File::open("/proc/thread-self/ns/net")
+            .map_err(|e| Error::os("cannot open this thread's network namespace", &e))?;
         self.enter()?;
         // Comes back when dropped, after `f` returns or unwinds.
         let _back = ComeBack {
@@ -105,11 +104,9 @@ impl NetNs {
     }
 
     fn enter(&self) -> Result<()> {
-        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|e| {
-            Error::Netlink(format!(
-                "cannot enter network namespace {}: {e}",
-                self.label
-            ))
+        setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|errno| Error::Kernel {
+            what: format!("cannot enter network namespace {}", self.label),
+            errno,
         })
     }
 }

@@ -163,11 +163,14 @@ pub fn rebind(sysfs: &Sysfs, vf: &Vf, timeout: Duration) -> Result<String> {
     let dir = sysfs.driver_dir(driver);
     for op in ["unbind", "bind"] {
         fs::write(dir.join(op), &vf.pci).map_err(|e| {
-            Error::Netlink(format!(
-                "cannot {op} VF {} from driver {driver} ({}): {e}",
-                vf.pci,
-                dir.join(op).display()
-            ))
+            Error::os(
+                format!(
+                    "cannot {op} VF {} from driver {driver} ({})",
+                    vf.pci,
+                    dir.join(op).display()
+                ),
+                &e,
+            )
         })?;
     }
     let deadline = Instant::now() + timeout;
