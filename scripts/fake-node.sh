@@ -9,7 +9,7 @@
 #                           named pf<r>v<i> (MTU 1500 like a fresh VF)
 #   netns <prefix>-fabric   the leaf switch: the veth peers, named r<r>v<i>, MTU 9000
 #   <sysfs-root>            the kernel's sysfs layout for those VFs: rail r has PF
-#                           0000:1<r>:00.0 (netdev pf<r>, mtu 9000) and VF i at
+#                           0000:1<r>:00.0 (netdev pf<r>, mtu 9000, up with carrier) and VF i at
 #                           0000:1<r>:00.<i+2>, driver mlx5_core, net/pf<r>v<i>
 # and prints one line per VF: "<rail> <vf-index> <pci> <host-ifname>".
 #
@@ -57,6 +57,11 @@ up() {
     net_dev "$pf" "pf$r"
     ln -sfn "../../../bus/pci/drivers/mlx5_core" "$root/devices/pci0000:00/$pf/driver"
     echo 9000 > "$root/devices/pci0000:00/$pf/net/pf$r/mtu"
+    # Up with carrier, as the kernel reports a cabled PF (IFF_UP|IFF_BROADCAST|IFF_MULTICAST).
+    echo 0x1003 > "$root/devices/pci0000:00/$pf/net/pf$r/flags"
+    echo 1 > "$root/devices/pci0000:00/$pf/net/pf$r/carrier"
+    echo up > "$root/devices/pci0000:00/$pf/net/pf$r/operstate"
+    echo 1 > "$root/devices/pci0000:00/$pf/net/pf$r/type"
     echo "$vfs" > "$root/devices/pci0000:00/$pf/sriov_numvfs"
     echo 8 > "$root/devices/pci0000:00/$pf/sriov_totalvfs"
     # VF i is function i+2 of the PF's device: First VF Offset 2, VF Stride 1.

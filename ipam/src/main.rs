@@ -8,10 +8,14 @@ use cni::args::{requested_ips, valid_attachments};
 use cni::{Error, Reply, Request, Verb};
 use railcni_ipam::{Holder, Ipam, IpamError, Released};
 
-const HELP: &str = "railcni-ipam: railcni's per-node rail IPAM as a CNI IPAM plugin.
+const HELP: &str = concat!(
+    "railcni-ipam ",
+    env!("CARGO_PKG_VERSION"),
+    ": railcni's per-node rail IPAM as a CNI IPAM plugin.
 
 Runtimes and CNI plugins run it with CNI_COMMAND set and the network config on
-stdin (\"ipam\": {\"type\": \"railcni-ipam\", \"cidr\": ..., ...}); see railcni's README.";
+stdin (\"ipam\": {\"type\": \"railcni-ipam\", \"cidr\": ..., ...}); see railcni's README."
+);
 
 fn main() {
     if !cni::is_cni_invocation() {

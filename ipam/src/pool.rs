@@ -325,8 +325,7 @@ mod tests {
             crate::config::NodeAllocation {
                 prefix: "172.16.2.0/27".parse().unwrap(),
                 gateway: None,
-                prefix6: None,
-                gateway6: None,
+                ..Default::default()
             },
         );
         let e = NodePool::from_master("rail1", "gpu-0", &p, &file, &m).unwrap_err();

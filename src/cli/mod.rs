@@ -6,6 +6,7 @@
 //! or 2 (bad usage). CNI mode is chosen by the `CNI_*` environment instead.
 
 mod agent;
+pub mod doctor;
 mod gc;
 mod inspect;
 mod install;
@@ -62,6 +63,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the node link by link (IOMMU, PFs, VFs, RDMA, CNI files, Multus) and name the first broken one.
+    Doctor(doctor::Args),
     /// Prove a pod's rails from the node: link, gateway ARP, don't-fragment pings at 1500 and full MTU.
     Probe(probe::Args),
     /// This node's metrics in the Prometheus text format (docs/monitoring.md).
@@ -144,6 +147,7 @@ pub fn main() {
         Command::Metrics { network } => metrics::run(&settings, network.as_deref()),
         Command::Agent(args) => agent::run(&settings, &args),
         Command::Probe(args) => probe::run(&settings, &args),
+        Command::Doctor(args) => doctor::run(&settings, &args),
         Command::Ipam {
             command: IpamCommand::Repair { network, json },
         } => repair::run(&settings, &network, json),

@@ -103,6 +103,9 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
             shared_subnet: None,
             planes: None,
             checks: None,
+            rdma: None,
+            pf: None,
+            dpdk: false,
         });
     }
     Ok(Plan {

@@ -69,7 +69,9 @@ impl Resolved {
         if let Some(checks) = &rail.checks {
             conf["checks"] = checks.clone();
         }
-        if rail.role == Role::Storage {
+        if let Some(rdma) = &rail.rdma {
+            conf["rdma"] = json!(rdma);
+        } else if rail.role == Role::Storage {
             // Storage rails carry TCP/NVMe-oF; their RDMA device stays put.
             conf["rdma"] = json!("off");
         }
@@ -115,6 +117,24 @@ impl Resolved {
             entry[prefix] = json!(a.prefix);
             if let Some(gw) = a.gateway {
                 entry[gateway] = json!(gw);
+            }
+        }
+        // What doctor checks the node against: the rail's PF, MTU, rdma, DPDK.
+        for rail in &self.plan.rails {
+            let Some(entry) = networks.get_mut(&rail.name) else {
+                continue;
+            };
+            let conf = self.cni_config(rail);
+            for key in ["mtu", "rdma"] {
+                if let Some(v) = conf.get(key) {
+                    entry[key] = v.clone();
+                }
+            }
+            if let Some(pf) = &rail.pf {
+                entry["pf"] = json!(pf);
+            }
+            if rail.dpdk {
+                entry["dpdk"] = json!(true);
             }
         }
         let version = railcni_ipam::config::node_file::VERSION;

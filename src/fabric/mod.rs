@@ -74,6 +74,16 @@ pub struct Rail {
     /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<serde_json::Value>,
+    /// The NAD's `rdma` (auto, required, off); storage rails default to off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<String>,
+    /// The PF netdev this rail's VFs come from, the same name on every node
+    /// (for `railcnictl doctor`; not with `planes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pf: Option<String>,
+    /// The rail's VFs are DPDK ones, bound to vfio-pci (for `railcnictl doctor`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpdk: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,6 +192,14 @@ impl Plan {
         for rail in &self.rails {
             crate::checks::Checks::parse(rail.checks.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
+            if let Some(rdma) = rail.rdma.as_deref() {
+                if !["auto", "required", "off"].contains(&rdma) {
+                    return Err(PlanError(format!(
+                        "rail {}: rdma {rdma:?} is not one of auto, required, off",
+                        rail.name
+                    )));
+                }
+            }
         }
         let indices = self.node_indices()?;
         let mut nodes: Vec<String> = indices.iter().map(|(n, _)| n.clone()).collect();
@@ -321,9 +339,9 @@ impl Rail {
                 )))
             }
         };
-        if !self.static_allocations.is_empty() {
+        if !self.static_allocations.is_empty() || self.pf.is_some() {
             return Err(PlanError(format!(
-                "rail {}: planes cannot be combined with staticAllocations; list each plane as a rail of its own",
+                "rail {}: planes cannot be combined with staticAllocations or pf; list each plane as a rail of its own",
                 self.name
             )));
         }

@@ -206,7 +206,7 @@ fn routing_id(pci: &str) -> Option<(u32, u32)> {
     Some((domain, bus << 8 | device << 3 | function))
 }
 
-fn link_target_name(link: &Path) -> Option<String> {
+pub fn link_target_name(link: &Path) -> Option<String> {
     let target = fs::read_link(link).ok()?;
     Some(target.file_name()?.to_str()?.to_string())
 }

@@ -22,13 +22,22 @@ pub struct NodeFile {
     pub networks: BTreeMap<String, NodeAllocation>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeAllocation {
     pub prefix: IpNet,
     pub gateway: Option<IpAddr>,
     /// A dual-stack rail's IPv6 prefix and gateway for this node.
     pub prefix6: Option<IpNet>,
     pub gateway6: Option<IpAddr>,
+    /// What the plan says the rail needs on this node, for `railcnictl
+    /// doctor` (the IPAM reads none of it): the PF its VFs come from,
+    pub pf: Option<String>,
+    /// the rail's MTU,
+    pub mtu: Option<u32>,
+    /// its NAD's `rdma` (auto, required, off),
+    pub rdma: Option<String>,
+    /// and whether its VFs are DPDK ones (bound to vfio-pci).
+    pub dpdk: bool,
 }
 
 #[derive(Deserialize)]
@@ -49,6 +58,15 @@ struct NodeAllocationV1 {
     prefix6: Option<IpNet>,
     #[serde(default)]
     gateway6: Option<IpAddr>,
+    // Optional additions to v1: a build that predates them ignores them.
+    #[serde(default)]
+    pf: Option<String>,
+    #[serde(default)]
+    mtu: Option<u32>,
+    #[serde(default)]
+    rdma: Option<String>,
+    #[serde(default)]
+    dpdk: bool,
 }
 
 impl From<NodeFileV1> for NodeFile {
@@ -60,6 +78,10 @@ impl From<NodeFileV1> for NodeFile {
                     gateway: a.gateway,
                     prefix6: a.prefix6,
                     gateway6: a.gateway6,
+                    pf: a.pf,
+                    mtu: a.mtu,
+                    rdma: a.rdma,
+                    dpdk: a.dpdk,
                 };
                 (name, a)
             })
@@ -86,8 +108,7 @@ impl NodeFile {
                         NodeAllocation {
                             prefix: a.prefix6?,
                             gateway: a.gateway6,
-                            prefix6: None,
-                            gateway6: None,
+                            ..NodeAllocation::default()
                         },
                     ))
                 })

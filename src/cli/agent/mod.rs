@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod serve;
@@ -16,7 +16,7 @@ use cni::log::Level;
 use cni::{files, Settings};
 
 use super::node::NodeState;
-use super::{gc, metrics, Outcome, Usage};
+use super::{doctor, gc, metrics, Outcome, Usage};
 use crate::node::Node;
 use crate::{log_info, log_warn};
 
@@ -34,7 +34,14 @@ pub struct Args {
     /// How often the textfile is written.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "15s")]
     interval: Duration,
+    /// How often `railcnictl doctor`'s checks run again (they run at start),
+    /// exported as railcni_node_check.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
+    doctor_interval: Duration,
 }
+
+/// The last doctor run: (check, result), shared with the scrapes.
+pub type NodeChecks = Arc<Mutex<Vec<(String, &'static str)>>>;
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     cni::log::init(
@@ -56,13 +63,19 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
         log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not put back: {e}");
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let checks = NodeChecks::default();
     let periodic = {
         let (settings, stop) = (settings.clone(), Arc::clone(&stop));
-        let (gc_interval, textfile, interval) =
-            (args.gc_interval, args.textfile.clone(), args.interval);
-        std::thread::spawn(move || periodic(&settings, &stop, gc_interval, textfile, interval))
+        let every = Every {
+            gc: args.gc_interval,
+            textfile: args.textfile.clone(),
+            interval: args.interval,
+            doctor: args.doctor_interval,
+            checks: Arc::clone(&checks),
+        };
+        std::thread::spawn(move || periodic(&settings, &stop, &every))
     };
-    let served = runtime.block_on(serve::serve(listener, settings.clone()));
+    let served = runtime.block_on(serve::serve(listener, settings.clone(), checks));
     stop.store(true, Ordering::Relaxed);
     let _ = periodic.join();
     log_info!("stopping");
@@ -70,29 +83,57 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     Ok(Outcome::Clean)
 }
 
-/// `--gc-interval` and `--textfile`, on a thread of their own: blocking
-/// file and netlink work that the server never waits for.
-fn periodic(
-    settings: &Settings,
-    stop: &AtomicBool,
-    gc_interval: Option<Duration>,
+/// What the periodic thread does, and how often.
+struct Every {
+    gc: Option<Duration>,
     textfile: Option<PathBuf>,
     interval: Duration,
-) {
-    let mut next_gc = gc_interval.map(|i| Instant::now() + i);
-    let mut next_textfile = textfile.as_ref().map(|_| Instant::now());
+    doctor: Duration,
+    checks: NodeChecks,
+}
+
+/// The doctor's checks, `--gc-interval` and `--textfile`, on a thread of
+/// their own: blocking file and netlink work the server never waits for.
+fn periodic(settings: &Settings, stop: &AtomicBool, every: &Every) {
+    let mut next_gc = every.gc.map(|i| Instant::now() + i);
+    let mut next_textfile = every.textfile.as_ref().map(|_| Instant::now());
+    let mut next_doctor = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if Instant::now() >= next_doctor {
+            run_doctor(settings, &every.checks);
+            next_doctor = Instant::now() + every.doctor;
+        }
         if next_gc.is_some_and(|t| Instant::now() >= t) {
             collect_garbage(settings);
-            next_gc = gc_interval.map(|i| Instant::now() + i);
+            next_gc = every.gc.map(|i| Instant::now() + i);
         }
-        if let (Some(dir), Some(t)) = (&textfile, next_textfile) {
+        if let (Some(dir), Some(t)) = (&every.textfile, next_textfile) {
             if Instant::now() >= t {
-                write_textfile(settings, dir);
-                next_textfile = Some(Instant::now() + interval);
+                write_textfile(settings, dir, &every.checks);
+                next_textfile = Some(Instant::now() + every.interval);
             }
         }
         std::thread::sleep(TICK);
+    }
+}
+
+/// `railcnictl doctor` with its defaults; the first broken link is logged.
+fn run_doctor(settings: &Settings, shared: &NodeChecks) {
+    let checks = doctor::checks(&doctor::Where::defaults(settings));
+    if let Some(c) = checks.iter().find(|c| c.result == doctor::Verdict::Broken) {
+        log_warn!(
+            "doctor: first broken link: {}: {} (fix: {})",
+            c.check,
+            c.found,
+            c.fix.as_deref().unwrap_or("-")
+        );
+    }
+    let results = checks
+        .into_iter()
+        .map(|c| (c.check, c.result.word()))
+        .collect();
+    if let Ok(mut shared) = shared.lock() {
+        *shared = results;
     }
 }
 
@@ -124,8 +165,9 @@ fn collect_garbage(settings: &Settings) {
 
 /// DIR/railcni.prom, replaced atomically, readable by node_exporter (in
 /// the text format its textfile collector reads).
-fn write_textfile(settings: &Settings, dir: &std::path::Path) {
-    let written = metrics::collect(settings, None)
+fn write_textfile(settings: &Settings, dir: &std::path::Path, checks: &NodeChecks) {
+    let checks = checks.lock().map(|c| c.clone()).unwrap_or_default();
+    let written = metrics::collect(settings, None, &checks)
         .map_err(|Usage(why)| why)
         .map(|text| metrics::exposition::text_format(&text))
         .and_then(|text| {

@@ -17,14 +17,19 @@ use super::super::node::NodeState;
 use super::super::{metrics, Usage};
 
 use super::super::metrics::exposition::OPENMETRICS as EXPOSITION;
+use super::NodeChecks;
 
 /// Serve until SIGTERM or SIGINT.
-pub async fn serve(listener: tokio::net::TcpListener, settings: Settings) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    settings: Settings,
+    checks: NodeChecks,
+) -> std::io::Result<()> {
     let app = Router::new()
         .route("/metrics", get(scrape))
         .route("/healthz", get(healthz))
         .fallback(not_found)
-        .with_state(settings);
+        .with_state(App { settings, checks });
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -57,8 +62,16 @@ async fn off_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static
     rx.await.ok()
 }
 
-async fn scrape(State(settings): State<Settings>) -> Response {
-    match off_thread(move || metrics::collect(&settings, None)).await {
+/// What every handler gets.
+#[derive(Clone)]
+struct App {
+    settings: Settings,
+    checks: NodeChecks,
+}
+
+async fn scrape(State(app): State<App>) -> Response {
+    let checks = app.checks.lock().map(|c| c.clone()).unwrap_or_default();
+    match off_thread(move || metrics::collect(&app.settings, None, &checks)).await {
         Some(Ok(text)) => ([(header::CONTENT_TYPE, EXPOSITION)], text).into_response(),
         Some(Err(Usage(why))) => {
             (StatusCode::INTERNAL_SERVER_ERROR, format!("{why}\n")).into_response()
@@ -67,8 +80,8 @@ async fn scrape(State(settings): State<Settings>) -> Response {
     }
 }
 
-async fn healthz(State(settings): State<Settings>) -> Response {
-    match off_thread(move || NodeState::load(&settings).map(drop)).await {
+async fn healthz(State(app): State<App>) -> Response {
+    match off_thread(move || NodeState::load(&app.settings).map(drop)).await {
         Some(Ok(())) => "ok\n".into_response(),
         Some(Err(Usage(why))) => {
             (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response()

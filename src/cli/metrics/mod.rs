@@ -23,12 +23,20 @@ pub use exposition::{Exposition, Kind};
 
 pub fn run(settings: &Settings, network: Option<&str>) -> Result<Outcome, Usage> {
     // For files and people: the text format node_exporter's textfile reads.
-    print!("{}", exposition::text_format(&collect(settings, network)?));
+    print!(
+        "{}",
+        exposition::text_format(&collect(settings, network, &[])?)
+    );
     Ok(Outcome::Clean)
 }
 
 /// The whole exposition as OpenMetrics text (only `only`'s samples when given).
-pub fn collect(settings: &Settings, only: Option<&str>) -> Result<String, Usage> {
+/// `node_checks`: the agent's last `doctor` run, as (check, result).
+pub fn collect(
+    settings: &Settings,
+    only: Option<&str>,
+    node_checks: &[(String, &'static str)],
+) -> Result<String, Usage> {
     let state = NodeState::load(settings)?;
     let counted = stats::load_all(settings);
     let wanted = |n: &str| only.is_none_or(|o| o == n);
@@ -57,6 +65,11 @@ pub fn collect(settings: &Settings, only: Option<&str>) -> Result<String, Usage>
         .filter(|r| wanted(&r.network) && r.phase == Phase::Attached && state.alive(r))
         .collect();
     interfaces::export(&mut e, &attached);
+    let help = "The agent's last railcnictl doctor run: 1 for each check, its result as a label (ok, broken, skipped).";
+    for (check, result) in node_checks {
+        let labels = [("check", check.as_str()), ("result", *result)];
+        e.sample("railcni_node_check", help, Kind::Gauge, &labels, 1.0);
+    }
     rdma::export(
         &mut e,
         &crate::vf::Sysfs::new(&settings.sysfs_root),

@@ -1,0 +1,37 @@
+//! The kernel's IOMMU: VFIO (DPDK rails) and GPUDirect setups need it on,
+//! in passthrough mode for host devices.
+
+use super::{Check, Where};
+
+pub fn iommu(w: &Where) -> Check {
+    const EXPECTED: &str = "IOMMU groups (intel_iommu=on iommu=pt)";
+    let groups = std::fs::read_dir(w.sysfs.join("kernel/iommu_groups")).map_or(0, Iterator::count);
+    let cmdline = std::fs::read_to_string(w.host_path("/proc/cmdline")).unwrap_or_default();
+    let flags: Vec<&str> = cmdline
+        .split_whitespace()
+        .filter(|p| {
+            ["intel_iommu=", "amd_iommu=", "iommu=", "iommu.passthrough="]
+                .iter()
+                .any(|k| p.starts_with(k))
+        })
+        .collect();
+    let said = if flags.is_empty() {
+        "no IOMMU flags on the kernel command line".to_string()
+    } else {
+        format!("kernel command line: {}", flags.join(" "))
+    };
+    if groups > 0 {
+        return Check::ok(
+            "kernel/iommu",
+            format!("{groups} IOMMU groups; {said}"),
+            EXPECTED,
+        );
+    }
+    Check::broken(
+        "kernel/iommu",
+        format!("no IOMMU groups in {}; {said}", w.sysfs.join("kernel/iommu_groups").display()),
+        EXPECTED,
+        "enable VT-d/AMD-Vi in the BIOS and add intel_iommu=on (or amd_iommu=on) iommu=pt to the kernel \
+         command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)",
+    )
+}

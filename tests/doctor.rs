@@ -1,0 +1,296 @@
+//! `railcnictl doctor` on the fake node: what the emulated node cannot
+//! show (mlx5 RDMA devices and the RDMA namespace mode, InfiniBand PFs,
+//! Multus), the report's shape and exit codes, and the plan as the
+//! expectation. The links real drivers break are in
+//! tests/vm/scenarios/doctor.sh. Needs root.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::{json, Value};
+
+/// A healthy two-rail node: IOMMU groups, the kernel command line, RDMA in
+/// exclusive mode and persisted, an RDMA device per VF, both binaries.
+struct Doctor {
+    node: Node,
+    root: PathBuf,
+}
+
+impl Doctor {
+    fn new() -> Doctor {
+        let node = Node::new(2, 2);
+        let root = node.dir.path().join("doctor");
+        for dir in ["bin", "net.d", "host/proc", "host/etc/modprobe.d"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::create_dir_all(node.sysfs().join("kernel/iommu_groups/0")).unwrap();
+        std::fs::write(
+            root.join("host/proc/cmdline"),
+            "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on iommu=pt\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("host/etc/modprobe.d/ib_core.conf"),
+            "options ib_core netns_mode=0\n",
+        )
+        .unwrap();
+        let built = Path::new(PLUGIN).parent().unwrap();
+        for b in ["railcni", "railcni-ipam"] {
+            std::os::unix::fs::symlink(built.join(b), root.join("bin").join(b)).unwrap();
+        }
+        node.set_hardware(json!({"rdmaMode": "exclusive"}));
+        for (i, vf) in node.vfs.iter().enumerate() {
+            node.give_rdma_device(vf, &format!("mlx5_{i}"));
+        }
+        let d = Doctor { node, root };
+        d.node_file(json!({
+            "rail1": {"prefix": "172.16.0.0/31", "pf": "pf1", "mtu": 9000, "rdma": "required"},
+            "rail2": {"prefix": "172.18.0.0/31", "pf": "pf2", "mtu": 9000},
+        }));
+        d
+    }
+
+    fn node_file(&self, networks: Value) {
+        let file = json!({"version": 1, "nodeName": "gpu-0", "networks": networks});
+        std::fs::write(self.root.join("node.json"), file.to_string()).unwrap();
+    }
+
+    fn args(&self) -> Vec<String> {
+        let at = |p: &str| self.root.join(p).display().to_string();
+        [
+            "doctor",
+            "--node-file",
+            &at("node.json"),
+            "--cni-bin-dir",
+            &at("bin"),
+            "--cni-conf-dir",
+            &at("net.d"),
+            "--host-root",
+            &at("host"),
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    /// Exit code and the JSON report.
+    fn run(&self) -> (i32, Value) {
+        let args = self.args();
+        self.node
+            .operator_json(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report:#}"))
+}
+
+fn first_broken(report: &Value) -> String {
+    report["firstBroken"]["check"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_healthy_node_passes_every_link_in_chain_order() {
+    let d = Doctor::new();
+    let (code, report) = d.run();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["healthy"], true);
+    assert_eq!(report["node"], "gpu-0");
+    assert!(report["firstBroken"].is_null());
+    let names: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    let at = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n}: {names:?}"))
+    };
+    // Kernel, then each rail's NIC and VFs, then RDMA, then the CNI files.
+    assert!(at("kernel/iommu") < at("rail1/pf"));
+    assert!(at("rail1/pf") < at("rail1/pf-link") && at("rail1/pf-link") < at("rail1/vfs"));
+    assert!(at("rail1/vf-drivers") < at("rail2/pf"));
+    assert!(at("rail2/free-vfs") < at("rdma/netns-mode"));
+    assert!(at("rdma/netns-mode") < at("cni/railcni"));
+    assert!(at("cni/node-file") < at("multus/config"));
+    assert!(check(&report, "kernel/iommu")["found"]
+        .as_str()
+        .unwrap()
+        .contains("intel_iommu=on iommu=pt"));
+    assert_eq!(check(&report, "rail1/rdma-devices")["result"], "ok");
+    assert_eq!(
+        check(&report, "rail1/free-vfs")["found"],
+        "2 of 2 VFs free, 0 attached"
+    );
+    // Multus is reported, not required.
+    assert_eq!(check(&report, "multus/config")["result"], "skipped");
+}
+
+#[test]
+fn rdma_links_mlx5_cannot_show_on_igb() {
+    let d = Doctor::new();
+    // Shared mode with a rail that requires RDMA.
+    d.node.set_hardware(json!({"rdmaMode": "shared"}));
+    let (code, report) = d.run();
+    assert_eq!(
+        (code, first_broken(&report).as_str()),
+        (1, "rdma/netns-mode"),
+        "{report:#}"
+    );
+    assert!(report["firstBroken"]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("rdma system set netns exclusive"));
+
+    // Exclusive now, but a reboot would bring shared back.
+    d.node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    std::fs::remove_file(d.root.join("host/etc/modprobe.d/ib_core.conf")).unwrap();
+    let (code, report) = d.run();
+    assert_eq!(
+        (code, first_broken(&report).as_str()),
+        (1, "rdma/netns-mode-persisted")
+    );
+    assert!(report["firstBroken"]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("options ib_core netns_mode=0"));
+    std::fs::write(
+        d.root.join("host/etc/modprobe.d/rdma.conf"),
+        "# railcni\noptions ib_core netns_mode=0\n",
+    )
+    .unwrap();
+
+    // A VF without an RDMA device: broken where required, fine where auto.
+    let vf = d.node.vfs.iter().find(|v| v.rail == 1).unwrap();
+    let dev = d
+        .node
+        .sysfs()
+        .join(format!("devices/pci0000:00/{}/infiniband", vf.pci));
+    std::fs::remove_dir_all(&dev).unwrap();
+    let (code, report) = d.run();
+    assert_eq!(
+        (code, first_broken(&report).as_str()),
+        (1, "rail1/rdma-devices")
+    );
+    assert_eq!(
+        report["firstBroken"]["found"],
+        "1 of 2 VFs have one; rdma: required fails ADD on the others"
+    );
+    d.node_file(json!({
+        "rail1": {"prefix": "172.16.0.0/31", "pf": "pf1"},
+        "rail2": {"prefix": "172.18.0.0/31", "pf": "pf2", "rdma": "off"},
+    }));
+    let (code, report) = d.run();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        check(&report, "rail1/rdma-devices")["found"],
+        "1 of 2 VFs have one"
+    );
+
+    // No RDMA anywhere and none required: the RDMA links do not apply.
+    for vf in &d.node.vfs {
+        let _ = std::fs::remove_dir_all(
+            d.node
+                .sysfs()
+                .join(format!("devices/pci0000:00/{}/infiniband", vf.pci)),
+        );
+    }
+    let (code, report) = d.run();
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(check(&report, "rdma/netns-mode")["result"], "skipped");
+}
+
+#[test]
+fn an_infiniband_pf_multus_and_the_plan() {
+    let d = Doctor::new();
+    // An InfiniBand PF (ARPHRD_INFINIBAND) is a rail's PF like any other.
+    let pf1 = d.node.sysfs().join("class/net/pf1");
+    std::fs::write(pf1.join("type"), "32\n").unwrap();
+    let (code, report) = d.run();
+    assert_eq!(code, 0, "{report:#}");
+    assert!(check(&report, "rail1/pf")["found"]
+        .as_str()
+        .unwrap()
+        .contains("InfiniBand"));
+
+    // Multus found, and its binDir without railcni: Multus could not run it.
+    let empty = d.root.join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let multus = json!({"cniVersion": "0.3.1", "name": "multus-cni-network", "type": "multus-shim",
+                        "binDir": empty.display().to_string()});
+    std::fs::write(d.root.join("net.d/00-multus.conf"), multus.to_string()).unwrap();
+    let (code, report) = d.run();
+    assert_eq!(
+        (code, first_broken(&report).as_str()),
+        (1, "multus/bin-dir")
+    );
+    assert_eq!(check(&report, "multus/config")["result"], "ok");
+    std::fs::remove_file(d.root.join("net.d/00-multus.conf")).unwrap();
+
+    // The plan as the expectation: its rails' pf, MTU and rdma.
+    let plan = d.root.join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, pf: pf1, mtu: 9100}\n  - {name: rail2, cidr: 172.18.0.0/15, pf: pf2}\nnodes: [gpu-0]\n",
+    )
+    .unwrap();
+    let mut args = d.args();
+    args.splice(1..3, ["--plan".to_string(), plan.display().to_string()]);
+    args.push("--json".into());
+    let (code, out, err) = d
+        .node
+        .operator(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert_eq!(
+        (code, first_broken(&report).as_str()),
+        (1, "rail1/pf-mtu"),
+        "{report:#}"
+    );
+    assert!(report["checkedAgainst"]
+        .as_str()
+        .unwrap()
+        .starts_with("plan "));
+    assert_eq!(
+        report["firstBroken"]["fix"],
+        "ip link set pf1 mtu 9100 (and persist it in the node's network config)"
+    );
+}
+
+#[test]
+fn the_human_report_names_the_first_broken_link_and_exits_1() {
+    let d = Doctor::new();
+    std::fs::remove_file(d.root.join("bin/railcni")).unwrap();
+    let args = d.args();
+    let (code, out, _) = d
+        .node
+        .operator(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("✓  kernel/iommu") || out.contains("✓ kernel/iommu"),
+        "{out}"
+    );
+    assert!(out.contains("✗"), "{out}");
+    assert!(out.contains("first broken link: cni/railcni:"), "{out}");
+    assert!(out.contains("fix: railcnictl install"), "{out}");
+    // Bad usage: 2.
+    let (code, _, err) = d
+        .node
+        .operator(&["doctor", "--plan", "x", "--node-file", "y"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = d
+        .node
+        .operator(&["doctor", "--plan", "/nonexistent/plan.yaml"]);
+    assert_eq!(code, 2, "{err}");
+}
