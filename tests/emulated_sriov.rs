@@ -68,3 +68,8 @@ fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
 fn vfs_a_driver_reload_tore_out_of_a_live_pod_are_put_back() {
     scenario("reload");
 }
+
+#[test]
+fn doctor_names_each_link_broken_on_real_drivers() {
+    scenario("doctor");
+}

@@ -235,6 +235,19 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
     assert_eq!(status, 200);
     assert!(body.contains("railcni_build_info"), "{body}");
     assert!(body.ends_with("# EOF\n"), "OpenMetrics ends so: {body}");
+    // The doctor's checks, run at start: this node has no node file.
+    let series = r#"railcni_node_check{check="cni/node-file",result="broken"} 1"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut body = body;
+    while !body.contains(series) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        body = http_get(&node, port, "/metrics").1;
+    }
+    assert!(body.contains(series), "{body}");
+    assert!(
+        body.contains(r#"railcni_node_check{check="kernel/iommu",result="#),
+        "{body}"
+    );
     let head = curl(
         &node,
         port,

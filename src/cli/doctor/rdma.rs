@@ -39,7 +39,7 @@ pub fn checks(w: &Where, rails: &[Rail]) -> Vec<Check> {
     if !required && !any_device {
         return vec![Check::skipped(
             "rdma/netns-mode",
-            "no rail needs RDMA: no VF has an RDMA device and none asks rdma: required",
+            "no VF has an RDMA device; no rail requires one",
             "exclusive, where RDMA is used",
         )];
     }
@@ -58,8 +58,9 @@ fn mode(w: &Where, required: bool) -> Check {
             "rdma/netns-mode",
             "shared: every pod sees every RDMA device, and none moves with its VF",
             EXPECTED,
-            "rdma system set netns exclusive (before any pod uses RDMA), and persist it: \
-             echo 'options ib_core netns_mode=0' > /etc/modprobe.d/ib_core.conf",
+            "echo 'options ib_core netns_mode=0' > /etc/modprobe.d/ib_core.conf and reboot; the kernel \
+             changes the mode only while no network namespace but the host's exists, so `rdma system set \
+             netns exclusive` works only before any pod (or other namespace) starts",
         ),
         Err(e) if required => Check::broken(
             "rdma/netns-mode",
