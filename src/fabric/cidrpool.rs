@@ -96,16 +96,8 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
             gateway_index: pool.spec.gateway_index,
             routes: pool.spec.routes.into_iter().map(|r| r.dst).collect(),
             role: Role::Compute,
-            resource_name: None,
-            mtu: None,
             static_allocations,
-            cidr6: None,
-            shared_subnet: None,
-            planes: None,
-            checks: None,
-            rdma: None,
-            pf: None,
-            dpdk: false,
+            ..Rail::default()
         });
     }
     Ok(Plan {
