@@ -206,6 +206,23 @@ fn the_manifests_run_and_expose_the_agent() {
     assert_eq!(agent["command"], json!(["/railcnictl", "agent"]));
     assert_eq!(agent["args"][0], "--listen");
     assert_eq!(agent["ports"][0]["name"], "metrics");
+    // The doctor's checks read the host's CNI dirs and modprobe.d at their own paths.
+    for path in ["/opt/cni/bin", "/etc/cni/net.d", "/etc/modprobe.d"] {
+        let mount = agent["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == path)
+            .unwrap_or_else(|| panic!("the agent does not mount {path}"));
+        assert_eq!(mount["readOnly"], true, "{path}");
+        let volume = spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap();
+        assert_eq!(volume["hostPath"]["path"], path);
+    }
     let annotations = &ds["spec"]["template"]["metadata"]["annotations"];
     assert_eq!(annotations["prometheus.io/scrape"], "true");
     assert_eq!(
