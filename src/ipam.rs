@@ -79,7 +79,11 @@ impl<'a> NetworkIpam<'a> {
         }
         let ipam_conf = self.conf.raw.get("ipam").unwrap_or(&Value::Null);
         let device = self.conf.device_id.as_deref();
-        let statics = self.conf.static_allocations.as_deref();
+        let statics = self
+            .conf
+            .static_allocations
+            .as_ref()
+            .map(cni::InlineList::text);
         let loaded = railcni_ipam::Ipam::load_split(
             &self.conf.name,
             ipam_conf,

@@ -21,5 +21,5 @@ pub use env::{Command, Env};
 pub use error::{Error, Reply};
 pub use result::{CniResult, Dns, Interface, IpConfig, Route};
 pub use settings::Settings;
-pub use skeleton::{is_cni_invocation, plugin_main, RefusedDel, Request, Verb};
+pub use skeleton::{is_cni_invocation, plugin_main, InlineList, RefusedDel, Request, Verb};
 pub use version::Version;

@@ -5,8 +5,6 @@
 
 use std::io::Write;
 
-use std::collections::BTreeMap;
-
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -61,9 +59,24 @@ pub struct Request {
     pub config: Value,
     /// `ipam.staticAllocations`, the JSON text as it came: a migrated pool
     /// carries 16k of them, and the node needs one.
-    pub static_allocations: Option<Box<RawValue>>,
+    pub static_allocations: Option<InlineList>,
     /// Its `cniVersion`, already checked against the command.
     pub version: Version,
+}
+
+/// `ipam.staticAllocations` as JSON text: where it sits in stdin, which
+/// it keeps (1.4 MB for 16k allocations: copying it would cost more than
+/// the rest of the call). serde checked it as JSON, and as UTF-8.
+#[derive(Debug)]
+pub struct InlineList {
+    stdin: Vec<u8>,
+    range: std::ops::Range<usize>,
+}
+
+impl InlineList {
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.stdin[self.range.clone()]).unwrap_or("[]")
+    }
 }
 
 /// A DEL whose input could not be prepared (an environment, stdin, version
@@ -124,32 +137,35 @@ where
     let settings = Settings::from_env();
     // stderr only until the config says more.
     log::init(program, Level::Info, None, &settings.log_dir, String::new());
-    // A DEL keeps its stdin, parsed only if the input is refused.
-    let mut del_stdin = None;
-    let read = read_stdin().map_err(|e| (Error::Io(format!("cannot read stdin: {e}")), LATEST));
-    let prepared = read.and_then(|stdin| {
-        if is_del() {
-            del_stdin = Some(stdin.clone());
-        }
-        prepare(program, stdin, settings)
-    });
+    // Refused input keeps its stdin: a DEL reads what it still can of it.
+    let prepared = match read_stdin() {
+        Err(e) => Err((Error::Io(format!("cannot read stdin: {e}")), LATEST, None)),
+        Ok(stdin) => match prepare(program, &stdin, settings) {
+            Ok(Prepared::Request(mut request, list)) => {
+                request.static_allocations = list.map(|range| InlineList { stdin, range });
+                Ok(Prepared::Request(request, None))
+            }
+            Ok(version) => Ok(version),
+            Err((e, version)) => Err((e, version, Some(stdin))),
+        },
+    };
     let (out, code) = match prepared {
         Ok(Prepared::Version(reply)) => (Some(reply), 0),
-        Ok(Prepared::Request(request)) => {
+        Ok(Prepared::Request(request, _)) => {
             let version = request.version;
             match dispatch(*request) {
                 Ok(out) => (out, 0),
                 Err(e) => (Some(reply_json(&e, version)), 1),
             }
         }
-        Err((error, version)) if is_del() => {
+        Err((error, version, stdin)) if is_del() => {
             crate::log_warn!("{error}");
-            match refused_del(RefusedDel::read(error, del_stdin.as_deref())) {
+            match refused_del(RefusedDel::read(error, stdin.as_deref())) {
                 Ok(()) => (None, 0),
                 Err(e) => (Some(reply_json(&e, version)), 1),
             }
         }
-        Err((e, version)) => {
+        Err((e, version, _)) => {
             crate::log_error!("{e}");
             (Some(reply_json(&E::from(e), version)), 1)
         }
@@ -194,40 +210,42 @@ fn is_del() -> bool {
 
 enum Prepared {
     Version(Value),
-    Request(Box<Request>),
+    /// With where `ipam.staticAllocations` sits in stdin.
+    Request(Box<Request>, Option<std::ops::Range<usize>>),
 }
 
 /// The invocation, or why not with the version to answer in (the caller's
 /// when it is one we speak).
 fn prepare(
     program: &'static str,
-    stdin: Vec<u8>,
+    stdin: &[u8],
     settings: Settings,
 ) -> std::result::Result<Prepared, (Error, Version)> {
     let env = Env::from_process()
         .and_then(|env| refuse_own_netns(&env).map(|()| env))
-        .map_err(|e| (e, reply_version(&stdin)))?;
+        .map_err(|e| (e, reply_version(stdin)))?;
     let Some(verb) = Verb::of(env.command) else {
-        let asked = reply_version(&stdin);
+        let asked = reply_version(stdin);
         return Ok(Prepared::Version(
             json!({"cniVersion": asked.to_string(), "supportedVersions": SUPPORTED}),
         ));
     };
     // Not a JSON object: there is no version to answer in.
-    let (config, static_allocations) = split_config(&stdin).map_err(|e| (e, LATEST))?;
+    let (config, list) = split_config(stdin).map_err(|e| (e, LATEST))?;
     let asked = asked_in(&config);
     let with_asked = |e| (e, asked);
     start_logging(program, &env, &config, &settings).map_err(with_asked)?;
     let version = config_version(&config).map_err(with_asked)?;
     version.gate(env.command).map_err(with_asked)?;
-    Ok(Prepared::Request(Box::new(Request {
+    let request = Request {
         verb,
         env,
         settings,
         config,
-        static_allocations,
+        static_allocations: None,
         version,
-    })))
+    };
+    Ok(Prepared::Request(Box::new(request), list))
 }
 
 /// Logging as the config asks, before anything else is validated, so config
@@ -272,38 +290,76 @@ fn start_logging(
 /// stdin as a JSON object, with `ipam.staticAllocations` kept as the JSON
 /// text it came as: a tree of 16k allocations costs more to build (and
 /// free) than all the rest of an ADD, and only the IPAM reads the list, in
-/// its own types. serde reads the outer two levels as raw values; each
-/// value but the list becomes a `Value`.
-pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<Box<RawValue>>)> {
-    type Outline<'a> = BTreeMap<String, &'a RawValue>;
-    let Ok(top) = serde_json::from_slice::<Outline>(stdin) else {
-        return parse_config(stdin).map(|v| (v, None));
-    };
-    let value = |raw: &RawValue| {
-        serde_json::from_str::<Value>(raw.get())
-            .map_err(|e| Error::Decode(format!("stdin is not valid JSON: {e}")))
-    };
-    let mut config = serde_json::Map::new();
-    let mut statics = None;
-    for (key, raw) in top {
-        let ipam = (key == "ipam")
-            .then(|| serde_json::from_str::<Outline>(raw.get()).ok())
-            .flatten();
-        let Some(ipam) = ipam else {
-            config.insert(key, value(raw)?);
-            continue;
-        };
-        let mut inner = serde_json::Map::new();
-        for (key, raw) in ipam {
-            if key == "staticAllocations" {
-                statics = Some(raw.to_owned());
+/// its own types. One pass of serde: every member becomes a `Value` but
+/// that list. Input of another shape is parsed whole, as `parse_config`.
+pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<std::ops::Range<usize>>)> {
+    match serde_json::from_slice::<Outline>(stdin) {
+        Ok(Outline(config, statics)) => {
+            // Where the borrowed text sits in stdin.
+            let range = statics.map(|raw| {
+                let start = raw.get().as_ptr().addr() - stdin.as_ptr().addr();
+                start..start + raw.get().len()
+            });
+            Ok((Value::Object(config), range))
+        }
+        Err(_) => parse_config(stdin).map(|v| (v, None)),
+    }
+}
+
+type Split<'de> = (serde_json::Map<String, Value>, Option<&'de RawValue>);
+
+/// The config: its members, and `ipam.staticAllocations` apart.
+struct Outline<'de>(serde_json::Map<String, Value>, Option<&'de RawValue>);
+
+/// `ipam`: its members, and `staticAllocations` apart.
+struct IpamOutline<'de>(serde_json::Map<String, Value>, Option<&'de RawValue>);
+
+impl<'de> serde::Deserialize<'de> for Outline<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let (members, statics) = d.deserialize_map(SplitVisitor { top: true })?;
+        Ok(Outline(members, statics))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IpamOutline<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let (members, statics) = d.deserialize_map(SplitVisitor { top: false })?;
+        Ok(IpamOutline(members, statics))
+    }
+}
+
+/// Reads an object's members; at the top `ipam` is read as `IpamOutline`,
+/// inside it `staticAllocations` as raw text. The last of a repeated key
+/// wins, as in a `Value`.
+struct SplitVisitor {
+    top: bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for SplitVisitor {
+    type Value = Split<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Split<'de>, A::Error> {
+        let (mut members, mut statics) = (serde_json::Map::new(), None);
+        while let Some(key) = map.next_key::<String>()? {
+            if self.top && key == "ipam" {
+                let IpamOutline(ipam, list) = map.next_value()?;
+                members.insert(key, Value::Object(ipam));
+                statics = list;
+            } else if !self.top && key == "staticAllocations" {
+                statics = Some(map.next_value()?);
             } else {
-                inner.insert(key, value(raw)?);
+                members.insert(key, map.next_value()?);
             }
         }
-        config.insert(key, Value::Object(inner));
+        Ok((members, statics))
     }
-    Ok((Value::Object(config), statics))
 }
 
 /// stdin as a JSON object (code 6 otherwise).
@@ -352,15 +408,15 @@ mod tests {
         assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
         assert_eq!(split_config(b"[1]").err().map(|e| e.code()), Some(6));
         assert_eq!(split_config(b"{torn").err().map(|e| e.code()), Some(6));
-        let (v, statics) = split_config(br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#)
-        .unwrap();
+        let text = br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#;
+        let (v, statics) = split_config(text).unwrap();
         assert_eq!(
             v,
             json!({"name": "r", "ipam": {"type": "railcni-ipam", "cidr": "10.0.0.0/8"}})
         );
         assert_eq!(
-            statics.map(|s| s.get().to_owned()).as_deref(),
-            Some(r#"[{"nodeName":"a"}]"#)
+            statics.map(|r| &text[r]),
+            Some(&br#"[{"nodeName":"a"}]"#[..])
         );
         // A list that is not at ipam.staticAllocations stays where it is.
         let (v, statics) =
@@ -430,7 +486,7 @@ mod properties {
             match (parse_config(&text), split_config(&text)) {
                 (Ok(mut whole), Ok((config, statics))) => {
                     if let Some(list) = statics {
-                        let list: Value = serde_json::from_str(list.get()).unwrap();
+                        let list: Value = serde_json::from_slice(&text[list]).unwrap();
                         let taken = whole["ipam"].as_object_mut().and_then(|i| i.remove("staticAllocations"));
                         prop_assert_eq!(taken, Some(list));
                     }

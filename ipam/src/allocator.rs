@@ -124,7 +124,7 @@ impl Ipam {
     pub fn load_split(
         network: &str,
         ipam_conf: &serde_json::Value,
-        statics: Option<&serde_json::value::RawValue>,
+        statics: Option<&str>,
         settings: &Settings,
         device_id: Option<&str>,
     ) -> Result<Self, IpamError> {

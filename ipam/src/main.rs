@@ -110,7 +110,10 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
                 .and_then(Value::as_str)
                 .filter(|d| !d.is_empty())
         });
-    let statics = request.static_allocations.as_deref();
+    let statics = request
+        .static_allocations
+        .as_ref()
+        .map(cni::InlineList::text);
     let ipam = Ipam::load_split(network, ipam_conf, statics, &request.settings, device)?;
     match request.verb {
         Verb::Add => {

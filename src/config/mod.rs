@@ -84,7 +84,7 @@ impl IpamConf {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct NetConf {
     pub name: String,
     /// The VF's PCI address: runtimeConfig.deviceID > deviceID > pciBusID.
@@ -115,7 +115,7 @@ pub struct NetConf {
     pub raw: Value,
     /// The embedded IPAM's `staticAllocations`, as the JSON text it came as
     /// (see `cni::skeleton::split_config`).
-    pub static_allocations: Option<Box<serde_json::value::RawValue>>,
+    pub static_allocations: Option<cni::InlineList>,
 }
 
 impl NetConf {
@@ -176,15 +176,12 @@ impl NetConf {
     /// The `ipam.staticAllocations` the skeleton left unparsed: the embedded
     /// IPAM reads them as they are; an external plugin gets them back in
     /// its config, as it was sent.
-    pub fn with_static_allocations(
-        mut self,
-        statics: Option<Box<serde_json::value::RawValue>>,
-    ) -> Self {
+    pub fn with_static_allocations(mut self, statics: Option<cni::InlineList>) -> Self {
         let Some(statics) = statics else { return self };
         if self.ipam.as_ref().is_some_and(IpamConf::is_embedded) {
             self.static_allocations = Some(statics);
         } else if let Some(ipam) = self.raw.get_mut("ipam").and_then(Value::as_object_mut) {
-            let parsed = serde_json::from_str(statics.get()).unwrap_or(Value::Null);
+            let parsed = serde_json::from_str(statics.text()).unwrap_or(Value::Null);
             ipam.insert("staticAllocations".into(), parsed);
         }
         self

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{check_allocation, config_err, PoolConfig, StaticAllocation};
@@ -75,7 +74,7 @@ impl PoolConfig {
     /// and validated whole, then marked.
     pub fn parse_split(
         v: &Value,
-        raw: &RawValue,
+        raw: &str,
         node: &str,
         cache: &Path,
         network: &str,
@@ -83,11 +82,7 @@ impl PoolConfig {
         let marker = cache.join(format!(
             "{}.{:016x}",
             cni::files::file_safe(network),
-            digest(&[
-                v.to_string().as_bytes(),
-                raw.get().as_bytes(),
-                node.as_bytes()
-            ])
+            digest(&[v.to_string().as_bytes(), raw.as_bytes(), node.as_bytes()])
         ));
         if let Some(own) = recall_validated(&marker) {
             let pool = PoolConfig::parse_with(v, Some(own), false)?;
@@ -102,7 +97,7 @@ impl PoolConfig {
             return Ok(pool);
         }
         let all: Vec<StaticAllocation> =
-            serde_json::from_str(raw.get()).map_err(|e| config_err("staticAllocations", e))?;
+            serde_json::from_str(raw).map_err(|e| config_err("staticAllocations", e))?;
         let pool = PoolConfig::parse_with(v, Some(all), true)?;
         let own: Vec<StaticAllocation> = (pool.static_allocations.iter())
             .filter(|a| a.node_name == node)
@@ -139,14 +134,11 @@ mod tests {
     fn a_split_pool_is_validated_once_then_this_nodes_entry_comes_from_the_mark() {
         let t = tempfile::tempdir().unwrap();
         let v = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
-        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
-        let list = raw(
-            r#"[{"nodeName":"gpu-0","prefix":"172.16.0.0/31"},{"nodeName":"gpu-1","prefix":"172.16.0.2/31","gateway":"172.16.0.3"},
-                      {"nodeName":"gpu-10","prefix":"172.16.0.4/31"}]"#,
-        );
+        let list = r#"[{"nodeName":"gpu-0","prefix":"172.16.0.0/31"},{"nodeName":"gpu-1","prefix":"172.16.0.2/31","gateway":"172.16.0.3"},
+                      {"nodeName":"gpu-10","prefix":"172.16.0.4/31"}]"#;
         let gateway = Some("172.16.0.3".parse().unwrap());
         for _ in 0..2 {
-            let pool = PoolConfig::parse_split(&v, &list, "gpu-1", t.path(), "rail1").unwrap();
+            let pool = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
             assert_eq!(pool.static_allocations.len(), 1, "this node's entry");
             assert_eq!(pool.static_allocations[0].gateway, gateway);
         }
@@ -159,25 +151,23 @@ mod tests {
         assert_eq!(marks().len(), 1);
         // A mark that no longer reads is a miss: validated whole again.
         std::fs::write(marks()[0].path(), b"{torn").unwrap();
-        let pool = PoolConfig::parse_split(&v, &list, "gpu-1", t.path(), "rail1").unwrap();
+        let pool = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
         assert_eq!(pool.static_allocations[0].gateway, gateway);
         assert!(
-            PoolConfig::parse_split(&v, &list, "gpu-2", t.path(), "rail1")
+            PoolConfig::parse_split(&v, list, "gpu-2", t.path(), "rail1")
                 .unwrap()
                 .static_allocations
                 .is_empty()
         );
         // An overlapping list is refused every time: nothing is marked.
-        let overlapping = raw(
-            r#"[{"nodeName":"a","prefix":"172.16.0.0/31"},{"nodeName":"b","prefix":"172.16.0.0/31"}]"#,
-        );
+        let overlapping = r#"[{"nodeName":"a","prefix":"172.16.0.0/31"},{"nodeName":"b","prefix":"172.16.0.0/31"}]"#;
         for _ in 0..2 {
-            let e = PoolConfig::parse_split(&v, &overlapping, "a", t.path(), "rail1").unwrap_err();
+            let e = PoolConfig::parse_split(&v, overlapping, "a", t.path(), "rail1").unwrap_err();
             assert_eq!(e.code(), 7, "{e}");
         }
-        let wrong = raw(r#"[{"nodeName":"a","prefix":"not a prefix"}]"#);
+        let wrong = r#"[{"nodeName":"a","prefix":"not a prefix"}]"#;
         assert_eq!(
-            PoolConfig::parse_split(&v, &wrong, "a", t.path(), "rail1")
+            PoolConfig::parse_split(&v, wrong, "a", t.path(), "rail1")
                 .unwrap_err()
                 .code(),
             7
