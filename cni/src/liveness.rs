@@ -50,6 +50,52 @@ pub struct Proof {
     pub boot_id: Option<String>,
 }
 
+/// `Proof` as version 1 of the attachment record and of the lease file
+/// write it, as members `netns`, `netnsId` and `bootId` of the holder (both
+/// formats flatten it): a format type, changed only with those formats.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProofV1 {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    netns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    netns_id: Option<NsIdV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    boot_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct NsIdV1 {
+    dev: u64,
+    ino: u64,
+}
+
+impl From<&Proof> for ProofV1 {
+    fn from(p: &Proof) -> Self {
+        ProofV1 {
+            netns: p.netns.clone(),
+            netns_id: p.netns_id.map(|n| NsIdV1 {
+                dev: n.dev,
+                ino: n.ino,
+            }),
+            boot_id: p.boot_id.clone(),
+        }
+    }
+}
+
+impl From<ProofV1> for Proof {
+    fn from(p: ProofV1) -> Self {
+        Proof {
+            netns: p.netns,
+            netns_id: p.netns_id.map(|n| NsId {
+                dev: n.dev,
+                ino: n.ino,
+            }),
+            boot_id: p.boot_id,
+        }
+    }
+}
+
 /// Why a holder is known to be gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Gone {

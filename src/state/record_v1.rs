@@ -19,7 +19,7 @@ use crate::net::Mac;
 use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
-use cni::liveness::{NsId, Proof};
+use cni::liveness::ProofV1;
 use cni::CniResult;
 
 pub const VERSION: u32 = 1;
@@ -32,12 +32,9 @@ pub struct RecordV1 {
     network: String,
     container_id: String,
     ifname: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    netns: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    netns_id: Option<NsIdV1>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    boot_id: Option<String>,
+    /// `netns`, `netnsId`, `bootId`.
+    #[serde(flatten)]
+    proof: ProofV1,
     host: HostLinkV1,
     #[serde(default)]
     pod_ifindex: Option<u32>,
@@ -64,12 +61,6 @@ pub struct RecordV1 {
     /// The ADD result in the CNI 1.1 shape (the spec's format, not ours).
     result: Option<CniResult>,
     created_unix: u64,
-}
-
-#[derive(Clone, Copy, Serialize, Deserialize)]
-struct NsIdV1 {
-    dev: u64,
-    ino: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -194,12 +185,7 @@ impl From<&Record> for RecordV1 {
             network: r.network.clone(),
             container_id: r.container_id.clone(),
             ifname: r.ifname.clone(),
-            netns: r.proof.netns.clone(),
-            netns_id: r.proof.netns_id.map(|n| NsIdV1 {
-                dev: n.dev,
-                ino: n.ino,
-            }),
-            boot_id: r.proof.boot_id.clone(),
+            proof: ProofV1::from(&r.proof),
             host: HostLinkV1 {
                 name: r.host.name.clone(),
                 mac: r.host.mac,
@@ -237,14 +223,7 @@ impl From<RecordV1> for Record {
             network: r.network,
             container_id: r.container_id,
             ifname: r.ifname,
-            proof: Proof {
-                netns: r.netns,
-                netns_id: r.netns_id.map(|n| NsId {
-                    dev: n.dev,
-                    ino: n.ino,
-                }),
-                boot_id: r.boot_id,
-            },
+            proof: r.proof.into(),
             host: HostLink {
                 name: r.host.name,
                 mac: r.host.mac,

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::{Lease, Leases, PoolInfo};
-use cni::liveness::{NsId, Proof};
+use cni::liveness::ProofV1;
 
 pub const VERSION: u32 = 1;
 
@@ -52,18 +52,9 @@ struct LeaseV1 {
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "podUID")]
     pod_uid: Option<String>,
     allocated_unix: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    netns: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    netns_id: Option<NsIdV1>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    boot_id: Option<String>,
-}
-
-#[derive(Clone, Copy, Serialize, Deserialize)]
-struct NsIdV1 {
-    dev: u64,
-    ino: u64,
+    /// `netns`, `netnsId`, `bootId`.
+    #[serde(flatten)]
+    proof: ProofV1,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -114,12 +105,7 @@ impl From<&Lease> for LeaseV1 {
             pod_name: l.pod_name.clone(),
             pod_uid: l.pod_uid.clone(),
             allocated_unix: l.allocated_unix,
-            netns: l.proof.netns.clone(),
-            netns_id: l.proof.netns_id.map(|n| NsIdV1 {
-                dev: n.dev,
-                ino: n.ino,
-            }),
-            boot_id: l.proof.boot_id.clone(),
+            proof: ProofV1::from(&l.proof),
         }
     }
 }
@@ -135,14 +121,7 @@ impl From<LeaseV1> for Lease {
             pod_name: l.pod_name,
             pod_uid: l.pod_uid,
             allocated_unix: l.allocated_unix,
-            proof: Proof {
-                netns: l.netns,
-                netns_id: l.netns_id.map(|n| NsId {
-                    dev: n.dev,
-                    ino: n.ino,
-                }),
-                boot_id: l.boot_id,
-            },
+            proof: l.proof.into(),
         }
     }
 }
