@@ -294,3 +294,25 @@ fn the_human_report_names_the_first_broken_link_and_exits_1() {
         .operator(&["doctor", "--plan", "/nonexistent/plan.yaml"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn a_binary_that_never_answers_is_a_broken_link_not_a_hang() {
+    let d = Doctor::new();
+    let fake = d.root.join("bin/railcni");
+    std::fs::remove_file(&fake).unwrap();
+    std::fs::write(&fake, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let (code, report) = d.run();
+    // A guard against hanging, not a speed goal: the binary gets 5 s.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(
+        (code, first_broken(&report).as_str()),
+        (1, "cni/railcni"),
+        "{report:#}"
+    );
+    assert!(report["firstBroken"]["found"]
+        .as_str()
+        .unwrap()
+        .contains("does not say it is railcni"));
+}

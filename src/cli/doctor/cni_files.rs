@@ -56,13 +56,7 @@ fn binary(w: &Where, name: &str) -> Check {
         );
     }
     // Run without CNI variables, it only says what it is.
-    let said = Command::new(&path)
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-        .unwrap_or_default();
+    let said = first_words(&path);
     let version = said
         .split_whitespace()
         .skip_while(|w| *w != name)
@@ -86,6 +80,33 @@ fn binary(w: &Where, name: &str) -> Check {
             install,
         ),
     }
+}
+
+/// What a binary says of itself on stderr when run without CNI variables,
+/// given a few seconds: whatever sits at that path must not hold up the
+/// agent's checks.
+fn first_words(path: &Path) -> String {
+    const GIVEN: std::time::Duration = std::time::Duration::from_secs(5);
+    let child = Command::new(path)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return String::new();
+    };
+    let deadline = std::time::Instant::now() + GIVEN;
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = child.kill();
+    }
+    child
+        .wait_with_output()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default()
 }
 
 fn node_file(w: &Where) -> Check {
