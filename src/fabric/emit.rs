@@ -317,6 +317,42 @@ mod tests {
     }
 
     #[test]
+    fn each_plane_gets_its_own_pf_for_the_doctor() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, planes: 2, pf: [ens1f0np0, ens1f1np1]}\n  \
+                    - {name: rail2, cidr: 172.18.0.0/15, pf: ens2f0np0, dpdk: true, rdma: off}\nnodes: [gpu-0]\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let node = r.node_file("gpu-0").unwrap();
+        assert_eq!(node["networks"]["rail1-p0"]["pf"], "ens1f0np0");
+        assert_eq!(node["networks"]["rail1-p1"]["pf"], "ens1f1np1");
+        assert_eq!(node["networks"]["rail2"]["pf"], "ens2f0np0");
+        assert_eq!(node["networks"]["rail2"]["dpdk"], true);
+        assert_eq!(node["networks"]["rail2"]["rdma"], "off");
+        // The plugin and the IPAM read the node file as before.
+        let file = railcni_ipam::config::NodeFile::parse(node.to_string().as_bytes()).unwrap();
+        assert_eq!(file.networks["rail1-p1"].pf.as_deref(), Some("ens1f1np1"));
+        for (bad, says) in [
+            (
+                plan.replace("[ens1f0np0, ens1f1np1]", "[ens1f0np0]"),
+                "one PF per plane",
+            ),
+            (
+                plan.replace("[ens1f0np0, ens1f1np1]", "ens1f0np0"),
+                "one PF per plane",
+            ),
+            (plan.replace("pf: ens2f0np0", "pf: [a, b]"), "has no planes"),
+            (
+                plan.replace("rdma: off", "rdma: sometimes"),
+                "not one of auto, required, off",
+            ),
+        ] {
+            let Err(e) = Plan::parse(&bad).unwrap().resolve() else {
+                panic!("{bad}")
+            };
+            assert!(e.0.contains(says), "{}", e.0);
+        }
+    }
+
+    #[test]
     fn a_dual_stack_rail_plans_both_families() {
         let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, cidr6: \"fd00:16::/48\"}\nnodes: [gpu-0, gpu-1]\n";
         let r = Plan::parse(plan).unwrap().resolve().unwrap();

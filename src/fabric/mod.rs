@@ -78,12 +78,20 @@ pub struct Rail {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<String>,
     /// The PF netdev this rail's VFs come from, the same name on every node
-    /// (for `railcnictl doctor`; not with `planes`).
+    /// (for `railcnictl doctor`); with `planes`, one per plane in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pf: Option<String>,
+    pub pf: Option<Pf>,
     /// The rail's VFs are DPDK ones, bound to vfio-pci (for `railcnictl doctor`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dpdk: bool,
+}
+
+/// A rail's `pf`: one PF netdev, or a list with one per plane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Pf {
+    One(String),
+    PerPlane(Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -323,8 +331,28 @@ impl Rail {
 
     /// The rail, or one network per plane: `<name>-p<k>` with the k-th
     /// equal part of `cidr`, resource `<resourceName>-p<k>`, rail-major.
+    /// Each plane's PF: `pf` lists one per plane, in plane order.
+    fn plane_pfs(&self, n: u8) -> Result<Vec<Option<Pf>>> {
+        match &self.pf {
+            None => Ok(vec![None; usize::from(n)]),
+            Some(Pf::PerPlane(list)) if list.len() == usize::from(n) => {
+                Ok(list.iter().map(|p| Some(Pf::One(p.clone()))).collect())
+            }
+            Some(_) => Err(PlanError(format!(
+                "rail {}: pf must list one PF per plane ({n}), in plane order",
+                self.name
+            ))),
+        }
+    }
+
     fn into_planes(self) -> Result<Vec<Rail>> {
         let n = match self.planes {
+            None | Some(1) if matches!(self.pf, Some(Pf::PerPlane(_))) => {
+                return Err(PlanError(format!(
+                    "rail {}: pf lists one PF per plane, but the rail has no planes: name its one PF",
+                    self.name
+                )))
+            }
             None | Some(1) => {
                 return Ok(vec![Rail {
                     planes: None,
@@ -339,12 +367,13 @@ impl Rail {
                 )))
             }
         };
-        if !self.static_allocations.is_empty() || self.pf.is_some() {
+        if !self.static_allocations.is_empty() {
             return Err(PlanError(format!(
-                "rail {}: planes cannot be combined with staticAllocations or pf; list each plane as a rail of its own",
+                "rail {}: planes cannot be combined with staticAllocations; list each plane as a rail of its own",
                 self.name
             )));
         }
+        let pfs = self.plane_pfs(n)?;
         let bits = n.trailing_zeros() as u8;
         let parts: Vec<IpNet> = self
             .cidr
@@ -373,6 +402,7 @@ impl Rail {
                 },
                 resource_name: self.resource_name.as_ref().map(|r| format!("{r}-p{k}")),
                 planes: None,
+                pf: pfs[k].clone(),
                 ..self.clone()
             })
             .collect())
