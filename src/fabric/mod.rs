@@ -331,6 +331,20 @@ impl Rail {
 
     /// The rail, or one network per plane: `<name>-p<k>` with the k-th
     /// equal part of `cidr`, resource `<resourceName>-p<k>`, rail-major.
+    /// A rail of one plane, as it is.
+    fn one_plane(self) -> Result<Rail> {
+        if matches!(self.pf, Some(Pf::PerPlane(_))) {
+            return Err(PlanError(format!(
+                "rail {}: pf lists one PF per plane, but the rail has no planes: name its one PF",
+                self.name
+            )));
+        }
+        Ok(Rail {
+            planes: None,
+            ..self
+        })
+    }
+
     /// Each plane's PF: `pf` lists one per plane, in plane order.
     fn plane_pfs(&self, n: u8) -> Result<Vec<Option<Pf>>> {
         match &self.pf {
@@ -347,18 +361,7 @@ impl Rail {
 
     fn into_planes(self) -> Result<Vec<Rail>> {
         let n = match self.planes {
-            None | Some(1) if matches!(self.pf, Some(Pf::PerPlane(_))) => {
-                return Err(PlanError(format!(
-                    "rail {}: pf lists one PF per plane, but the rail has no planes: name its one PF",
-                    self.name
-                )))
-            }
-            None | Some(1) => {
-                return Ok(vec![Rail {
-                    planes: None,
-                    ..self
-                }])
-            }
+            None | Some(1) => return self.one_plane().map(|rail| vec![rail]),
             Some(n @ (2 | 4)) => n,
             Some(other) => {
                 return Err(PlanError(format!(
