@@ -133,9 +133,16 @@ fn update(
     network: &str,
     change: impl FnOnce(&mut NetworkStats),
 ) -> io::Result<()> {
-    files::private_dir(&dir(settings))?;
     let path = file_of(settings, network);
-    let lock = files::open_rw(&path.with_extension("lock"))?;
+    let lock_path = path.with_extension("lock");
+    // The directory is made once, by the first count on this node.
+    let lock = match files::open_rw(&lock_path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            files::private_dir(&dir(settings))?;
+            files::open_rw(&lock_path)?
+        }
+        opened => opened?,
+    };
     files::lock_open(&lock, LOCK_WAIT, LOCK_POLL).map_err(|e| match e {
         files::LockError::Busy(t) => {
             io::Error::other(format!("stats file stayed locked for {t:?}"))
@@ -152,11 +159,7 @@ fn update(
 /// The file's stats (empty: none yet). A newer format is an error; a file
 /// that does not parse starts over (counts are not worth failing a call for).
 fn read_locked(path: &Path) -> io::Result<NetworkStats> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e),
-    };
+    let bytes = files::read(path)?.unwrap_or_default();
     match parse(&bytes) {
         Ok(s) if s.version > VERSION => Err(io::Error::other(format!(
             "stats file version {} is newer than this railcni's {VERSION}",
