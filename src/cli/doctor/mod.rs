@@ -206,8 +206,13 @@ fn expected_from_plan(plan: &Path, node: &str) -> Result<NodeFile, String> {
 pub fn checks(w: &Where) -> Vec<Check> {
     let mut out = vec![kernel::iommu(w)];
     let rails = rails::expected(w);
+    // Read once for every rail's free VFs.
+    let held: Vec<String> = crate::state::AttachmentStore::new(&w.settings)
+        .list()
+        .map(|records| records.into_iter().map(|r| r.pci).collect())
+        .unwrap_or_default();
     for rail in &rails {
-        out.extend(rails::check(w, rail));
+        out.extend(rails::check(w, rail, &held));
     }
     out.extend(rdma::checks(w, &rails));
     out.extend(cni_files::checks(w));

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use super::{Check, Where};
 use crate::cli::node::rail_order;
 use crate::config::DEFAULT_MTU;
-use crate::state::AttachmentStore;
 use crate::vf::sysfs::{link_target_name, list_dir, DPDK_DRIVERS};
 
 /// What a rail needs on this node (the node file's or plan's word).
@@ -39,7 +38,8 @@ pub fn expected(w: &Where) -> Vec<Rail> {
 }
 
 /// The rail's links, stopping at the first that leaves nothing to check after it.
-pub fn check(w: &Where, rail: &Rail) -> Vec<Check> {
+/// `held`: the VFs attachment records hold.
+pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Check> {
     let id = |what: &str| format!("{}/{what}", rail.name);
     let Some(pf) = &rail.pf else {
         return vec![Check::skipped(
@@ -80,7 +80,7 @@ pub fn check(w: &Where, rail: &Rail) -> Vec<Check> {
     let vfs = vf_pcis(&dir.join("device"));
     if !vfs.is_empty() {
         out.push(drivers(w, &vfs, rail, id("vf-drivers")));
-        out.push(free(w, &vfs, id("free-vfs")));
+        out.push(free(&vfs, held, id("free-vfs")));
     }
     out
 }
@@ -165,7 +165,7 @@ fn numvfs(dir: &Path, pf: &str, id: String) -> Check {
 }
 
 /// The PCI addresses of the PF's VFs (`virtfn<N>`), in VF order.
-fn vf_pcis(pf_device: &Path) -> Vec<String> {
+pub fn vf_pcis(pf_device: &Path) -> Vec<String> {
     let mut links: Vec<(u32, String)> = list_dir(pf_device)
         .into_iter()
         .filter_map(|n| {
@@ -226,11 +226,7 @@ fn pci_dir(w: &Where, pci: &str) -> PathBuf {
     w.sysfs.join("bus/pci/devices").join(pci)
 }
 
-fn free(w: &Where, vfs: &[String], id: String) -> Check {
-    let held: Vec<String> = AttachmentStore::new(&w.settings)
-        .list()
-        .map(|records| records.into_iter().map(|r| r.pci).collect())
-        .unwrap_or_default();
+fn free(vfs: &[String], held: &[String], id: String) -> Check {
     let free = vfs.iter().filter(|p| !held.contains(p)).count();
     Check::ok(
         id,

@@ -5,7 +5,7 @@
 use super::rails::Rail;
 use super::{Check, Where};
 use crate::hw::{self, RdmaNetnsMode};
-use crate::vf::sysfs::{link_target_name, list_dir};
+use crate::vf::sysfs::list_dir;
 
 /// Rails whose pods use RDMA: not `rdma: off`, not DPDK.
 fn wanting(rails: &[Rail]) -> impl Iterator<Item = &Rail> {
@@ -19,11 +19,7 @@ fn devices(w: &Where, rail: &Rail) -> Option<(usize, usize)> {
         .join("class/net")
         .join(rail.pf.as_ref()?)
         .join("device");
-    let vfs: Vec<String> = list_dir(&pf_device)
-        .into_iter()
-        .filter(|n| n.starts_with("virtfn"))
-        .filter_map(|n| link_target_name(&pf_device.join(n)))
-        .collect();
+    let vfs = super::rails::vf_pcis(&pf_device);
     let with = vfs
         .iter()
         .filter(|pci| {
