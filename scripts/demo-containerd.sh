@@ -9,5 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "demo-containerd.sh: run as root (network namespaces, containerd)" >&2; exit 1; }
 scripts/install-test-deps.sh
-cargo test --locked --test cri demo_a_pod_through_containerds_cri -- --nocapture 2>&1 |
+cargo build --locked --quiet -p railcnictl
+cargo test --locked --features fake-hardware --test cri demo_a_pod_through_containerds_cri -- --nocapture 2>&1 |
   sed -n 's/^demo: //p; /^ /p; /^[A-Z]\{3\} netns=/p; /^PING\|bytes from\|packets transmitted\|^rtt/p; /test result/p'

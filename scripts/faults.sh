@@ -7,4 +7,5 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "faults.sh: run as root (network namespaces)" >&2; exit 1; }
 command -v strace >/dev/null || scripts/install-test-deps.sh
 if [ "${1:-}" = "--full" ]; then export RAILCNI_FAULTS=full; fi
-cargo test --locked --test faults -- --nocapture 2>&1 | grep -E '^faults:|test result|panicked|leaked|answer' 
+cargo build --locked --quiet -p railcnictl
+cargo test --locked --features fake-hardware --test faults -- --nocapture 2>&1 | grep -E '^faults:|test result|panicked|leaked|answer' 

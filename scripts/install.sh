@@ -4,7 +4,9 @@
 # Builds the static binaries, copies the plugins (railcni, railcni-ipam) into
 # the CNI bin dir (atomically, never clobbering a running one) and railcnictl
 # into --ctl-dir, and, given a plan and this node's name, writes
-# /etc/cni/railcni/node.json from it. Needs root for the default paths.
+# /etc/cni/railcni/node.json from it (and its copy /var/lib/cni/railcni/node.json,
+# which a CNI caller without the host's /etc reads: dra-driver-sriov).
+# Needs root for the default paths.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin_dir=/opt/cni/bin ctl_dir=/usr/local/bin plan="" node="${NODE_NAME:-}" node_file=/etc/cni/railcni/node.json

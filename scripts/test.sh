@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 scripts/install-test-deps.sh
 # The benchmark in its short mode: it must run (its figures mean nothing here).
 scripts/bench.sh --quick
-cargo test --workspace --locked
+cargo test --workspace --locked --features railcni/fake-hardware

@@ -1,25 +1,24 @@
-//! railcni's library: the CNI plugin (`run`: one invocation) and the operator
-//! commands (`cli`) built on the same modules. Two binaries use it: `railcni`
-//! (the plugin, exec'd by runtimes) and `railcnictl` (people, the DaemonSet).
+//! railcni's library: the CNI plugin (`run`: one invocation) and the
+//! modules it is built from. The `railcni` binary is the plugin; the
+//! operator tool (`railcnictl`, its own package) builds on these modules,
+//! never the other way round.
 
-mod attachment;
-mod checks;
-pub mod cli;
+pub mod attachment;
+pub mod checks;
 mod commands;
-mod config;
+pub mod config;
 mod devinfo;
-mod error;
-mod fabric;
-mod hw;
-mod ipam;
+pub mod error;
+pub mod hw;
+pub mod ipam;
 mod journal;
-mod net;
-mod node;
+pub mod net;
+pub mod node;
 mod routing;
 pub mod run;
-mod state;
+pub mod state;
 mod timing;
-mod vf;
+pub mod vf;
 
-// The one logger both binaries share (`cni::log`), as `crate::log_info!` ….
+// The one logger every railcni binary shares (`cni::log`), as `crate::log_info!` ….
 pub(crate) use cni::{log_debug, log_error, log_info, log_warn};

@@ -25,7 +25,7 @@ impl Node {
         Ok(Node {
             store: AttachmentStore::new(&settings),
             sysfs: Sysfs::new(&settings.sysfs_root),
-            hw: crate::hw::backend(&settings),
+            hw: crate::hw::backend(),
             host: NetNs::current()?,
             settings,
         })

@@ -316,3 +316,29 @@ fn a_binary_that_never_answers_is_a_broken_link_not_a_hang() {
         .unwrap()
         .contains("does not say it is railcni"));
 }
+
+#[test]
+fn no_iommu_is_advice_without_dpdk_rails_and_broken_with_one() {
+    let d = Doctor::new();
+    std::fs::remove_dir_all(d.node.sysfs().join("kernel/iommu_groups")).unwrap();
+    std::fs::write(
+        d.root.join("host/proc/cmdline"),
+        "BOOT_IMAGE=/vmlinuz root=/dev/sda1\n",
+    )
+    .unwrap();
+    // Netdev rails only: pods attach without an IOMMU, so the node is healthy.
+    let (code, report) = d.run();
+    assert_eq!(code, 0, "{report:#}");
+    let iommu = check(&report, "kernel/iommu");
+    assert_eq!(iommu["result"], "skipped", "{iommu:#}");
+    assert!(iommu["fix"].as_str().unwrap().contains("DPDK"), "{iommu:#}");
+    // A DPDK (vfio-pci) rail needs it: now it is the first broken link.
+    d.node_file(json!({
+        "rail1": {"prefix": "172.16.0.0/31", "pf": "pf1", "mtu": 9000, "rdma": "required"},
+        "rail2": {"prefix": "172.18.0.0/31", "pf": "pf2", "mtu": 9000, "dpdk": true},
+    }));
+    let (code, report) = d.run();
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(check(&report, "kernel/iommu")["result"], "broken");
+    assert_eq!(first_broken(&report), "kernel/iommu");
+}

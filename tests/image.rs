@@ -41,6 +41,13 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
             said.contains("statically linked") || said.contains("not a dynamic executable"),
             "{b}: {said}"
         );
+        // The recording fake hardware is a test feature: no shipped binary
+        // carries it, so RAILCNI_FAKE_HARDWARE on a node selects nothing.
+        let bytes = std::fs::read(Path::new(STATIC_DIR).join(b)).unwrap();
+        assert!(
+            !bytes.windows(13).any(|w| w == b"fake hardware"),
+            "{b} carries the fake hardware"
+        );
     }
 
     // Short paths: podman waits 20 s per call with a long runroot.
@@ -117,7 +124,7 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
     // The mounted ConfigMap: one <node>.json per key, from the example plan.
     let plan_dir = t.path().join("plan");
     std::fs::create_dir_all(&plan_dir).unwrap();
-    let cm = run(Command::new(CTL)
+    let cm = run(Command::new(ctl())
         .args(["plan", "cni-conf/plan.yaml", "--emit", "configmap"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env_clear());
@@ -138,6 +145,8 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
             .arg(&plan_dir)
             .arg("--node-file")
             .arg(host.join("etc/cni/railcni/node.json"))
+            .arg("--node-file-copy")
+            .arg(host.join("var/lib/cni/railcni/node.json"))
             .arg("--json")
             .env_clear()
             .env("NODE_NAME", node)
@@ -172,6 +181,11 @@ fn the_installer_image_installs_binaries_and_the_node_file() {
             .unwrap();
     assert_eq!(node_file["nodeName"], "gpu-1");
     assert_eq!(node_file["networks"]["rail1"]["prefix"], "172.16.0.2/31");
+    // The copy a DRA driver's container (no host /etc) reads: the same file.
+    assert_eq!(
+        std::fs::read(host.join("var/lib/cni/railcni/node.json")).unwrap(),
+        std::fs::read(host.join("etc/cni/railcni/node.json")).unwrap()
+    );
     // Again: nothing rewritten. A node the plan lacks: bad usage, named.
     let again: Value = serde_json::from_slice(&install("gpu-1").stdout).unwrap();
     assert!(again["binaries"]

@@ -359,3 +359,61 @@ fn nccl_env_flags_a_rail_without_rdma() {
     assert_eq!(code, 1);
     assert!(err.contains("no RDMA device"), "{err}");
 }
+
+/// Every path under `dir`, with each file's length.
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            out.push(format!(
+                "{} {}",
+                path.display(),
+                if meta.is_dir() { 0 } else { meta.len() }
+            ));
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn read_only_commands_change_nothing_on_a_node_without_state() {
+    let node = Node::new(1, 1);
+    let _ = std::fs::remove_dir_all(node.state_dir());
+    let plan = node.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "rails:\n- {name: rail1, cidr: 172.16.0.0/15}\nnodes: [gpu-0, gpu-1]\n",
+    )
+    .unwrap();
+    let plan = plan.display().to_string();
+    let before = tree(node.dir.path());
+    let pod = "/var/run/netns/no-such-pod-anywhere";
+    for args in [
+        vec!["doctor"],
+        vec!["doctor", "--json"],
+        vec!["status"],
+        vec!["status", "--json"],
+        vec!["inspect", pod],
+        vec!["probe", pod],
+        vec!["metrics"],
+        vec!["nccl-env", pod],
+        vec!["plan", &plan, "--emit", "nads"],
+        vec!["plan", &plan, "--emit", "node-file", "--node", "gpu-1"],
+    ] {
+        let (code, _, err) = node.operator(&args);
+        assert!(code <= 2, "{args:?}: {code} {err}");
+        assert_eq!(
+            tree(node.dir.path()),
+            before,
+            "railcnictl {args:?} changed the node's files"
+        );
+    }
+    assert!(!node.state_dir().exists());
+}

@@ -13,7 +13,7 @@ use common::*;
 use serde_json::Value;
 
 fn plan(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(CTL)
+    let out = Command::new(ctl())
         .arg("plan")
         .args(args)
         .env_clear()
@@ -40,6 +40,7 @@ fn the_checked_in_examples_are_what_plan_generates() {
         ("configmap", "configmap.yaml"),
         ("pod", "pod.yaml"),
         ("csv", "csv.csv"),
+        ("dra", "dra.yaml"),
     ] {
         let generated = ok(&["cni-conf/plan.yaml", "--emit", emit]);
         let checked_in = std::fs::read_to_string(
@@ -105,7 +106,7 @@ fn bad_plans_are_usage_errors_naming_the_problem() {
     let t = tempfile::tempdir().unwrap();
     let bad = t.path().join("bad.yaml");
     std::fs::write(&bad, "rails:\n  - {name: a, cidr: 172.16.0.0/15}\n  - {name: b, cidr: 172.16.0.0/16}\nnodes: [n]\n").unwrap();
-    let out = Command::new(CTL)
+    let out = Command::new(ctl())
         .args(["plan", bad.to_str().unwrap(), "--emit", "csv"])
         .env_clear()
         .output()

@@ -91,21 +91,25 @@ struct Sink {
 
 static SINK: Mutex<Option<Sink>> = Mutex::new(None);
 
-/// Where a NAD's `logFile` may be written: a file name, or a path inside
-/// `log_dir` (the NAD is a namespace user's; root must not write elsewhere
-/// for it). `None` when it points anywhere else.
-pub fn confine(file: &Path, log_dir: &Path) -> Option<PathBuf> {
-    let path = if file.is_absolute() {
-        file.to_path_buf()
-    } else {
-        log_dir.join(file)
-    };
-    let inside = path.starts_with(log_dir)
-        && path != log_dir
-        && path
-            .components()
-            .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
-    inside.then_some(path)
+/// Where a NAD's `logFile` may be written: a file name (in the first of
+/// `log_dirs`), or a path inside one of them (the NAD is a namespace
+/// user's; root must not write elsewhere for it), with that directory.
+/// `None` when it points anywhere else.
+pub fn confine<'d>(file: &Path, log_dirs: &'d [PathBuf]) -> Option<(PathBuf, &'d Path)> {
+    let plain = file
+        .components()
+        .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
+    if !plain {
+        return None;
+    }
+    if !file.is_absolute() {
+        let dir = log_dirs.first()?;
+        return Some((dir.join(file), dir));
+    }
+    log_dirs
+        .iter()
+        .find(|dir| file.starts_with(dir) && file != dir.as_path())
+        .map(|dir| (file.to_path_buf(), dir.as_path()))
 }
 
 /// Set up logging once the config is known. A log file that cannot be opened
@@ -115,19 +119,20 @@ pub fn init(
     program: &'static str,
     level: Level,
     file: Option<&Path>,
-    log_dir: &Path,
+    log_dirs: &[PathBuf],
     context: String,
 ) {
     let file = file.and_then(|asked| {
-        let Some(path) = confine(asked, log_dir) else {
+        let Some((path, dir)) = confine(asked, log_dirs) else {
+            let dirs: Vec<String> = log_dirs.iter().map(|d| d.display().to_string()).collect();
             eprintln!(
-                "{program}: not logging to {}: logFile must be a file in {} (RAILCNI_LOG_DIR)",
+                "{program}: not logging to {}: logFile must be a file in {} (RAILCNI_LOG_DIR, or the state dir's log/)",
                 escape(&asked.display().to_string()),
-                log_dir.display()
+                dirs.join(" or ")
             );
             return None;
         };
-        let _ = crate::files::private_dir(log_dir);
+        let _ = crate::files::private_dir(dir);
         OpenOptions::new()
             .create(true)
             .append(true)
@@ -222,8 +227,11 @@ mod tests {
     #[test]
     fn log_files_stay_in_the_log_dir() {
         use std::path::{Path, PathBuf};
-        let dir = Path::new("/var/log/railcni");
-        let ok = |f: &str| super::confine(Path::new(f), dir);
+        let dirs = [
+            PathBuf::from("/var/log/railcni"),
+            PathBuf::from("/var/lib/cni/railcni/log"),
+        ];
+        let ok = |f: &str| super::confine(Path::new(f), &dirs).map(|(p, _)| p);
         assert_eq!(
             ok("rail1.log"),
             Some(PathBuf::from("/var/log/railcni/rail1.log"))
@@ -239,9 +247,16 @@ mod tests {
             "/var/log/railcni/../../../etc/shadow",
             "/var/log/railcni",
             "/var/log/railcni-evil/x",
+            "/var/lib/cni/railcni/log",
+            "/var/lib/cni/railcni/ipam/rail1.leases.json",
         ] {
             assert_eq!(ok(bad), None, "{bad}");
         }
+        // Where a caller without the host's /var/log (dra-driver-sriov) logs.
+        assert_eq!(
+            ok("/var/lib/cni/railcni/log/railcni.log"),
+            Some(PathBuf::from("/var/lib/cni/railcni/log/railcni.log"))
+        );
     }
 
     #[test]

@@ -8,6 +8,10 @@ use std::time::Duration;
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/cni/railcni";
 pub const DEFAULT_SYSFS_ROOT: &str = "/sys";
 pub const DEFAULT_NODE_CONFIG: &str = "/etc/cni/railcni/node.json";
+/// The node file's name in the state dir, where a CNI caller that sees only
+/// `/opt/cni/bin`, `/var/lib/cni` and `/var/run/netns` of the host (the
+/// dra-driver-sriov container) finds it; `railcnictl install` writes both.
+pub const NODE_CONFIG_IN_STATE_DIR: &str = "node.json";
 pub const DEFAULT_DEVINFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo";
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
@@ -19,15 +23,17 @@ pub struct Settings {
     pub state_dir: PathBuf,
     /// `RAILCNI_SYSFS_ROOT`: where sysfs is read.
     pub sysfs_root: PathBuf,
-    /// `RAILCNI_NODE_CONFIG`: the node-local IPAM file.
+    /// The node-local IPAM file: `RAILCNI_NODE_CONFIG`, else
+    /// `/etc/cni/railcni/node.json` when it exists, else `node.json` in the
+    /// state dir (`node_config_path`).
     pub node_config: PathBuf,
     /// `RAILCNI_NODE_NAME`: overrides the node file's `nodeName`.
     pub node_name: Option<String>,
+    /// `NODE_NAME` (the downward API's `spec.nodeName` in a driver's or
+    /// installer's pod): the node's name when the node file names none.
+    pub kube_node_name: Option<String>,
     /// `RAILCNI_LOCK_TIMEOUT_MS`: how long to wait for a VF or lease lock.
     pub lock_timeout: Duration,
-    /// `RAILCNI_FAKE_HARDWARE` (tests only): the recording stand-in for the
-    /// PF and RDMA netlink; unset means the kernel.
-    pub fake_hardware: Option<PathBuf>,
     /// `RAILCNI_DEVINFO_DIR` (tests only): where device-info files may go.
     pub devinfo_dir: PathBuf,
     /// `RAILCNI_BOOT_ID` (tests only): where this boot's id is read.
@@ -59,15 +65,16 @@ impl Settings {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
         let get = |k: &str| get(k).filter(|v| !v.is_empty());
         let path = |k: &str, default: &str| PathBuf::from(get(k).unwrap_or_else(|| default.into()));
+        let state_dir = path("RAILCNI_STATE_DIR", DEFAULT_STATE_DIR);
         Settings {
-            state_dir: path("RAILCNI_STATE_DIR", DEFAULT_STATE_DIR),
+            node_config: node_config_path(get("RAILCNI_NODE_CONFIG"), &state_dir, |p| p.exists()),
+            state_dir,
             sysfs_root: path("RAILCNI_SYSFS_ROOT", DEFAULT_SYSFS_ROOT),
-            node_config: path("RAILCNI_NODE_CONFIG", DEFAULT_NODE_CONFIG),
             node_name: get("RAILCNI_NODE_NAME"),
+            kube_node_name: get("NODE_NAME"),
             lock_timeout: get("RAILCNI_LOCK_TIMEOUT_MS")
                 .and_then(|v| v.parse().ok())
                 .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis),
-            fake_hardware: get("RAILCNI_FAKE_HARDWARE").map(PathBuf::from),
             devinfo_dir: path("RAILCNI_DEVINFO_DIR", DEFAULT_DEVINFO_DIR),
             boot_id_path: path("RAILCNI_BOOT_ID", DEFAULT_BOOT_ID),
             log_dir: path("RAILCNI_LOG_DIR", DEFAULT_LOG_DIR),
@@ -85,10 +92,35 @@ impl Settings {
         self.boot_id_read.get_or_init(read).clone()
     }
 
+    /// Where a NAD's `logFile` may go: `RAILCNI_LOG_DIR` (a bare file name
+    /// lands there), or `log/` in the state dir, which a caller that sees
+    /// only the host's `/var/lib/cni` (dra-driver-sriov) keeps on the host.
+    pub fn log_dirs(&self) -> [PathBuf; 2] {
+        [self.log_dir.clone(), self.state_dir.join("log")]
+    }
+
     /// The embedded IPAM's lease files.
     pub fn ipam_dir(&self) -> PathBuf {
         self.state_dir.join("ipam")
     }
+}
+
+/// Where the node file is read: the variable if set; else the host's
+/// `/etc/cni/railcni/node.json` if it is there; else the copy in the state
+/// dir, which a caller in a container without the host's `/etc` still sees.
+pub fn node_config_path(
+    explicit: Option<String>,
+    state_dir: &std::path::Path,
+    exists: impl Fn(&std::path::Path) -> bool,
+) -> PathBuf {
+    if let Some(p) = explicit {
+        return PathBuf::from(p);
+    }
+    let etc = PathBuf::from(DEFAULT_NODE_CONFIG);
+    if exists(&etc) {
+        return etc;
+    }
+    state_dir.join(NODE_CONFIG_IN_STATE_DIR)
 }
 
 #[cfg(test)]
@@ -100,7 +132,6 @@ mod tests {
         let d = Settings::default();
         assert_eq!(d.state_dir, PathBuf::from(DEFAULT_STATE_DIR));
         assert_eq!(d.lock_timeout, DEFAULT_LOCK_TIMEOUT);
-        assert_eq!(d.fake_hardware, None);
         let s = Settings::from_lookup(|k| match k {
             "RAILCNI_STATE_DIR" => Some("/tmp/s".into()),
             "RAILCNI_LOCK_TIMEOUT_MS" => Some("250".into()),
@@ -110,6 +141,29 @@ mod tests {
         assert_eq!(s.ipam_dir(), PathBuf::from("/tmp/s/ipam"));
         assert_eq!(s.lock_timeout, Duration::from_millis(250));
         assert_eq!(s.node_name, None, "empty means unset");
+    }
+
+    #[test]
+    fn the_node_file_is_found_in_the_documented_order() {
+        let state = std::path::Path::new("/var/lib/cni/railcni");
+        let explicit = node_config_path(Some("/x/n.json".into()), state, |_| true);
+        assert_eq!(explicit, PathBuf::from("/x/n.json"));
+        let etc = node_config_path(None, state, |p| {
+            p == std::path::Path::new(DEFAULT_NODE_CONFIG)
+        });
+        assert_eq!(etc, PathBuf::from(DEFAULT_NODE_CONFIG));
+        // A container without the host's /etc (dra-driver-sriov's).
+        let in_state = node_config_path(None, state, |_| false);
+        assert_eq!(in_state, PathBuf::from("/var/lib/cni/railcni/node.json"));
+        let s = Settings::from_lookup(|k| match k {
+            "RAILCNI_STATE_DIR" => Some("/nonexistent/state".into()),
+            "NODE_NAME" => Some("gpu-7".into()),
+            _ => None,
+        });
+        if !std::path::Path::new(DEFAULT_NODE_CONFIG).exists() {
+            assert_eq!(s.node_config, PathBuf::from("/nonexistent/state/node.json"));
+        }
+        assert_eq!(s.kube_node_name.as_deref(), Some("gpu-7"));
     }
 
     #[test]

@@ -136,7 +136,13 @@ where
 {
     let settings = Settings::from_env();
     // stderr only until the config says more.
-    log::init(program, Level::Info, None, &settings.log_dir, String::new());
+    log::init(
+        program,
+        Level::Info,
+        None,
+        &settings.log_dirs(),
+        String::new(),
+    );
     // Refused input keeps its stdin: a DEL reads what it still can of it.
     let prepared = match read_stdin() {
         Err(e) => Err((Error::Io(format!("cannot read stdin: {e}")), LATEST, None)),
@@ -281,7 +287,7 @@ fn start_logging(
         program,
         *level.as_ref().unwrap_or(&Level::Info),
         path,
-        &settings.log_dir,
+        &settings.log_dirs(),
         context,
     );
     conf.and(level).map(drop)

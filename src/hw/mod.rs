@@ -1,8 +1,12 @@
 //! What railcni does to hardware that this VM cannot reach: VF settings on
 //! the PF (`IFLA_VFINFO_LIST`) and RDMA netlink. One small interface,
 //! `Hardware`, with the kernel implementation and a recording fake that
-//! tests select with `RAILCNI_FAKE_HARDWARE=<state file>`.
+//! tests select with `RAILCNI_FAKE_HARDWARE=<state file>`. The fake is
+//! compiled in only with the `fake-hardware` feature (tests turn it on;
+//! the shipped binaries are built without it), so a stray variable on a
+//! node cannot switch a real plugin to it.
 
+#[cfg(any(test, feature = "fake-hardware"))]
 pub mod fake;
 pub mod guid;
 pub mod kernel;
@@ -225,12 +229,14 @@ pub trait Hardware {
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()>;
 }
 
-/// The kernel, or the recording fake when the settings name one (tests).
-pub fn backend(settings: &cni::Settings) -> Box<dyn Hardware> {
-    match &settings.fake_hardware {
-        Some(path) => Box::new(fake::Recorder::new(path.clone())),
-        None => Box::new(kernel::Kernel),
+/// The kernel; in a build with the `fake-hardware` feature, the recording
+/// fake when `RAILCNI_FAKE_HARDWARE` names its state file.
+pub fn backend() -> Box<dyn Hardware> {
+    #[cfg(feature = "fake-hardware")]
+    if let Some(path) = std::env::var_os("RAILCNI_FAKE_HARDWARE").filter(|p| !p.is_empty()) {
+        return Box::new(fake::Recorder::new(path.into()));
     }
+    Box::new(kernel::Kernel)
 }
 
 #[cfg(test)]

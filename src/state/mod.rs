@@ -188,6 +188,8 @@ impl AttachmentStore {
         }
     }
 
+    /// The subdirectory `name`, made (0700) when missing: for writers only,
+    /// so a read-only command on a node without state changes nothing.
     fn dir(&self, name: &'static str) -> Result<PathBuf> {
         let dir = self.root.join(name);
         let mut made = self
@@ -202,8 +204,8 @@ impl AttachmentStore {
         Ok(dir)
     }
 
-    fn record_path(&self, pci: &str) -> Result<PathBuf> {
-        Ok(self.dir("attachments")?.join(format!("{pci}.json")))
+    fn record_path(&self, pci: &str) -> PathBuf {
+        self.root.join("attachments").join(format!("{pci}.json"))
     }
 
     /// Take the VF's lock, waiting up to the lock timeout (then code 11).
@@ -212,7 +214,7 @@ impl AttachmentStore {
         match files::lock(&path, self.lock_timeout, LOCK_POLL) {
             Ok(lock) => {
                 // Holding the lock: temps a killed writer left are nobody's now.
-                files::sweep_temps(&self.record_path(pci)?);
+                files::sweep_temps(&self.record_path(pci));
                 Ok(VfLock { _lock: lock })
             }
             Err(LockError::Busy(t)) => Err(Error::try_again_later(format!(
@@ -225,7 +227,7 @@ impl AttachmentStore {
     }
 
     pub fn load(&self, pci: &str) -> Result<Option<Record>> {
-        let path = self.record_path(pci)?;
+        let path = self.record_path(pci);
         let bytes = match files::read(&path) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(None),
@@ -264,10 +266,14 @@ impl AttachmentStore {
 
     /// Every readable record (unreadable ones are skipped with a log line).
     pub fn list(&self) -> Result<Vec<Record>> {
-        let dir = self.dir("attachments")?;
+        let dir = self.root.join("attachments");
         let mut out = Vec::new();
-        let entries = fs::read_dir(&dir)
-            .map_err(|e| Error::State(format!("cannot list {}: {e}", dir.display())))?;
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            // Nothing was ever attached here.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::State(format!("cannot list {}: {e}", dir.display()))),
+        };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(pci) = name.strip_suffix(".json") else {
@@ -311,7 +317,8 @@ impl AttachmentStore {
     /// lives, and an OS crash ends every pod of the boot (see `load` for what
     /// such a crash may leave). No state write waits for the disk.
     pub fn save(&self, record: &Record) -> Result<()> {
-        let path = self.record_path(&record.pci)?;
+        self.dir("attachments")?;
+        let path = self.record_path(&record.pci);
         let bytes = serde_json::to_vec_pretty(&RecordV1::from(record))
             .map_err(|e| Error::internal(format!("encode record: {e}")))?;
         files::replace_atomic(&path, &bytes)
@@ -319,7 +326,7 @@ impl AttachmentStore {
     }
 
     pub fn remove(&self, pci: &str) -> Result<()> {
-        let path = self.record_path(pci)?;
+        let path = self.record_path(pci);
         files::remove(&path)
             .map_err(|e| Error::State(format!("cannot remove {}: {e}", path.display())))
     }

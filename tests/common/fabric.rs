@@ -163,7 +163,7 @@ impl Fabric {
     pub fn operator(&self, node: &str, args: &[&str]) -> (i32, String, String) {
         let side = if node == "gpu-0" { "a" } else { "b" };
         let out = Command::new("ip")
-            .args(["netns", "exec", &self.host(node), CTL])
+            .args(["netns", "exec", &self.host(node), ctl()])
             .args(args)
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")

@@ -13,8 +13,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{json, Value};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_railcni");
-/// The operator commands (`railcnictl status` …).
-pub const CTL: &str = env!("CARGO_BIN_EXE_railcnictl");
+/// The operator commands (`railcnictl status` …): a binary of its own
+/// package (`ctl/`), built beside the plugin by `cargo test --workspace`.
+pub fn ctl() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = Path::new(PLUGIN).with_file_name("railcnictl");
+        assert!(
+            path.exists(),
+            "{} is missing: build it with `cargo build -p railcnictl` (cargo test --workspace does)",
+            path.display()
+        );
+        path.to_string_lossy().into_owned()
+    })
+}
 pub const REFERENCE_PLUGINS: &str = "/usr/lib/cni";
 
 #[derive(Debug, Clone)]
@@ -213,7 +225,7 @@ impl Node {
     /// A day-2 command on this node, to run or spawn.
     pub fn operator_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.host(), CTL]).args(args);
+        cmd.args(["netns", "exec", &self.host(), ctl()]).args(args);
         self.node_env(&mut cmd).env("COLUMNS", "200");
         cmd
     }

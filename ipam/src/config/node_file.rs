@@ -117,12 +117,14 @@ impl NodeFile {
     }
 
     /// This node's name: RAILCNI_NODE_NAME, else the node file's
-    /// `nodeName`, else the host name.
+    /// `nodeName`, else NODE_NAME (a driver's pod knows its node from the
+    /// downward API; its host name is the pod's), else the host name.
     pub fn node_name(&self, settings: &cni::Settings) -> Option<String> {
         settings
             .node_name
             .clone()
             .or_else(|| self.node_name.clone())
+            .or_else(|| settings.kube_node_name.clone())
             .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
     }
 

@@ -1,0 +1,201 @@
+//! What the runtime and railcni read on this node: the two plugin
+//! binaries (present, executable, this release), the node file (present,
+//! naming this node), and the state (records and lease files loading, no
+//! stale attachment).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use railcni_ipam::config::NodeFile;
+
+use super::{Check, Where};
+use crate::cli::node::NodeState;
+use railcni::state::AttachmentStore;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The node file, or why it cannot be used (missing is an error here).
+pub fn read_node_file(path: &Path) -> Result<NodeFile, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    NodeFile::parse(&bytes).map_err(|e| format!("{} is invalid: {e}", path.display()))
+}
+
+pub fn checks(w: &Where) -> Vec<Check> {
+    vec![
+        binary(w, "railcni"),
+        binary(w, "railcni-ipam"),
+        node_file(w),
+        state(w),
+    ]
+}
+
+/// Present, executable, and of this release (its first line says which).
+fn binary(w: &Where, name: &str) -> Check {
+    let id = format!("cni/{name}");
+    let expected = format!("{name} {VERSION}, executable");
+    let path = w.cni_bin_dir.join(name);
+    let install = format!(
+        "railcnictl install (the installer DaemonSet does it), or copy {name} {VERSION} to {}",
+        w.cni_bin_dir.display()
+    );
+    let mode = match std::fs::metadata(&path) {
+        Ok(m) => m.permissions().mode(),
+        Err(e) => return Check::broken(id, format!("{}: {e}", path.display()), &expected, install),
+    };
+    if mode & 0o111 == 0 {
+        return Check::broken(
+            id,
+            format!(
+                "{} is not executable (mode {:o})",
+                path.display(),
+                mode & 0o7777
+            ),
+            &expected,
+            format!("chmod 755 {}", path.display()),
+        );
+    }
+    // Run without CNI variables, it only says what it is.
+    let said = first_words(&path);
+    let version = said
+        .split_whitespace()
+        .skip_while(|w| *w != name)
+        .nth(1)
+        .map(|v| v.trim_end_matches(':').to_string());
+    match version {
+        Some(v) if v == VERSION => Check::ok(id, format!("{} {v}", path.display()), &expected),
+        Some(v) => Check::broken(
+            id,
+            format!("{} is {name} {v}, railcnictl is {VERSION}", path.display()),
+            &expected,
+            install,
+        ),
+        None => Check::broken(
+            id,
+            format!(
+                "{} does not say it is {name} (a release before 0.1.0, or another program)",
+                path.display()
+            ),
+            &expected,
+            install,
+        ),
+    }
+}
+
+/// What a binary says of itself on stderr when run without CNI variables,
+/// given a few seconds: whatever sits at that path must not hold up the
+/// agent's checks.
+fn first_words(path: &Path) -> String {
+    const GIVEN: std::time::Duration = std::time::Duration::from_secs(5);
+    let child = Command::new(path)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return String::new();
+    };
+    let deadline = std::time::Instant::now() + GIVEN;
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = child.kill();
+    }
+    child
+        .wait_with_output()
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default()
+}
+
+fn node_file(w: &Where) -> Check {
+    let expected = format!("present, naming {}", w.node);
+    let fix = "railcnictl install (it writes this node's entry of the plan ConfigMap), or \
+               railcnictl plan PLAN --emit node-file --node NODE > /etc/cni/railcni/node.json";
+    match &w.expected {
+        Err(why) => Check::broken("cni/node-file", why.clone(), &expected, fix),
+        Ok(file) => match &file.node_name {
+            Some(name) if *name == w.node => Check::ok(
+                "cni/node-file",
+                format!(
+                    "{}: node {name}, {} networks",
+                    w.source,
+                    file.networks.len()
+                ),
+                &expected,
+            ),
+            named => Check::broken(
+                "cni/node-file",
+                format!(
+                    "{} names node {}, this node is {} (RAILCNI_NODE_NAME or the host name)",
+                    w.source,
+                    named.as_deref().unwrap_or("(none)"),
+                    w.node
+                ),
+                &expected,
+                fix,
+            ),
+        },
+    }
+}
+
+/// Records and lease files load; nothing stale or orphaned (`status`'s problems).
+fn state(w: &Where) -> Check {
+    const EXPECTED: &str = "all load, none stale";
+    let store = AttachmentStore::new(&w.settings);
+    let dir = w.settings.state_dir.join("attachments");
+    for name in railcni::vf::sysfs::list_dir(&dir) {
+        let Some(pci) = name.strip_suffix(".json") else {
+            continue;
+        };
+        if let Err(e) = store.load(pci) {
+            return Check::broken(
+                "cni/state",
+                e.to_string(),
+                EXPECTED,
+                format!(
+                    "inspect {}, give VF {pci} back by hand, then remove the file",
+                    dir.join(&name).display()
+                ),
+            );
+        }
+    }
+    let state = match NodeState::load(&w.settings) {
+        Ok(state) => state,
+        Err(super::Usage(why)) => {
+            return Check::broken(
+                "cni/state",
+                why,
+                EXPECTED,
+                format!(
+                    "check {} (RAILCNI_STATE_DIR): it must be a readable directory",
+                    w.settings.state_dir.display()
+                ),
+            )
+        }
+    };
+    let report = crate::cli::status::build(&w.settings, &state, None);
+    match report.problems.first() {
+        None => Check::ok(
+            "cni/state",
+            format!(
+                "{} records, {} lease files, nothing stale",
+                state.records.len(),
+                state.stores.len()
+            ),
+            EXPECTED,
+        ),
+        Some(p) => Check::broken(
+            "cni/state",
+            format!(
+                "{} problem(s); first: {} ({})",
+                report.problems.len(),
+                p.kind,
+                p.detail
+            ),
+            EXPECTED,
+            p.fix.clone(),
+        ),
+    }
+}

@@ -1,0 +1,47 @@
+//! The kernel's IOMMU: VFIO (DPDK rails) needs it on, in passthrough mode
+//! for host devices. A netdev VF moved into a pod does not: there its
+//! absence is advice, not a broken link.
+
+use super::{Check, Where};
+
+/// `dpdk`: whether any rail hands its VFs to vfio-pci.
+pub fn iommu(w: &Where, dpdk: bool) -> Check {
+    const EXPECTED: &str = "IOMMU groups (intel_iommu=on iommu=pt)";
+    let groups = std::fs::read_dir(w.sysfs.join("kernel/iommu_groups")).map_or(0, Iterator::count);
+    let cmdline = std::fs::read_to_string(w.host_path("/proc/cmdline")).unwrap_or_default();
+    let flags: Vec<&str> = cmdline
+        .split_whitespace()
+        .filter(|p| {
+            ["intel_iommu=", "amd_iommu=", "iommu=", "iommu.passthrough="]
+                .iter()
+                .any(|k| p.starts_with(k))
+        })
+        .collect();
+    let said = if flags.is_empty() {
+        "no IOMMU flags on the kernel command line".to_string()
+    } else {
+        format!("kernel command line: {}", flags.join(" "))
+    };
+    if groups > 0 {
+        return Check::ok(
+            "kernel/iommu",
+            format!("{groups} IOMMU groups; {said}"),
+            EXPECTED,
+        );
+    }
+    let found = format!(
+        "no IOMMU groups in {}; {said}",
+        w.sysfs.join("kernel/iommu_groups").display()
+    );
+    const FIX: &str = "enable VT-d/AMD-Vi in the BIOS and add intel_iommu=on (or amd_iommu=on) iommu=pt to \
+         the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)";
+    if dpdk {
+        return Check::broken("kernel/iommu", found, EXPECTED, FIX);
+    }
+    Check::advice(
+        "kernel/iommu",
+        format!("{found}; no rail is a DPDK (vfio-pci) rail, so pods attach without it"),
+        EXPECTED,
+        format!("only for DPDK rails or device passthrough: {FIX}"),
+    )
+}

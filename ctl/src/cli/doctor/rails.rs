@@ -1,0 +1,240 @@
+//! Per rail: its PF (there, up with carrier, MTU), its VFs (enabled, bound
+//! to the driver the rail needs) and how many are free, from sysfs.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{Check, Where};
+use crate::cli::node::rail_order;
+use railcni::config::DEFAULT_MTU;
+use railcni::vf::sysfs::{link_target_name, list_dir, DPDK_DRIVERS};
+
+/// What a rail needs on this node (the node file's or plan's word).
+pub struct Rail {
+    pub name: String,
+    pub pf: Option<String>,
+    pub mtu: u32,
+    /// The NAD's `rdma`: auto (the default), required or off.
+    pub rdma: String,
+    pub dpdk: bool,
+}
+
+/// The rails the node file (or plan) names, in rail order.
+pub fn expected(w: &Where) -> Vec<Rail> {
+    let Ok(file) = &w.expected else {
+        return Vec::new();
+    };
+    let mut rails: Vec<Rail> = (file.networks.iter())
+        .map(|(name, a)| Rail {
+            name: name.clone(),
+            pf: a.pf.clone(),
+            mtu: a.mtu.unwrap_or(DEFAULT_MTU),
+            rdma: a.rdma.clone().unwrap_or_else(|| "auto".into()),
+            dpdk: a.dpdk,
+        })
+        .collect();
+    rails.sort_by_key(|r| rail_order(&r.name));
+    rails
+}
+
+/// The rail's links, stopping at the first that leaves nothing to check after it.
+/// `held`: the VFs attachment records hold.
+pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Check> {
+    let id = |what: &str| format!("{}/{what}", rail.name);
+    let Some(pf) = &rail.pf else {
+        return vec![Check::skipped(
+            id("pf"),
+            "no PF named for this rail",
+            "the rail's `pf` in the plan",
+        )];
+    };
+    let dir = w.sysfs.join("class/net").join(pf);
+    if !dir.exists() {
+        return vec![Check::broken(
+            id("pf"),
+            format!("no netdev {pf} ({} is missing)", dir.display()),
+            "present, with a driver",
+            format!(
+                "find the rail's NIC with `ip link` and `lspci -k` (driver loaded? renamed?), or correct \
+                 `pf` of {} in the plan",
+                rail.name
+            ),
+        )];
+    }
+    let driver = link_target_name(&dir.join("device/driver"));
+    let layer = match read(&dir.join("type")).as_deref() {
+        Some("32") => "InfiniBand",
+        _ => "Ethernet",
+    };
+    let mut out = vec![Check::ok(
+        id("pf"),
+        format!(
+            "{pf}, driver {}, {layer}",
+            driver.as_deref().unwrap_or("none")
+        ),
+        "present, with a driver",
+    )];
+    out.push(link(&dir, pf, id("pf-link")));
+    out.push(mtu(&dir, pf, rail, id("pf-mtu")));
+    out.push(numvfs(&dir, pf, id("vfs")));
+    let vfs = vf_pcis(&dir.join("device"));
+    if !vfs.is_empty() {
+        out.push(drivers(w, &vfs, rail, id("vf-drivers")));
+        out.push(free(&vfs, held, id("free-vfs")));
+    }
+    out
+}
+
+fn read(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn link(dir: &Path, pf: &str, id: String) -> Check {
+    const EXPECTED: &str = "up, carrier";
+    const IFF_UP: u32 = 0x1;
+    let up = read(&dir.join("flags"))
+        .and_then(|f| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok())
+        .is_some_and(|f| f & IFF_UP != 0);
+    // The kernel refuses to read `carrier` of a link that is down.
+    let carrier = read(&dir.join("carrier")).as_deref() == Some("1");
+    let state = read(&dir.join("operstate")).unwrap_or_else(|| "unknown".into());
+    match (up, carrier) {
+        (true, true) => Check::ok(id, format!("{pf} up, carrier, state {state}"), EXPECTED),
+        (false, _) => Check::broken(
+            id,
+            format!("{pf} is down"),
+            EXPECTED,
+            format!("ip link set {pf} up (and keep it up in the node's network config: netplan, NetworkManager, systemd-networkd)"),
+        ),
+        (true, false) => Check::broken(
+            id,
+            format!("{pf} is up without carrier (state {state})"),
+            EXPECTED,
+            format!("check {pf}'s cable or transceiver and its leaf switch port (`ethtool {pf}`)"),
+        ),
+    }
+}
+
+fn mtu(dir: &Path, pf: &str, rail: &Rail, id: String) -> Check {
+    let expected = format!("mtu >= {} (the rail's)", rail.mtu);
+    match read(&dir.join("mtu")).and_then(|m| m.parse::<u32>().ok()) {
+        Some(m) if m >= rail.mtu => Check::ok(id, format!("{pf} mtu {m}"), &expected),
+        Some(m) => Check::broken(
+            id,
+            format!(
+                "{pf} mtu {m}, below the rail's {}: a VF cannot exceed its PF",
+                rail.mtu
+            ),
+            &expected,
+            format!(
+                "ip link set {pf} mtu {} (and persist it in the node's network config)",
+                rail.mtu
+            ),
+        ),
+        None => Check::broken(
+            id,
+            format!("cannot read {}", dir.join("mtu").display()),
+            &expected,
+            format!("check {pf} with `ip link show {pf}`"),
+        ),
+    }
+}
+
+fn numvfs(dir: &Path, pf: &str, id: String) -> Check {
+    const EXPECTED: &str = "sriov_numvfs > 0";
+    let file = dir.join("device/sriov_numvfs");
+    let total = read(&dir.join("device/sriov_totalvfs")).unwrap_or_else(|| "?".into());
+    match read(&file).and_then(|n| n.parse::<u32>().ok()) {
+        Some(n) if n > 0 => Check::ok(id, format!("{n} of {total} VFs enabled on {pf}"), EXPECTED),
+        Some(_) => Check::broken(
+            id,
+            format!("no VFs on {pf} (sriov_numvfs 0 of {total})"),
+            EXPECTED,
+            format!(
+                "echo <N> > /sys/class/net/{pf}/device/sriov_numvfs (N up to {total}), or the SR-IOV \
+                 network operator's SriovNetworkNodePolicy for {pf}"
+            ),
+        ),
+        None => Check::broken(
+            id,
+            format!("{pf} is not SR-IOV capable ({} is missing)", file.display()),
+            EXPECTED,
+            format!("enable SR-IOV for {pf} in the NIC's firmware and BIOS, or correct the rail's `pf`"),
+        ),
+    }
+}
+
+/// The PCI addresses of the PF's VFs (`virtfn<N>`), in VF order.
+pub fn vf_pcis(pf_device: &Path) -> Vec<String> {
+    let mut links: Vec<(u32, String)> = list_dir(pf_device)
+        .into_iter()
+        .filter_map(|n| {
+            let index = n.strip_prefix("virtfn")?.parse().ok()?;
+            Some((index, link_target_name(&pf_device.join(&n))?))
+        })
+        .collect();
+    links.sort();
+    links.into_iter().map(|(_, pci)| pci).collect()
+}
+
+fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Check {
+    let expected = if rail.dpdk {
+        "all bound to vfio-pci (DPDK)"
+    } else {
+        "all bound to a netdev driver"
+    };
+    let driver_of = |pci: &String| link_target_name(&pci_dir(w, pci).join("driver"));
+    let bound: Vec<(String, Option<String>)> =
+        vfs.iter().map(|p| (p.clone(), driver_of(p))).collect();
+    let wrong = |d: &Option<String>| match d.as_deref() {
+        None => true,
+        Some(d) if rail.dpdk => !DPDK_DRIVERS.contains(&d),
+        Some(d) => DPDK_DRIVERS.contains(&d),
+    };
+    let mut names: Vec<&str> = bound.iter().filter_map(|(_, d)| d.as_deref()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let found = format!(
+        "{} VFs, driver {}",
+        vfs.len(),
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(", ")
+        }
+    );
+    let Some((pci, driver)) = bound.iter().find(|(_, d)| wrong(d)) else {
+        return Check::ok(id, found, expected);
+    };
+    let usual = names.iter().find(|d| rail.dpdk == DPDK_DRIVERS.contains(d));
+    let fix = match (driver, rail.dpdk, usual) {
+        (_, true, _) => format!("dpdk-devbind.py -b vfio-pci {pci} (or driverctl set-override {pci} vfio-pci)"),
+        (None, false, Some(d)) => format!("echo {pci} > /sys/bus/pci/drivers/{d}/bind"),
+        (None, false, None) => format!("load the VF driver (modprobe iavf, igbvf or mlx5_core) and bind {pci} to it"),
+        (Some(d), false, _) => format!(
+            "echo {pci} > /sys/bus/pci/drivers/{d}/unbind, then bind it to the VF's netdev driver (or mark the rail dpdk in the plan)"
+        ),
+    };
+    let what = match driver {
+        None => format!("VF {pci} is bound to no driver"),
+        Some(d) => format!("VF {pci} is bound to {d}"),
+    };
+    Check::broken(id, format!("{found}; {what}"), expected, fix)
+}
+
+fn pci_dir(w: &Where, pci: &str) -> PathBuf {
+    w.sysfs.join("bus/pci/devices").join(pci)
+}
+
+fn free(vfs: &[String], held: &[String], id: String) -> Check {
+    let free = vfs.iter().filter(|p| !held.contains(p)).count();
+    Check::ok(
+        id,
+        format!(
+            "{free} of {} VFs free, {} attached",
+            vfs.len(),
+            vfs.len() - free
+        ),
+        "(information)",
+    )
+}

@@ -1,0 +1,117 @@
+//! RDMA: the namespace mode that lets a VF's RDMA device follow it into
+//! the pod (`rdma system`), whether that survives a reboot, and each
+//! rail's VFs' RDMA devices where the rail wants them.
+
+use super::rails::Rail;
+use super::{Check, Where};
+use railcni::hw::{self, RdmaNetnsMode};
+use railcni::vf::sysfs::list_dir;
+
+/// Rails whose pods use RDMA: not `rdma: off`, not DPDK.
+fn wanting(rails: &[Rail]) -> impl Iterator<Item = &Rail> {
+    rails.iter().filter(|r| r.rdma != "off" && !r.dpdk)
+}
+
+/// (VFs with an RDMA device, VFs) of a rail's PF.
+fn devices(w: &Where, rail: &Rail) -> Option<(usize, usize)> {
+    let pf_device = w
+        .sysfs
+        .join("class/net")
+        .join(rail.pf.as_ref()?)
+        .join("device");
+    let vfs = super::rails::vf_pcis(&pf_device);
+    let with = vfs
+        .iter()
+        .filter(|pci| {
+            !list_dir(&w.sysfs.join("bus/pci/devices").join(pci).join("infiniband")).is_empty()
+        })
+        .count();
+    Some((with, vfs.len()))
+}
+
+pub fn checks(w: &Where, rails: &[Rail]) -> Vec<Check> {
+    let required = wanting(rails).any(|r| r.rdma == "required");
+    let any_device = wanting(rails).any(|r| devices(w, r).is_some_and(|(with, _)| with > 0));
+    if !required && !any_device {
+        return vec![Check::skipped(
+            "rdma/netns-mode",
+            "no VF has an RDMA device; no rail requires one",
+            "exclusive, where RDMA is used",
+        )];
+    }
+    let mut out = vec![mode(required), persisted(w)];
+    for rail in wanting(rails) {
+        out.extend(rail_devices(w, rail));
+    }
+    out
+}
+
+fn mode(required: bool) -> Check {
+    const EXPECTED: &str = "exclusive";
+    match hw::backend().rdma_netns_mode() {
+        Ok(RdmaNetnsMode::Exclusive) => Check::ok("rdma/netns-mode", "exclusive", EXPECTED),
+        Ok(RdmaNetnsMode::Shared) => Check::broken(
+            "rdma/netns-mode",
+            "shared: every pod sees every RDMA device, and none moves with its VF",
+            EXPECTED,
+            "echo 'options ib_core netns_mode=0' > /etc/modprobe.d/ib_core.conf and reboot; the kernel \
+             changes the mode only while no network namespace but the host's exists, so `rdma system set \
+             netns exclusive` works only before any pod (or other namespace) starts",
+        ),
+        Err(e) if required => Check::broken(
+            "rdma/netns-mode",
+            format!("cannot read the RDMA namespace mode ({e}): is the RDMA core loaded?"),
+            EXPECTED,
+            "modprobe ib_core and the NIC's RDMA driver (mlx5_ib for ConnectX), or set the rail's rdma to auto",
+        ),
+        Err(e) => Check::skipped(
+            "rdma/netns-mode",
+            format!("cannot read the RDMA namespace mode ({e}); rdma: auto attaches without"),
+            EXPECTED,
+        ),
+    }
+}
+
+/// `options ib_core netns_mode=0` in modprobe.d: the mode after a reboot.
+fn persisted(w: &Where) -> Check {
+    const EXPECTED: &str = "ib_core netns_mode=0 in modprobe.d";
+    let dir = w.host_path("/etc/modprobe.d");
+    let found = list_dir(&dir).into_iter().find(|name| {
+        std::fs::read_to_string(dir.join(name)).is_ok_and(|text| {
+            text.lines().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.first() == Some(&"options")
+                    && words.get(1) == Some(&"ib_core")
+                    && words.contains(&"netns_mode=0")
+            })
+        })
+    });
+    match found {
+        Some(name) => Check::ok("rdma/netns-mode-persisted", format!("in /etc/modprobe.d/{name}"), EXPECTED),
+        None => Check::broken(
+            "rdma/netns-mode-persisted",
+            "not in /etc/modprobe.d: a reboot brings back shared mode",
+            EXPECTED,
+            "echo 'options ib_core netns_mode=0' > /etc/modprobe.d/ib_core.conf (and update-initramfs -u \
+             where ib_core is in the initramfs)",
+        ),
+    }
+}
+
+fn rail_devices(w: &Where, rail: &Rail) -> Option<Check> {
+    let (with, vfs) = devices(w, rail)?;
+    let id = format!("{}/rdma-devices", rail.name);
+    let expected = format!("one per VF (rdma: {})", rail.rdma);
+    Some(match (with, rail.rdma.as_str()) {
+        (n, _) if n == vfs && n > 0 => Check::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
+        (0, "auto") => Check::skipped(id, format!("none of {vfs} VFs has one; rdma: auto attaches without"), &expected),
+        (n, "required") => Check::broken(
+            id,
+            format!("{n} of {vfs} VFs have one; rdma: required fails ADD on the others"),
+            &expected,
+            "load the NIC's RDMA driver (modprobe mlx5_ib for ConnectX); a NIC without RDMA cannot serve \
+             rdma: required (set the rail's rdma to auto)",
+        ),
+        (n, _) => Check::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
+    })
+}

@@ -1,0 +1,119 @@
+//! `railcnictl inspect`: what railcni set up inside one pod, record versus
+//! kernel, each line OK or DRIFT. The comparison is CHECK's (`verify`).
+
+use std::path::Path;
+
+use cni::Settings;
+use serde::Serialize;
+
+use super::node::NodeState;
+use super::table::{self, or_dash};
+use super::{emit, Outcome, Usage};
+use railcni::attachment::verify::{self, Expected, Finding};
+use railcni::net::{NetNs, Netlink};
+use railcni::state::Record;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub target: String,
+    pub interfaces: Vec<Interface>,
+    pub drift: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interface {
+    pub ifname: String,
+    pub network: String,
+    pub vf: String,
+    pub netns: Option<String>,
+    pub rdma_device: Option<String>,
+    pub findings: Vec<Finding>,
+}
+
+pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usage> {
+    let state = NodeState::load(settings)?;
+    let records = state.pod_records(target);
+    if records.is_empty() {
+        return Err(Usage(format!(
+            "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
+        )));
+    }
+    let interfaces: Vec<Interface> = records.into_iter().map(inspect_one).collect();
+    let drift = interfaces.iter().any(|i| i.findings.iter().any(|f| !f.ok));
+    let report = Report {
+        target: target.to_string(),
+        interfaces,
+        drift,
+    };
+    emit(&report, json, print);
+    Ok(Outcome::found(drift))
+}
+
+fn inspect_one(r: &Record) -> Interface {
+    let findings = match findings(r) {
+        Ok(f) => f,
+        Err(e) => vec![Finding {
+            what: "netns".into(),
+            expected: r.netns().unwrap_or("?").into(),
+            actual: e.details(),
+            ok: false,
+        }],
+    };
+    Interface {
+        ifname: r.ifname.clone(),
+        network: r.network.clone(),
+        vf: r.pci.clone(),
+        netns: r.netns().map(str::to_string),
+        rdma_device: r.rdma_device.clone(),
+        findings,
+    }
+}
+
+fn findings(r: &Record) -> railcni::error::Result<Vec<Finding>> {
+    if r.dpdk {
+        return Ok(vec![Finding {
+            what: "dpdk".into(),
+            expected: "bound to a userspace driver, not moved".into(),
+            actual: "bound to a userspace driver, not moved".into(),
+            ok: true,
+        }]);
+    }
+    let expected = Expected::from_record(r)?;
+    let path = r.netns().unwrap_or_default();
+    let pod = NetNs::open(Path::new(path))?;
+    let nl = Netlink::connect_in(&pod)?;
+    verify::compare(&pod, &nl, r, &expected)
+}
+
+fn print(r: &Report) {
+    for i in &r.interfaces {
+        println!(
+            "{} ({} VF {}) in {}  rdma {}",
+            i.ifname,
+            i.network,
+            i.vf,
+            or_dash(i.netns.as_ref()),
+            or_dash(i.rdma_device.as_ref())
+        );
+        let mut t = table::new(&["", "WHAT", "EXPECTED", "ACTUAL"]);
+        for f in &i.findings {
+            t.add_row(vec![
+                if f.ok { "OK" } else { "DRIFT" }.to_string(),
+                f.what.clone(),
+                f.expected.clone(),
+                f.actual.clone(),
+            ]);
+        }
+        println!("{t}\n");
+    }
+    println!(
+        "{}",
+        if r.drift {
+            "drift found"
+        } else {
+            "all as set up"
+        }
+    );
+}

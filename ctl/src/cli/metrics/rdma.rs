@@ -1,0 +1,62 @@
+//! Per RDMA device of an attached rail: every numeric file of each port's
+//! `hw_counters/` and `counters/`, as `railcni_rdma_<file name>`, typed
+//! `unknown` (the driver's files mix counters and gauges). The device is
+//! found at scrape time, moved with the VF or not (shared mode).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use super::exposition::name_part;
+use super::{pod_label, Exposition, Kind};
+use railcni::state::Record;
+use railcni::vf::sysfs::list_dir;
+use railcni::vf::Sysfs;
+
+pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
+    for r in attached {
+        let Ok(vf) = sysfs.resolve(&r.pci) else {
+            continue;
+        };
+        for dev in &vf.rdma_devices {
+            let Some(ports) = sysfs.rdma_ports(&r.pci, dev) else {
+                continue;
+            };
+            for port in list_dir(&ports) {
+                device_port(e, r, dev, &port, &ports.join(&port));
+            }
+        }
+    }
+}
+
+fn device_port(e: &mut Exposition, r: &Record, dev: &str, port: &str, dir: &Path) {
+    let pod = pod_label(r);
+    let labels = [
+        ("network", r.network.as_str()),
+        ("ifname", r.ifname.as_str()),
+        ("pod", pod.as_str()),
+        ("rdma_device", dev),
+        ("port", port),
+    ];
+    let mut seen = BTreeSet::new();
+    for sub in ["hw_counters", "counters"] {
+        for file in list_dir(&dir.join(sub)) {
+            let Some(value) = read_number(&dir.join(sub).join(&file)) else {
+                continue;
+            };
+            // A name in both directories is exported once (hw_counters' value).
+            if !seen.insert(file.clone()) {
+                continue;
+            }
+            let name = format!("railcni_rdma_{}", name_part(&file));
+            let help = format!("The RDMA device's {sub}/{file} counter, as the driver reports it.");
+            e.sample(&name, &help, Kind::Unknown, &labels, value);
+        }
+    }
+}
+
+fn read_number(path: &Path) -> Option<f64> {
+    let text = fs::read_to_string(path).ok()?;
+    let n: u64 = text.trim().parse().ok()?;
+    Some(n as f64)
+}

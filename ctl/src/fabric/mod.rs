@@ -1,0 +1,500 @@
+//! The fabric plan the network team and Kubernetes agree on: rails × nodes,
+//! one prefix per node per rail, the switch port's address as gateway.
+//! `railcnictl plan` reads it (JSON or YAML, or an nv-ipam CIDRPool to migrate
+//! from) and emits small NADs, the ConfigMap of per-node allocations, one
+//! node's node file, a pod annotation, and a CSV for the switch team.
+//! Pure: files in, text out; the arithmetic is the IPAM crate's own.
+
+pub mod cidrpool;
+pub mod dra;
+pub mod emit;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use railcni_ipam::config::{NodeFile, PoolConfig};
+use railcni_ipam::pool::NodePool;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// A plan error, in words naming what to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError(pub String);
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+type Result<T> = std::result::Result<T, PlanError>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    #[default]
+    Compute,
+    Storage,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rail {
+    pub name: String,
+    pub cidr: IpNet,
+    #[serde(default)]
+    pub per_node_prefix: Option<u8>,
+    #[serde(default)]
+    pub gateway_index: Option<u32>,
+    /// Destinations reached via the rail's gateway; default: the rail's cidr.
+    #[serde(default)]
+    pub routes: Vec<IpNet>,
+    #[serde(default)]
+    pub role: Role,
+    /// The SR-IOV device plugin resource of this rail's VFs.
+    #[serde(default)]
+    pub resource_name: Option<String>,
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// Explicit allocations (node → prefix, gateway), e.g. from a CIDRPool.
+    #[serde(default)]
+    pub static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
+    /// A dual-stack rail's IPv6 CIDR: each node gets a /127 of it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr6: Option<IpNet>,
+    /// One subnet (`cidr`) shared by every node, with this gateway: each
+    /// node still leases from its own `perNodePrefix` slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_subnet: Option<SharedSubnet>,
+    /// Planes of a multi-plane NIC (ConnectX-8 class: 2 or 4 ports per
+    /// rail NIC, each its own switch port): the rail becomes one network
+    /// per plane, `<rail>-p<k>`, each with an equal part of `cidr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planes: Option<u8>,
+    /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<serde_json::Value>,
+    /// The NAD's `rdma` (auto, required, off); storage rails default to off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<String>,
+    /// The PF netdev this rail's VFs come from, the same name on every node
+    /// (for `railcnictl doctor`); with `planes`, one per plane in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pf: Option<Pf>,
+    /// The rail's VFs are DPDK ones, bound to vfio-pci (for `railcnictl doctor`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpdk: bool,
+}
+
+/// A rail's `pf`: one PF netdev, or a list with one per plane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Pf {
+    One(String),
+    PerPlane(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedSubnet {
+    pub gateway: std::net::IpAddr,
+}
+
+/// Node names in order (index = position) or an explicit name → index map.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Nodes {
+    List(Vec<String>),
+    Map(BTreeMap<String, usize>),
+}
+
+impl Default for Nodes {
+    fn default() -> Self {
+        Nodes::List(Vec::new())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Plan {
+    pub rails: Vec<Rail>,
+    #[serde(default)]
+    pub nodes: Nodes,
+    /// Namespace of the NADs.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// Namespace of the ConfigMap the installer reads.
+    #[serde(default = "default_system_namespace")]
+    pub config_map_namespace: String,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+fn default_system_namespace() -> String {
+    "kube-system".into()
+}
+
+/// One node's address on one rail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Allocation {
+    pub node: String,
+    pub rail: String,
+    pub prefix: IpNet,
+    pub gateway: Option<IpAddr>,
+    /// The node's VF address (the first address the IPAM hands out).
+    pub host: Option<IpAddr>,
+}
+
+/// A plan with every allocation worked out and checked.
+pub struct Resolved {
+    pub plan: Plan,
+    pub nodes: Vec<String>,
+    pub allocations: Vec<Allocation>,
+}
+
+impl Plan {
+    /// JSON or YAML (YAML is a superset; JSON is tried first for its errors).
+    pub fn parse(text: &str) -> Result<Plan> {
+        match serde_json::from_str(text) {
+            Ok(p) => Ok(p),
+            Err(_) => serde_yaml_ng::from_str(text)
+                .map_err(|e| PlanError(format!("the plan does not read: {e}"))),
+        }
+    }
+
+    fn node_indices(&self) -> Result<Vec<(String, usize)>> {
+        let pairs: Vec<(String, usize)> = match &self.nodes {
+            Nodes::List(names) => names
+                .iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, n)| (n, i))
+                .collect(),
+            Nodes::Map(map) => map.iter().map(|(n, i)| (n.clone(), *i)).collect(),
+        };
+        let mut seen = std::collections::HashSet::new();
+        for (n, _) in &pairs {
+            if !seen.insert(n.as_str()) {
+                return Err(PlanError(format!("node {n:?} is listed twice")));
+            }
+        }
+        Ok(pairs)
+    }
+
+    /// Work out and check every allocation.
+    pub fn resolve(mut self) -> Result<Resolved> {
+        if self.rails.is_empty() {
+            return Err(PlanError("the plan has no rails".into()));
+        }
+        self.rails = self
+            .rails
+            .into_iter()
+            .map(Rail::into_planes)
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        self.check_rails()?;
+        for rail in &self.rails {
+            railcni::checks::Checks::parse(rail.checks.as_ref())
+                .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
+            if let Some(rdma) = rail.rdma.as_deref() {
+                if !["auto", "required", "off"].contains(&rdma) {
+                    return Err(PlanError(format!(
+                        "rail {}: rdma {rdma:?} is not one of auto, required, off",
+                        rail.name
+                    )));
+                }
+            }
+        }
+        let indices = self.node_indices()?;
+        let mut nodes: Vec<String> = indices.iter().map(|(n, _)| n.clone()).collect();
+        for rail in &self.rails {
+            for a in &rail.static_allocations {
+                if !nodes.contains(&a.node_name) {
+                    nodes.push(a.node_name.clone());
+                }
+            }
+        }
+        let mut allocations = Vec::new();
+        for rail in &self.rails {
+            allocations.extend(rail.allocations(&indices, &nodes)?);
+        }
+        Ok(Resolved {
+            plan: self,
+            nodes,
+            allocations,
+        })
+    }
+
+    fn check_rails(&self) -> Result<()> {
+        let mut names = std::collections::HashSet::new();
+        for r in &self.rails {
+            if !names.insert(r.name.as_str()) {
+                return Err(PlanError(format!("rail {:?} is listed twice", r.name)));
+            }
+            let ok = !r.name.is_empty()
+                && r.name.len() <= 63
+                && r.name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            if !ok {
+                return Err(PlanError(format!(
+                    "rail name {:?} must be a Kubernetes name (lowercase letters, digits, '-')",
+                    r.name
+                )));
+            }
+        }
+        let mut cidrs: Vec<(&IpNet, &str)> = self
+            .rails
+            .iter()
+            .map(|r| (&r.cidr, r.name.as_str()))
+            .collect();
+        cidrs.sort_by_key(|(c, _)| (c.addr().is_ipv6(), c.network(), c.prefix_len()));
+        for pair in cidrs.windows(2) {
+            let ((a, na), (b, nb)) = (pair[0], pair[1]);
+            if a.contains(&b.network()) || b.contains(&a.network()) {
+                return Err(PlanError(format!(
+                    "rail {na} ({a}) overlaps rail {nb} ({b})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Rail {
+    /// Each node's prefix (and IPv6 prefix) on this rail.
+    fn allocations(
+        &self,
+        indices: &[(String, usize)],
+        nodes: &[String],
+    ) -> Result<Vec<Allocation>> {
+        let pool = PoolConfig::parse(&self.pool_json(indices))
+            .map_err(|e| PlanError(format!("rail {}: {e}", self.name)))?;
+        let mut out = Vec::new();
+        for node in nodes {
+            let v4 = NodePool::resolve(&self.name, node, &pool, &NodeFile::default());
+            let v6 = pool
+                .ipv6
+                .as_deref()
+                .map(|p6| NodePool::resolve(&self.name, node, p6, &NodeFile::default()));
+            let both = v4.and_then(|p| {
+                Ok(std::iter::once(p)
+                    .chain(v6.transpose()?)
+                    .collect::<Vec<_>>())
+            });
+            match both {
+                Ok(pools) => out.extend(pools.into_iter().map(|p| Allocation {
+                    node: node.clone(),
+                    rail: self.name.clone(),
+                    prefix: p.prefix,
+                    gateway: p.gateway,
+                    host: p.usable.first().copied(),
+                })),
+                // Imported pools need not cover every node on every rail.
+                Err(_) if !self.static_allocations.is_empty() => {}
+                Err(e) => return Err(PlanError(format!("rail {}, node {node}: {e}", self.name))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The IPAM pool this rail is, for the IPAM's own arithmetic and checks.
+    fn pool_json(&self, indices: &[(String, usize)]) -> serde_json::Value {
+        let mut pool = json!({"cidr": self.cidr, "gatewayIndex": self.gateway_index.unwrap_or(1)});
+        if let Some(p) = self.per_node_prefix {
+            pool["perNodePrefix"] = json!(p);
+        }
+        if let Some(shared) = &self.shared_subnet {
+            pool["sharedSubnet"] = json!(shared);
+        }
+        if let Some(ipv6) = self.ipv6_json() {
+            pool["ipv6"] = ipv6;
+        }
+        if self.static_allocations.is_empty() {
+            pool["nodes"] = json!(indices
+                .iter()
+                .map(|(n, i)| (n.clone(), *i))
+                .collect::<BTreeMap<_, _>>());
+        } else {
+            pool["staticAllocations"] = json!(self
+                .static_allocations
+                .iter()
+                .map(|a| json!({"nodeName": a.node_name, "prefix": a.prefix, "gateway": a.gateway}))
+                .collect::<Vec<_>>());
+        }
+        pool
+    }
+
+    /// The rail, or one network per plane: `<name>-p<k>` with the k-th
+    /// equal part of `cidr`, resource `<resourceName>-p<k>`, rail-major.
+    /// A rail of one plane, as it is.
+    fn one_plane(self) -> Result<Rail> {
+        if matches!(self.pf, Some(Pf::PerPlane(_))) {
+            return Err(PlanError(format!(
+                "rail {}: pf lists one PF per plane, but the rail has no planes: name its one PF",
+                self.name
+            )));
+        }
+        Ok(Rail {
+            planes: None,
+            ..self
+        })
+    }
+
+    /// Each plane's PF: `pf` lists one per plane, in plane order.
+    fn plane_pfs(&self, n: u8) -> Result<Vec<Option<Pf>>> {
+        match &self.pf {
+            None => Ok(vec![None; usize::from(n)]),
+            Some(Pf::PerPlane(list)) if list.len() == usize::from(n) => {
+                Ok(list.iter().map(|p| Some(Pf::One(p.clone()))).collect())
+            }
+            Some(_) => Err(PlanError(format!(
+                "rail {}: pf must list one PF per plane ({n}), in plane order",
+                self.name
+            ))),
+        }
+    }
+
+    fn into_planes(self) -> Result<Vec<Rail>> {
+        let n = match self.planes {
+            None | Some(1) => return self.one_plane().map(|rail| vec![rail]),
+            Some(n @ (2 | 4)) => n,
+            Some(other) => {
+                return Err(PlanError(format!(
+                    "rail {}: planes {other} must be 1, 2 or 4",
+                    self.name
+                )))
+            }
+        };
+        if !self.static_allocations.is_empty() {
+            return Err(PlanError(format!(
+                "rail {}: planes cannot be combined with staticAllocations; list each plane as a rail of its own",
+                self.name
+            )));
+        }
+        let pfs = self.plane_pfs(n)?;
+        let bits = n.trailing_zeros() as u8;
+        let parts: Vec<IpNet> = self
+            .cidr
+            .subnets(self.cidr.prefix_len() + bits)
+            .map_err(|_| {
+                PlanError(format!(
+                    "rail {}: cidr {} is too small for {n} planes",
+                    self.name, self.cidr
+                ))
+            })?
+            .collect();
+        Ok(parts
+            .into_iter()
+            .enumerate()
+            .map(|(k, cidr)| Rail {
+                name: format!("{}-p{k}", self.name),
+                cidr,
+                cidr6: self
+                    .cidr6
+                    .and_then(|c6| c6.subnets(c6.prefix_len() + bits).ok()?.nth(k)),
+                // A plane's own part is what its gateway reaches by default.
+                routes: if self.routes.is_empty() {
+                    vec![cidr]
+                } else {
+                    self.routes.clone()
+                },
+                resource_name: self.resource_name.as_ref().map(|r| format!("{r}-p{k}")),
+                planes: None,
+                pf: pfs[k].clone(),
+                ..self.clone()
+            })
+            .collect())
+    }
+
+    /// The IPAM's `ipv6` object of a dual-stack rail: /127s of `cidr6`.
+    pub fn ipv6_json(&self) -> Option<serde_json::Value> {
+        let cidr6 = self.cidr6?;
+        Some(
+            json!({"cidr": cidr6, "perNodePrefix": 127, "gatewayIndex": 1, "routes": [{"dst": cidr6}]}),
+        )
+    }
+
+    pub fn route_dsts(&self) -> Vec<IpNet> {
+        if self.routes.is_empty() {
+            vec![self.cidr]
+        } else {
+            self.routes.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Result<Resolved> {
+        Plan::parse(text)?.resolve()
+    }
+
+    #[test]
+    fn one_slash_31_per_node_per_rail_with_the_switch_port_as_gateway() {
+        let r = plan(
+            "rails:\n  - {name: rail1, cidr: 172.16.0.0/15}\n  - {name: rail2, cidr: 172.18.0.0/15}\nnodes: [gpu-0, gpu-1]\n",
+        )
+        .unwrap();
+        let a = |node: &str, rail: &str| {
+            r.allocations
+                .iter()
+                .find(|a| a.node == node && a.rail == rail)
+                .map(|a| {
+                    (
+                        a.prefix.to_string(),
+                        a.host.unwrap().to_string(),
+                        a.gateway.unwrap().to_string(),
+                    )
+                })
+                .unwrap()
+        };
+        assert_eq!(
+            a("gpu-0", "rail1"),
+            (
+                "172.16.0.0/31".into(),
+                "172.16.0.0".into(),
+                "172.16.0.1".into()
+            )
+        );
+        assert_eq!(
+            a("gpu-1", "rail2"),
+            (
+                "172.18.0.2/31".into(),
+                "172.18.0.2".into(),
+                "172.18.0.3".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_node_map_keeps_prefixes_when_nodes_leave() {
+        let r = plan(
+            r#"{"rails": [{"name": "rail1", "cidr": "172.16.0.0/15"}], "nodes": {"gpu-2": 2}}"#,
+        )
+        .unwrap();
+        assert_eq!(r.allocations[0].prefix.to_string(), "172.16.0.4/31");
+    }
+
+    #[test]
+    fn overlapping_rails_duplicate_nodes_and_misfits_are_refused() {
+        for (text, words) in [
+            ("rails: [{name: a, cidr: 172.16.0.0/15}, {name: b, cidr: 172.17.0.0/16}]\nnodes: [n]", "overlaps"),
+            ("rails: [{name: a, cidr: 172.16.0.0/15}]\nnodes: [n, n]", "listed twice"),
+            ("rails: [{name: a, cidr: 172.16.0.0/30}]\nnodes: [n0, n1, n2]", "holds 2"),
+            ("rails: [{name: A_1, cidr: 172.16.0.0/15}]\nnodes: [n]", "Kubernetes name"),
+            ("rails: [{name: a, cidr: 172.16.0.0/15, bogus: 1}]\nnodes: [n]", "bogus"),
+            ("rails: []\nnodes: [n]", "no rails"),
+        ] {
+            let e = plan(text).err().unwrap_or_else(|| panic!("{text} was accepted"));
+            assert!(e.0.contains(words), "{text}: {e}");
+        }
+    }
+}

@@ -1,7 +1,0 @@
-//! railcnictl: every command a person or the DaemonSet runs on a node
-//! (status, inspect, gc, ipam repair, nccl-env, plan, probe, metrics, agent,
-//! install). The plugin itself is `railcni`.
-
-fn main() {
-    railcni::cli::main();
-}
