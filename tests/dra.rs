@@ -52,7 +52,7 @@ impl DriverContainer {
         std::fs::create_dir_all(&self.keep).unwrap();
         let script = format!(
             "set -e
-             mount --bind /run/netns {keep}
+             mount --rbind /run/netns {keep}
              mount -t tmpfs dra-run /run && mkdir /run/netns && mount --move {keep} /run/netns
              mount -t tmpfs dra-etc /etc
              mount -t tmpfs dra-log /var/log

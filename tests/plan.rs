@@ -10,7 +10,7 @@ use std::process::Command;
 
 use common::fabric::Fabric;
 use common::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn plan(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(ctl())
@@ -222,8 +222,18 @@ fn a_two_plane_rail_attaches_one_vf_per_plane() {
         docs[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
         "nvidia.com/rail1-p1"
     );
-    let pod = ok(&[p, "--emit", "pod"]);
-    assert!(pod.contains("rail1-p0,rail1-p1"), "{pod}");
+    let pod: Value =
+        serde_yaml_ng::from_str(ok(&[p, "--emit", "pod"]).trim_start_matches("---\n")).unwrap();
+    let networks: Value = serde_json::from_str(
+        pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        networks,
+        json!([{"name": "rail1-p0", "interface": "net1"}, {"name": "rail1-p1", "interface": "net2"}])
+    );
     let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
     for (node, pod) in &pods {
         let node_file = fabric.dir.path().join(format!("{node}.json"));
