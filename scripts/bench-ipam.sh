@@ -8,7 +8,9 @@
 # railcni-ipam binary (one process per CNI call, as a runtime runs it) from 1
 # and 32 concurrent callers; then the lease file size with 256 leases; then
 # the per-call cost of loading and validating a pool of 4,096 and 16,384
-# static allocations (median of 31 calls; target: <= 5 ms at 16,384).
+# static allocations (median of 31 calls; target: <= 5 ms at 16,384); then
+# allocate+release on a /31, an IPv6 /127, /120 and /64 side by side
+# (interleaved, medians; target: the /64 within 1.5x of the /31).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-2000}
@@ -47,3 +49,5 @@ echo "lease file:                 $($bench fill "$work/e" 256)"
 for n in 4096 16384; do
   echo "pool of $n static allocations: $($bench load "$work/f" "$n")"
 done
+echo "allocate+release by per-node prefix (2,000 interleaved rounds):"
+$bench prefixes "$work/g" 2000

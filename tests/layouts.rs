@@ -400,3 +400,71 @@ fn a_dual_stack_rail_carries_both_families_from_the_moment_add_returns() {
         "one lease held both addresses, and it is gone"
     );
 }
+
+/// NVIDIA's reference layout: a /64 per node per rail, host ::1, leaf ::2.
+fn slash64_conf(f: &Fabric, node: &str, dual: bool) -> Value {
+    let mut c = f.conf(node, 1);
+    c["ipam"] = if dual {
+        json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15", "routes": [{"dst": "172.16.0.0/12"}],
+               "ipv6": {"cidr": "fd02:1::/40", "perNodePrefix": 64, "routes": [{"dst": "fd02::/16"}]},
+               "nodes": {"gpu-0": 0, "gpu-1": 1}})
+    } else {
+        json!({"type": "railcni-ipam", "cidr": "fd02:1::/40", "perNodePrefix": 64,
+               "nodes": {"gpu-0": 0, "gpu-1": 1}, "routes": [{"dst": "fd02::/16"}]})
+    };
+    c
+}
+
+#[test]
+fn an_ipv6_slash_64_rail_host_1_leaf_2_pings_across_the_leaf_and_detaches_clean() {
+    for dual in [false, true] {
+        let f = Fabric::up_with(1);
+        leaf_ipv6(&f, 1, ["fd02:1::2/64", "fd02:1:0:1::2/64"]);
+        let (pa, pb) = (f.pod("pa"), f.pod("pb"));
+        let a = f
+            .cni_with("ADD", "gpu-0", &pa, 1, &slash64_conf(&f, "gpu-0", dual))
+            .ok();
+        let b = f
+            .cni_with("ADD", "gpu-1", &pb, 1, &slash64_conf(&f, "gpu-1", dual))
+            .ok();
+        let v6 = |r: &Value| {
+            (r["ips"].as_array().unwrap().iter())
+                .find(|ip| ip["address"].as_str().unwrap().contains(':'))
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(v6(&a)["address"], "fd02:1::1/64", "{a:#}");
+        assert_eq!(v6(&a)["gateway"], "fd02:1::2");
+        assert_eq!(v6(&b)["address"], "fd02:1:0:1::1/64");
+        assert_eq!(a["ips"].as_array().unwrap().len(), if dual { 2 } else { 1 });
+        assert!(
+            sh_ok(&format!(
+                "ip netns exec {pa} ping -6 -c 1 -W 2 -M do -s 8952 -I fd02:1::1 fd02:1:0:1::1"
+            )),
+            "A -> B over the /64s across the leaf, jumbo, don't fragment (dual {dual})"
+        );
+        if dual {
+            assert!(sh_ok(&format!(
+                "ip netns exec {pa} ping -c 1 -W 2 -M do -s 8972 -I 172.16.0.0 172.16.0.2"
+            )));
+        }
+        let rules = out(&format!("ip -n {pa} -6 rule"));
+        assert!(rules.contains("from fd02:1::1 lookup 1001"), "{rules}");
+        let table = out(&format!("ip -n {pa} -6 route show table 1001"));
+        assert!(table.contains("fd02::/16 via fd02:1::2"), "{table}");
+        f.cni_with(
+            "CHECK",
+            "gpu-0",
+            &pa,
+            1,
+            &with_prev(&slash64_conf(&f, "gpu-0", dual), &a),
+        )
+        .ok();
+        f.cni_with("DEL", "gpu-0", &pa, 1, &slash64_conf(&f, "gpu-0", dual))
+            .ok();
+        f.cni_with("DEL", "gpu-1", &pb, 1, &slash64_conf(&f, "gpu-1", dual))
+            .ok();
+        assert!(!out(&format!("ip -n {pa} -6 rule")).contains("fd02:1"));
+        assert!(link_in(&pa, "net1").is_none() && !f.record("gpu-0", 1).exists());
+    }
+}

@@ -4,6 +4,7 @@
 //!   ipam-bench fill  <state-dir> <count>               write <count> realistic leases, print the file size
 //!   ipam-bench load  <state-dir> <count>               per-call cost of a pool of <count> static allocations
 //!   ipam-bench typed <config-file> <count>             p50 ns of serde_json's typed parse of a config, <count> times
+//!   ipam-bench prefixes <state-dir> <rounds>           allocate+release on a /31, IPv6 /127, /120 and /64, interleaved
 
 use std::time::Instant;
 
@@ -83,6 +84,7 @@ fn main() {
                 count as f64 / secs
             );
         }
+        "prefixes" => prefixes(&dir, count),
         "load" => {
             let allocations: Vec<_> = (0..count)
                 .map(|i| {
@@ -111,7 +113,7 @@ fn main() {
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
                 load.push(t.elapsed());
-                assert_eq!(n.usable.len(), 1);
+                assert_eq!(n.usable.count(), 1);
             }
             parse.sort();
             load.sort();
@@ -167,5 +169,84 @@ fn main() {
             eprintln!("{usage}");
             std::process::exit(2);
         }
+    }
+}
+
+/// One allocate+release pair per pool per round, the pools taking turns
+/// (so a noisy moment hits each alike): a /31 and an IPv6 /127 (one
+/// address each), an IPv6 /120 (the largest before /64 was allowed) and an
+/// IPv6 /64, the last two with 3 live leases.
+/// Prints each pool's median pair in microseconds and its ratio to the /31.
+fn prefixes(dir: &std::path::Path, rounds: usize) {
+    let settings = cni::Settings {
+        state_dir: dir.to_path_buf(),
+        node_name: Some("gpu-0".into()),
+        node_config: dir.join("none.json"),
+        ..cni::Settings::default()
+    };
+    let pools = [
+        (
+            "/31",
+            json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]}),
+            0,
+        ),
+        (
+            "/127",
+            json!({"cidr": "fd00:16::/48", "perNodePrefix": 127, "nodes": ["gpu-0"]}),
+            0,
+        ),
+        (
+            "/120",
+            json!({"cidr": "fd00:17::/48", "perNodePrefix": 120, "nodes": ["gpu-0"]}),
+            3,
+        ),
+        (
+            "/64",
+            json!({"cidr": "fd02:1::/40", "perNodePrefix": 64, "nodes": ["gpu-0"]}),
+            3,
+        ),
+    ];
+    let holder = |id: String| Holder {
+        container_id: id,
+        ifname: "net1".into(),
+        ..Holder::default()
+    };
+    let loaded: Vec<(&str, Ipam)> = (pools.iter())
+        .map(|(name, conf, live)| {
+            let ipam = Ipam::load(
+                &format!("bench{}", name.trim_start_matches('/')),
+                conf,
+                &settings,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            for i in 0..*live {
+                ipam.allocate(&holder(format!("live-{i}")), &[])
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+            (*name, ipam)
+        })
+        .collect();
+    let mut took = vec![Vec::new(); loaded.len()];
+    for round in 0..rounds {
+        for (k, (_, ipam)) in loaded.iter().enumerate() {
+            let h = holder(format!("r{round}"));
+            let t = Instant::now();
+            ipam.allocate(&h, &[]).unwrap_or_else(|e| panic!("{e}"));
+            ipam.release(&h.container_id, "net1")
+                .unwrap_or_else(|e| panic!("{e}"));
+            took[k].push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let floor = median(&mut took[0].clone());
+    for ((name, _), t) in loaded.iter().zip(&mut took) {
+        let m = median(t);
+        println!(
+            "{name:>5}: {m:.1} us per allocate+release (x{:.2} of the /31)",
+            m / floor
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Leasing addresses: a network's pool on this node loaded, then allocate,
 //! release, check and gc against its lease file, as the CNI verbs need.
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -396,7 +397,9 @@ impl Ipam {
 
 /// Round-robin from the last allocation, as host-local does, so a freed
 /// address is reused last (peers' neighbour caches may still point at it).
-/// `held` is the lease's address on this pool's side.
+/// `held` is the lease's address on this pool's side. Every address looked
+/// at that is not free is a lease, so a pass looks at no more than twice
+/// the leases: a /64 with a few leases costs what a /31 does.
 fn next_free_in(
     pool: &NodePool,
     last: Option<IpAddr>,
@@ -404,13 +407,17 @@ fn next_free_in(
     held: impl Fn(&Lease) -> Option<IpAddr>,
 ) -> Result<IpAddr, IpamError> {
     let usable = &pool.usable;
-    let start = last
-        .and_then(|last| usable.iter().position(|ip| *ip == last))
-        .map_or(0, |i| i + 1);
-    let taken = |ip: &IpAddr| data.leases.iter().any(|l| held(l) == Some(*ip));
-    let free = (0..usable.len())
-        .map(|k| usable[(start + k) % usable.len()])
-        .find(|ip| !taken(ip));
+    let taken: HashSet<IpAddr> = (data.leases.iter())
+        .filter_map(&held)
+        .filter(|ip| usable.contains(ip))
+        .collect();
+    let after_last = last
+        .filter(|l| pool.contains(l))
+        .and_then(|l| usable.from(l).find(|ip| *ip != l));
+    let free = (after_last.into_iter().flat_map(|s| usable.from(s)))
+        .chain(usable.iter())
+        .take(2 * taken.len() + 2)
+        .find(|ip| !taken.contains(ip));
     free.ok_or_else(|| {
         let holders: Vec<String> = data
             .leases
@@ -424,7 +431,7 @@ fn next_free_in(
             pool.node,
             pool.prefix,
             holders.len(),
-            usable.len(),
+            usable.count(),
             holders.join(", ")
         ))
     })
@@ -436,7 +443,7 @@ fn pool_info(pool: &NodePool) -> PoolInfo {
         node: pool.node.clone(),
         prefix: pool.prefix,
         gateway: pool.gateway,
-        capacity: pool.usable.len(),
+        capacity: usize::try_from(pool.usable.count()).unwrap_or(usize::MAX),
         source: match &pool.source {
             pool::Source::Pf(name) => Some(format!("pf {name}")),
             _ => None,
@@ -755,6 +762,133 @@ mod tests {
         assert_eq!(views.len(), 1);
         assert_eq!(views[0].network, "rail1");
         assert_eq!(views[0].leases.as_ref().unwrap().leases.len(), 2);
+    }
+
+    #[test]
+    fn an_ipv6_slash_64_per_node_leases_host_1_with_the_leaf_at_2() {
+        let t = tempfile::tempdir().unwrap();
+        // NVIDIA's reference layout: a /40 per rail, a /64 per node.
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "fd02:1:100::/40", "perNodePrefix": 64, "nodes": {"gpu-7": 7, "gpu-0": 0},
+                   "routes": [{"dst": "fd02::/16"}]}),
+        );
+        let a = i.allocate(&holder("a"), &[]).unwrap();
+        assert_eq!(a.ips[0].address.to_string(), "fd02:1:100::1/64");
+        assert_eq!(a.ips[0].gateway, Some("fd02:1:100::2".parse().unwrap()));
+        let got = |c: &str| {
+            i.allocate(&holder(c), &[]).unwrap().ips[0]
+                .address
+                .addr()
+                .to_string()
+        };
+        // First free after ::1, stepping over the gateway.
+        assert_eq!(got("b"), "fd02:1:100::3");
+        assert_eq!(got("c"), "fd02:1:100::4");
+        // Released, then reused last (round-robin), never the gateway.
+        i.release("a", "net1").unwrap();
+        assert_eq!(got("d"), "fd02:1:100::5");
+        // The pool's size is counted, not listed: 2^64 less ::0 and ::2.
+        assert_eq!(
+            pool_info(&i.pool).capacity,
+            usize::try_from((1u128 << 64) - 2).unwrap()
+        );
+        // A requested address far into the /64, and the gateway refused.
+        let far: IpAddr = "fd02:1:100:0:ffff:ffff:ffff:fffe".parse().unwrap();
+        assert_eq!(
+            i.allocate(&holder("e"), &[far]).unwrap().ips[0]
+                .address
+                .addr(),
+            far
+        );
+        assert_eq!(
+            i.allocate(&holder("f"), &["fd02:1:100::2".parse().unwrap()])
+                .unwrap_err()
+                .code(),
+            112
+        );
+        // The next one after the far lease wraps to the start's free ::1.
+        assert_eq!(got("g"), "fd02:1:100:0:ffff:ffff:ffff:ffff");
+        assert_eq!(got("h"), "fd02:1:100::1");
+    }
+
+    #[test]
+    fn a_slash_64_beside_a_slash_127_and_a_slash_31() {
+        let t = tempfile::tempdir().unwrap();
+        let leased = |network: &str, conf: serde_json::Value| {
+            let settings = Settings {
+                state_dir: t.path().to_path_buf(),
+                node_name: Some("gpu-0".into()),
+                node_config: t.path().join("none.json"),
+                ..Settings::default()
+            };
+            let i = Ipam::load(network, &conf, &settings).unwrap();
+            let a = i.allocate(&holder("c1"), &[]).unwrap();
+            (
+                a.ips
+                    .iter()
+                    .map(|ip| format!("{} via {:?}", ip.address, ip.gateway))
+                    .collect::<Vec<_>>(),
+                i,
+            )
+        };
+        let (v64, i64) = leased(
+            "rail64",
+            json!({"cidr": "fd02:1::/40", "perNodePrefix": 64, "nodes": ["gpu-0"]}),
+        );
+        let (v127, _) = leased(
+            "rail127",
+            json!({"cidr": "fd00:16::/48", "perNodePrefix": 127, "nodes": ["gpu-0"]}),
+        );
+        let (v31, _) = leased(
+            "rail31",
+            json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]}),
+        );
+        assert_eq!(v64, ["fd02:1::1/64 via Some(fd02:1::2)"]);
+        assert_eq!(v127, ["fd00:16::/127 via Some(fd00:16::1)"]);
+        assert_eq!(v31, ["172.16.0.0/31 via Some(172.16.0.1)"]);
+        // Dual stack: an IPv4 /31 and an IPv6 /64 in one lease.
+        let (dual, _) = leased(
+            "dual",
+            json!({"cidr": "172.18.0.0/15", "nodes": ["gpu-0"],
+                   "ipv6": {"cidr": "fd02:2::/40", "perNodePrefix": 64}}),
+        );
+        assert_eq!(
+            dual,
+            [
+                "172.18.0.0/31 via Some(172.18.0.1)",
+                "fd02:2::1/64 via Some(fd02:2::2)"
+            ]
+        );
+        // Shorter than a /64 is refused, by name.
+        let e = Ipam::load(
+            "too-big",
+            &json!({"cidr": "fd02:1::/40", "perNodePrefix": 63, "nodes": ["gpu-0"]}),
+            &Settings {
+                node_name: Some("gpu-0".into()),
+                ..Settings::default()
+            },
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("64..128"), "{e}");
+        drop(i64);
+    }
+
+    #[test]
+    fn a_full_lease_file_of_a_small_ipv6_prefix_is_exhausted_not_walked() {
+        let t = tempfile::tempdir().unwrap();
+        let i = ipam(
+            t.path(),
+            json!({"cidr": "fd02:1::/40", "perNodePrefix": 126, "nodes": ["gpu-0"]}),
+        );
+        // A /126: ::0 reserved, ::1 gateway, ::2 and ::3 leasable.
+        for c in ["a", "b"] {
+            i.allocate(&holder(c), &[]).unwrap();
+        }
+        let e = i.allocate(&holder("c"), &[]).unwrap_err();
+        assert_eq!(e.code(), 110, "{e}");
+        assert!(e.to_string().contains("2 of 2"), "{e}");
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub struct NodePool {
     pub gateway: Option<IpAddr>,
     pub source: Source,
     /// Addresses that may be leased, in allocation order.
-    pub usable: Vec<IpAddr>,
+    pub usable: Usable,
 }
 
 impl NodePool {
@@ -116,10 +116,14 @@ impl NodePool {
             ));
         }
         let gateway = gateway_at(prefix, pool.gateway_index, network)?;
-        let usable = usable_addresses(prefix, gateway, pool)
-            .into_iter()
-            .filter(|ip| !master.holds(ip))
-            .collect();
+        let mut usable = usable_addresses(prefix, gateway, pool);
+        usable.skip.extend(
+            master
+                .addresses
+                .iter()
+                .map(IpNet::addr)
+                .filter(|ip| prefix.contains(ip)),
+        );
         Ok(NodePool {
             network: network.to_string(),
             node: node.to_string(),
@@ -188,22 +192,116 @@ fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>
 ///
 /// On a shared subnet the node's slice is not a subnet of its own: all of
 /// it is usable but the shared subnet's own reserved addresses.
-fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -> Vec<IpAddr> {
+fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -> Usable {
     let subnet = match (pool.shared_gateway, pool.cidr) {
         (Some(_), Some(cidr)) => cidr,
         _ => prefix,
     };
-    let reserved = reserved(subnet);
-    addresses(&prefix)
-        .filter(|ip| !reserved.contains(&Some(*ip)))
-        .filter(|ip| Some(*ip) != gateway)
-        .filter(|ip| {
-            !pool
-                .exclusions
-                .iter()
-                .any(|e| e.start <= *ip && *ip <= e.end)
+    let skip = (reserved(subnet).into_iter().chain([gateway]).flatten())
+        .filter(|ip| prefix.contains(ip))
+        .collect();
+    Usable::new(prefix, skip, &pool.exclusions)
+}
+
+/// The addresses of a node's prefix that may be leased, in allocation
+/// order, without listing them (a /64 holds 2^64): the prefix less a few
+/// addresses (reserved, the gateway, the PF's own) and the exclusion ranges,
+/// which are jumped over, never walked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usable {
+    prefix: IpNet,
+    skip: Vec<IpAddr>,
+    /// Exclusions clipped to the prefix, sorted and merged: (first, last).
+    excluded: Vec<(u128, u128)>,
+}
+
+impl Usable {
+    fn new(prefix: IpNet, skip: Vec<IpAddr>, exclusions: &[crate::config::Exclusion]) -> Self {
+        let (lo, hi) = (number(prefix.network()), number(prefix.broadcast()));
+        let mut ranges: Vec<(u128, u128)> = (exclusions.iter())
+            .filter(|e| e.start.is_ipv4() == prefix.addr().is_ipv4())
+            .map(|e| (number(e.start).max(lo), number(e.end).min(hi)))
+            .filter(|(a, b)| a <= b)
+            .collect();
+        ranges.sort_unstable();
+        let mut excluded: Vec<(u128, u128)> = Vec::new();
+        for (a, b) in ranges {
+            match excluded.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => excluded.push((a, b)),
+            }
+        }
+        Usable {
+            prefix,
+            skip,
+            excluded,
+        }
+    }
+
+    pub fn contains(&self, ip: &IpAddr) -> bool {
+        self.prefix.contains(ip)
+            && !self.skip.contains(ip)
+            && self.exclusion_at(number(*ip)).is_none()
+    }
+
+    /// The last address of the exclusion holding `n`, if one does.
+    fn exclusion_at(&self, n: u128) -> Option<u128> {
+        self.excluded
+            .iter()
+            .find(|(a, b)| *a <= n && n <= *b)
+            .map(|r| r.1)
+    }
+
+    /// The usable addresses from `from` (inclusive) to the prefix's end.
+    pub fn from(&self, from: IpAddr) -> impl Iterator<Item = IpAddr> + '_ {
+        let end = number(self.prefix.broadcast());
+        let mut next = self.prefix.contains(&from).then(|| number(from));
+        std::iter::from_fn(move || loop {
+            let n = next.filter(|n| *n <= end)?;
+            if let Some(last) = self.exclusion_at(n) {
+                next = last.checked_add(1);
+                continue;
+            }
+            next = n.checked_add(1);
+            let ip = address(self.prefix, n);
+            if !self.skip.contains(&ip) {
+                return Some(ip);
+            }
         })
-        .collect()
+    }
+
+    /// Every usable address, in allocation order.
+    pub fn iter(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.from(self.prefix.network())
+    }
+
+    /// How many there are, counted, not listed.
+    pub fn count(&self) -> u128 {
+        let size = 1u128 << host_bits(&self.prefix);
+        let excluded: u128 = self.excluded.iter().map(|(a, b)| b - a + 1).sum();
+        let mut skipped: Vec<&IpAddr> = (self.skip.iter())
+            .filter(|ip| self.prefix.contains(*ip) && self.exclusion_at(number(**ip)).is_none())
+            .collect();
+        skipped.sort_unstable();
+        skipped.dedup();
+        size - excluded - skipped.len() as u128
+    }
+}
+
+/// An address as a number, for arithmetic within its family.
+fn number(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+/// The address numbered `n` in `prefix`'s family (`n` lies in the prefix).
+fn address(prefix: IpNet, n: u128) -> IpAddr {
+    match prefix {
+        IpNet::V4(_) => IpAddr::from(std::net::Ipv4Addr::from(n as u32)),
+        IpNet::V6(_) => IpAddr::from(std::net::Ipv6Addr::from(n)),
+    }
 }
 
 /// The addresses of `subnet` never handed out: IPv4's network and broadcast
@@ -227,6 +325,10 @@ mod tests {
         PoolConfig::parse(&v).unwrap()
     }
 
+    fn all(u: &Usable) -> Vec<IpAddr> {
+        u.iter().collect()
+    }
+
     fn ips(v: &[IpAddr]) -> Vec<String> {
         v.iter().map(ToString::to_string).collect()
     }
@@ -239,14 +341,14 @@ mod tests {
         let a = NodePool::resolve("rail1", "gpu-0", &p, &NodeFile::default()).unwrap();
         assert_eq!(a.gateway, Some("172.16.255.254".parse().unwrap()));
         assert_eq!(
-            a.usable.len(),
+            all(&a.usable).len(),
             31,
             "the /16's network address is never leased"
         );
-        assert_eq!(a.usable[0].to_string(), "172.16.0.1");
+        assert_eq!(all(&a.usable)[0].to_string(), "172.16.0.1");
         let b = NodePool::resolve("rail1", "gpu-1", &p, &NodeFile::default()).unwrap();
         assert_eq!(
-            (b.usable.len(), b.usable[0].to_string()),
+            (all(&b.usable).len(), all(&b.usable)[0].to_string()),
             (32, "172.16.0.32".into()),
             "a whole /27 slice"
         );
@@ -259,7 +361,7 @@ mod tests {
         let last = pool(json!({"cidr": "172.16.0.0/16", "perNodePrefix": 24,
                                "sharedSubnet": {"gateway": "172.16.0.1"}, "nodes": {"gpu-9": 255}}));
         let n = NodePool::resolve("rail1", "gpu-9", &last, &NodeFile::default()).unwrap();
-        assert_eq!(n.usable.last().unwrap().to_string(), "172.16.255.254");
+        assert_eq!(all(&n.usable).last().unwrap().to_string(), "172.16.255.254");
         // A gateway in a node's slice would be leased there.
         let inside = pool(json!({"cidr": "172.16.0.0/16", "perNodePrefix": 27,
                                  "sharedSubnet": {"gateway": "172.16.0.33"}, "nodes": {"gpu-0": 0, "gpu-1": 1}}));
@@ -313,11 +415,11 @@ mod tests {
         assert_eq!(n.prefix.to_string(), "172.16.1.32/27");
         assert_eq!(n.gateway, Some("172.16.1.33".parse().unwrap()));
         assert_eq!(
-            ips(&n.usable[..2]),
+            ips(&all(&n.usable)[..2]),
             ["172.16.1.35", "172.16.1.36"],
             "network, gateway and the PF's .34 skipped"
         );
-        assert_eq!(n.usable.len(), 32 - 4);
+        assert_eq!(all(&n.usable).len(), 32 - 4);
         assert_eq!(n.source, Source::Pf("ens1f0".into()));
         let mut file = NodeFile::default();
         file.networks.insert(
@@ -346,7 +448,7 @@ mod tests {
         let n = NodePool::resolve("rail1", "gpu-1", &p, &NodeFile::default()).unwrap();
         assert_eq!(n.prefix.to_string(), "172.16.0.2/31");
         assert_eq!(n.gateway, Some("172.16.0.3".parse().unwrap()));
-        assert_eq!(ips(&n.usable), ["172.16.0.2"]);
+        assert_eq!(ips(&all(&n.usable)), ["172.16.0.2"]);
         assert_eq!(n.source, Source::NodeIndex(1));
     }
 
@@ -355,7 +457,7 @@ mod tests {
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"], "gatewayIndex": 0}));
         let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
         assert_eq!(
-            (n.gateway.unwrap().to_string(), ips(&n.usable)),
+            (n.gateway.unwrap().to_string(), ips(&all(&n.usable))),
             ("172.16.0.0".into(), vec!["172.16.0.1".into()])
         );
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"], "gatewayIndex": 2}));
@@ -364,18 +466,21 @@ mod tests {
         // /30: network and broadcast are lost, the gateway too: one left.
         let p = pool(json!({"cidr": "10.0.0.0/24", "perNodePrefix": 30, "nodes": ["a"]}));
         let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
-        assert_eq!(ips(&n.usable), ["10.0.0.2"]);
+        assert_eq!(ips(&all(&n.usable)), ["10.0.0.2"]);
         // /32: one address, no derived gateway.
         let p = pool(json!({"cidr": "10.0.0.0/24", "perNodePrefix": 32, "nodes": ["a", "b"]}));
         let n = NodePool::resolve("r", "b", &p, &NodeFile::default()).unwrap();
-        assert_eq!((ips(&n.usable), n.gateway), (vec!["10.0.0.1".into()], None));
+        assert_eq!(
+            (ips(&all(&n.usable)), n.gateway),
+            (vec!["10.0.0.1".into()], None)
+        );
         // /24: 254 hosts minus the gateway.
         let p = pool(json!({"cidr": "10.0.0.0/16", "perNodePrefix": 24, "nodes": ["a"]}));
         assert_eq!(
             NodePool::resolve("r", "a", &p, &NodeFile::default())
                 .unwrap()
                 .usable
-                .len(),
+                .count(),
             253
         );
     }
@@ -387,8 +492,11 @@ mod tests {
                             "exclusions": [{"start": "10.0.0.2", "end": "10.0.0.5"}]}),
         );
         let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
-        assert_eq!(ips(&n.usable)[..3], ["10.0.0.6", "10.0.0.7", "10.0.0.8"]);
-        assert_eq!(n.usable.len(), 14 - 1 - 4);
+        assert_eq!(
+            ips(&all(&n.usable))[..3],
+            ["10.0.0.6", "10.0.0.7", "10.0.0.8"]
+        );
+        assert_eq!(all(&n.usable).len(), 14 - 1 - 4);
     }
 
     #[test]

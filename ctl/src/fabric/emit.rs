@@ -46,7 +46,7 @@ impl Resolved {
         let mut ipam = json!({
             "type": "railcni-ipam",
             "cidr": rail.cidr,
-            "gatewayIndex": rail.gateway_index.unwrap_or(1),
+            "gatewayIndex": rail.gateway_index(),
             "routes": rail.route_dsts().iter().map(|d| json!({"dst": d})).collect::<Vec<_>>(),
         });
         if let Some(p) = rail.per_node_prefix {
@@ -110,11 +110,15 @@ impl Resolved {
             return Err(PlanError(format!("node {node:?} is not in the plan")));
         }
         let mut networks = serde_json::Map::new();
+        let ipv4_rail = |name: &str| {
+            (self.plan.rails.iter()).any(|r| r.name == name && r.cidr.addr().is_ipv4())
+        };
         for a in self.allocations.iter().filter(|a| a.node == node) {
-            // A dual-stack rail's IPv6 prefix sits beside its IPv4 one.
+            // A dual-stack rail's IPv6 prefix sits beside its IPv4 one; an
+            // IPv6-only rail's is its `prefix`.
             let (prefix, gateway) = match a.prefix {
-                IpNet::V6(_) => ("prefix6", "gateway6"),
-                IpNet::V4(_) => ("prefix", "gateway"),
+                IpNet::V6(_) if ipv4_rail(&a.rail) => ("prefix6", "gateway6"),
+                _ => ("prefix", "gateway"),
             };
             let entry = networks.entry(a.rail.clone()).or_insert_with(|| json!({}));
             entry[prefix] = json!(a.prefix);
@@ -242,6 +246,28 @@ impl Resolved {
 #[cfg(test)]
 mod tests {
     use super::super::Plan;
+
+    #[test]
+    fn ipv6_slash_64_rails_host_1_leaf_2() {
+        let plan = "rails:\n\
+            - {name: rail1, cidr: \"fd02:1:100::/40\", perNodePrefix: 64, routes: [\"fd02::/16\"]}\n\
+            - {name: rail2, cidr: 172.18.0.0/15, cidr6: \"fd02:2:100::/40\", perNodePrefix6: 64}\n\
+            nodes: {gpu-0: 0, gpu-1: 1}\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let f = r.node_file("gpu-1").unwrap();
+        assert_eq!(f["networks"]["rail1"]["prefix"], "fd02:1:100:1::/64");
+        assert_eq!(f["networks"]["rail1"]["gateway"], "fd02:1:100:1::2");
+        assert_eq!(f["networks"]["rail2"]["prefix"], "172.18.0.2/31");
+        assert_eq!(f["networks"]["rail2"]["prefix6"], "fd02:2:100:1::/64");
+        assert_eq!(f["networks"]["rail2"]["gateway6"], "fd02:2:100:1::2");
+        let csv = r.csv();
+        assert!(
+            csv.contains("gpu-1,rail1,fd02:1:100:1::1,fd02:1:100:1::2,fd02:1:100:1::/64\n"),
+            "{csv}"
+        );
+        let nads = r.nads().unwrap();
+        assert!(nads.contains(r#""gatewayIndex":2"#), "{nads}");
+    }
 
     fn resolved() -> super::Resolved {
         Plan::parse(

@@ -60,9 +60,14 @@ pub struct Rail {
     /// Explicit allocations (node → prefix, gateway), e.g. from a CIDRPool.
     #[serde(default)]
     pub static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
-    /// A dual-stack rail's IPv6 CIDR: each node gets a /127 of it too.
+    /// A dual-stack rail's IPv6 CIDR: each node gets a prefix of it too
+    /// (`perNodePrefix6`, a /127 by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cidr6: Option<IpNet>,
+    /// The per-node IPv6 prefix of a dual-stack rail: /64 (host `::1`, leaf
+    /// `::2`, the reference layout) to /128.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_node_prefix6: Option<u8>,
     /// One subnet (`cidr`) shared by every node, with this gateway: each
     /// node still leases from its own `perNodePrefix` slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,6 +104,14 @@ pub enum Pf {
 #[serde(deny_unknown_fields)]
 pub struct SharedSubnet {
     pub gateway: std::net::IpAddr,
+}
+
+/// The IPAM's default gateway index for a per-node prefix of `cidr`'s family.
+fn gateway_index_of(cidr: IpNet, per_node_prefix: u8) -> u32 {
+    match cidr {
+        IpNet::V6(_) if per_node_prefix <= 64 => 2,
+        _ => 1,
+    }
 }
 
 /// Node names in order (index = position) or an explicit name → index map.
@@ -293,7 +306,7 @@ impl Rail {
                     rail: self.name.clone(),
                     prefix: p.prefix,
                     gateway: p.gateway,
-                    host: p.usable.first().copied(),
+                    host: p.usable.iter().next(),
                 })),
                 // Imported pools need not cover every node on every rail.
                 Err(_) if !self.static_allocations.is_empty() => {}
@@ -305,7 +318,7 @@ impl Rail {
 
     /// The IPAM pool this rail is, for the IPAM's own arithmetic and checks.
     fn pool_json(&self, indices: &[(String, usize)]) -> serde_json::Value {
-        let mut pool = json!({"cidr": self.cidr, "gatewayIndex": self.gateway_index.unwrap_or(1)});
+        let mut pool = json!({"cidr": self.cidr, "gatewayIndex": self.gateway_index()});
         if let Some(p) = self.per_node_prefix {
             pool["perNodePrefix"] = json!(p);
         }
@@ -412,12 +425,27 @@ impl Rail {
             .collect())
     }
 
-    /// The IPAM's `ipv6` object of a dual-stack rail: /127s of `cidr6`.
+    /// The IPAM's `ipv6` object of a dual-stack rail: prefixes of `cidr6`.
     pub fn ipv6_json(&self) -> Option<serde_json::Value> {
         let cidr6 = self.cidr6?;
+        let prefix = self.per_node_prefix6.unwrap_or(127);
         Some(
-            json!({"cidr": cidr6, "perNodePrefix": 127, "gatewayIndex": 1, "routes": [{"dst": cidr6}]}),
+            json!({"cidr": cidr6, "perNodePrefix": prefix, "gatewayIndex": gateway_index_of(cidr6, prefix),
+                    "routes": [{"dst": cidr6}]}),
         )
+    }
+
+    /// The gateway's index in each node's prefix: as given, else the odd
+    /// address of a /31 (the first host of a larger IPv4 prefix) and `::2`
+    /// of an IPv6 /64, so the host is `::1`.
+    pub fn gateway_index(&self) -> u32 {
+        (self.gateway_index).unwrap_or_else(|| {
+            gateway_index_of(
+                self.cidr,
+                self.per_node_prefix
+                    .unwrap_or(self.cidr.max_prefix_len() - 1),
+            )
+        })
     }
 
     pub fn route_dsts(&self) -> Vec<IpNet> {

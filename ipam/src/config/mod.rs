@@ -124,7 +124,8 @@ pub struct PoolConfig {
 }
 
 /// `perNodePrefix`, checked: within the family (the cidr's, else what the
-/// length implies), at most 256 addresses a node, no larger than the cidr.
+/// length implies), at most 256 addresses a node on IPv4 and a /64 on IPv6,
+/// no larger than the cidr.
 fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamError> {
     let max_len = match (cidr, asked) {
         (Some(IpNet::V6(_)), _) => 128,
@@ -132,12 +133,13 @@ fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamErr
         _ => 32,
     };
     let per_node_prefix = asked.unwrap_or(max_len - 1);
-    if per_node_prefix > max_len || per_node_prefix < max_len - MAX_HOST_BITS {
+    let shortest = max_len - max_host_bits(max_len == 128);
+    if per_node_prefix > max_len || per_node_prefix < shortest {
         return Err(config_err(
             "perNodePrefix",
             format!(
-                "{per_node_prefix} must be {}..{max_len} (up to 256 addresses per node)",
-                max_len - MAX_HOST_BITS
+                "{per_node_prefix} must be {shortest}..{max_len} ({})",
+                PER_NODE_LIMITS
             ),
         ));
     }
@@ -191,8 +193,28 @@ fn shared_gateway(
     Ok(Some(gw))
 }
 
-/// Largest per-node prefix: 8 host bits (256 addresses) per node per rail.
-const MAX_HOST_BITS: u8 = 8;
+/// Largest per-node prefix: 8 host bits (256 addresses) per node per rail
+/// on IPv4; a /64 on IPv6 (the host-leaf link of NVIDIA's reference
+/// layout). Leasing never walks a prefix, so its size costs nothing.
+fn max_host_bits(ipv6: bool) -> u8 {
+    if ipv6 {
+        64
+    } else {
+        8
+    }
+}
+
+const PER_NODE_LIMITS: &str = "a node's prefix is IPv4 /24../32 or IPv6 /64../128";
+
+/// `gatewayIndex` when the config gives none: the odd address of an IPv4
+/// /31 (or the first host), and on an IPv6 /64 `::2`, the leaf, so the
+/// host is `::1` as the reference layout has it.
+fn default_gateway_index(cidr: Option<IpNet>, per_node_prefix: u8) -> u32 {
+    match cidr {
+        Some(IpNet::V6(_)) if per_node_prefix <= 64 => 2,
+        _ => 1,
+    }
+}
 
 impl PoolConfig {
     pub fn parse(v: &Value) -> Result<Self, IpamError> {
@@ -215,7 +237,8 @@ impl PoolConfig {
             cidr,
             per_node_prefix,
             family_fixed: cidr.is_some() || raw.per_node_prefix.is_some(),
-            gateway_index: raw.gateway_index.unwrap_or(1),
+            gateway_index: (raw.gateway_index)
+                .unwrap_or_else(|| default_gateway_index(cidr, per_node_prefix)),
             static_allocations: raw.static_allocations,
             nodes: match raw.nodes {
                 Nodes::List(names) => names.into_iter().enumerate().map(|(i, n)| (n, i)).collect(),
@@ -260,10 +283,10 @@ impl PoolConfig {
             ));
         }
         let per_node_prefix = raw.per_node_prefix.unwrap_or(127);
-        if !(120..=128).contains(&per_node_prefix) {
+        if !(128 - max_host_bits(true)..=128).contains(&per_node_prefix) {
             return Err(config_err(
                 "ipv6.perNodePrefix",
-                format!("{per_node_prefix} must be 120..128"),
+                format!("{per_node_prefix} must be 64..128"),
             ));
         }
         let static_allocations = self
@@ -283,7 +306,8 @@ impl PoolConfig {
             cidr,
             per_node_prefix,
             family_fixed: true,
-            gateway_index: raw.gateway_index.unwrap_or(1),
+            gateway_index: (raw.gateway_index)
+                .unwrap_or_else(|| default_gateway_index(cidr, per_node_prefix)),
             static_allocations,
             nodes: self.nodes.clone(),
             exclusions: raw.exclusions,
@@ -406,20 +430,32 @@ impl PoolConfig {
         Ok(())
     }
 
-    /// Prefix number `i` of `cidr` at the per-node length.
+    /// Prefix number `i` of `cidr` at the per-node length (arithmetic: a
+    /// /40 of /64s holds 2^24 of them, each 2^64 addresses).
     pub fn indexed_prefix(&self, i: usize) -> Option<IpNet> {
         let cidr = self.cidr?;
-        let size = 1usize.checked_shl(u32::from(cidr.max_prefix_len() - self.per_node_prefix))?;
-        let addr = addresses(&cidr).nth(size.checked_mul(i)?)?;
+        let slots = u32::from(self.per_node_prefix.checked_sub(cidr.prefix_len())?);
+        if slots < 64 && (i as u64) >> slots != 0 {
+            return None;
+        }
+        let host_bits = u32::from(cidr.max_prefix_len() - self.per_node_prefix);
+        let offset = (i as u128).checked_shl(host_bits)?;
+        let addr = match cidr {
+            IpNet::V4(n) => IpAddr::from(std::net::Ipv4Addr::from(
+                u32::from(n.network()).checked_add(u32::try_from(offset).ok()?)?,
+            )),
+            IpNet::V6(n) => IpAddr::from(std::net::Ipv6Addr::from(
+                u128::from(n.network()).checked_add(offset)?,
+            )),
+        };
         let net = IpNet::new(addr, self.per_node_prefix).ok()?;
         cidr.contains(&net).then_some(net)
     }
 }
 
-/// A prefix given for one node (static allocation or node file).
 /// A node's prefix (static or from the node file): of the pool's family,
-/// its per-node length, at most 256 addresses (so work stays bounded on
-/// any input), no host bits, the gateway inside.
+/// its per-node length, within the family's limits, no host bits, the
+/// gateway inside.
 pub fn check_allocation(
     field: &str,
     prefix: IpNet,
@@ -427,13 +463,10 @@ pub fn check_allocation(
     pool: &PoolConfig,
 ) -> Result<(), IpamError> {
     let host_bits = host_bits(&prefix);
-    if host_bits > MAX_HOST_BITS {
+    if host_bits > max_host_bits(prefix.addr().is_ipv6()) {
         return Err(config_err(
             field,
-            format!(
-                "prefix {prefix} would hold 2^{host_bits} addresses; a node's prefix holds at most 256 \
-                 (IPv4 /24../32, IPv6 /120../128)"
-            ),
+            format!("prefix {prefix} would hold 2^{host_bits} addresses; {PER_NODE_LIMITS}"),
         ));
     }
     if let Some(cidr) = pool.cidr {
@@ -634,7 +667,7 @@ mod properties {
         fn any_ipam_config_is_bounded(v in support::arb_json(), node in "[a-z]{1,3}") {
             if let Ok(pool) = PoolConfig::parse(&v) {
                 if let Ok(p) = NodePool::resolve("rail1", &node, &pool, &NodeFile::default()) {
-                    prop_assert!(p.usable.len() <= 256);
+                    prop_assert!(p.usable.count() <= 256);
                 }
             }
         }
