@@ -73,3 +73,13 @@ fn vfs_a_driver_reload_tore_out_of_a_live_pod_are_put_back() {
 fn doctor_names_each_link_broken_on_real_drivers() {
     scenario("doctor");
 }
+
+#[test]
+fn dra_driver_sriov_standalone_from_its_container_on_real_vfs() {
+    scenario("dra");
+}
+
+#[test]
+fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
+    scenario("ipv6-64");
+}

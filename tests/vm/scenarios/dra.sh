@@ -1,0 +1,83 @@
+# nics: 2
+# railcni as dra-driver-sriov's standalone mode runs it, on real igb VFs:
+# from a "driver container", a mount namespace that has of the host only
+# /opt/cni/bin, /var/lib/cni and /var/run/netns (plus /sys and /proc), its
+# own tmpfs /etc, /run and /var/log, and no RAILCNI_* variable, only
+# NODE_NAME; the NAD's config plus a top-level deviceID; CNI_IFNAME vfnet0,
+# vfnet1 (then a claim's ifName). The node file is the installer's copy in
+# /var/lib/cni/railcni/. DEL runs from a fresh "container": everything
+# comes back. Then the same doctor run on this node without an IOMMU:
+# netdev rails attach without one, so it is advice, not a broken link.
+leaf_up
+vfs_up 1
+host=/run/dra-host
+mkdir -p "$host/var-lib-cni/railcni" "$host/opt-cni-bin" /tmp/dra-keep
+cp "$RAILCNI_BIN_DIR/railcni" "$RAILCNI_BIN_DIR/railcni-ipam" "$host/opt-cni-bin/"
+# What `railcnictl install` leaves for the container: the node file's copy.
+nets=""
+for ((r = 1; r <= ${#VM_PFS[@]}; r++)); do
+  nets+="${nets:+,}\"rail$r\": {\"prefix\": \"$(rail_addr "$r")/31\", \"gateway\": \"$(rail_gw "$r")\"}"
+done
+printf '{"version": 1, "nodeName": "vm-0", "networks": {%s}}\n' "$nets" > "$host/var-lib-cni/railcni/node.json"
+state=$host/var-lib-cni/railcni
+
+# dra_cni VERB IFNAME CONFIG: railcni run by the driver's libcni in a fresh container.
+dra_cni() {
+  unshare -m --propagation private bash -c '
+    set -e
+    mount --rbind /run/netns /tmp/dra-keep
+    mount -t tmpfs dra-opt /opt && mkdir -p /opt/cni/bin && mount --bind '"$host"'/opt-cni-bin /opt/cni/bin
+    mount -t tmpfs dra-lib /var/lib && mkdir /var/lib/cni && mount --bind '"$host"'/var-lib-cni /var/lib/cni
+    mount -t tmpfs dra-run /run && mkdir /run/netns && mount --move /tmp/dra-keep /run/netns
+    mount -t tmpfs dra-etc /etc
+    mount -t tmpfs dra-log /var/log
+    exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin NODE_NAME=vm-0 \
+      CNI_COMMAND="$0" CNI_CONTAINERID=sandbox-0123 CNI_NETNS=/var/run/netns/pod1 CNI_IFNAME="$1" \
+      CNI_PATH=/opt/cni/bin \
+      CNI_ARGS="IgnoreUnknown=true;K8S_POD_NAMESPACE=training;K8S_POD_NAME=trainer-0;K8S_POD_INFRA_CONTAINER_ID=sandbox-0123;K8S_POD_UID=8d1c5e2a" \
+      /opt/cni/bin/railcni' "$1" "$2" <<<"$3"
+}
+# The NAD's spec.config as the driver sends it: deviceID added, nothing else.
+dra_conf() { # <rail> <pci>
+  printf '{"cniVersion":"1.0.0","name":"rail%s","type":"railcni","mtu":9000,"logFile":"/var/lib/cni/railcni/log/rail%s.log",
+"ipam":{"type":"railcni-ipam","cidr":"%s","gatewayIndex":1,"routes":[{"dst":"172.16.0.0/12"}]},"deviceID":"%s"}' \
+    "$1" "$1" "$(rail_cidr "$1")" "$2"
+}
+
+for names in "vfnet0 vfnet1" "net1 net2"; do
+  read -r -a ifn <<<"$names"
+  ip netns add pod1
+  befores=()
+  for ((r = 1; r <= 2; r++)); do
+    pf=${VM_PFS[r - 1]}; pci=$(vf_pci "$pf" 0); ifname=${ifn[r - 1]}
+    befores+=("$(vf_snapshot "$pf" 0)")
+    mac=$(cat "/sys/class/net/$(vf_netdev "$pf" 0)/address")
+    out=$(dra_cni ADD "$ifname" "$(dra_conf "$r" "$pci")" 2>>/run/railcni/cni.err); rc=$?
+    same "$names: ADD of rail$r as $ifname from the driver's container answers 0" 0 "$rc"
+    same "$names: the result's sandbox interface: name, MAC, netns" "$ifname $mac /var/run/netns/pod1" \
+      "$(jq -r '.interfaces[] | select(.sandbox) | "\(.name) \(.mac) \(.sandbox)"' <<<"$out" 2>&1)"
+    same "$names: rail$r's /31 from the node file in /var/lib/cni" "$(rail_addr "$r")/31" "$(jq -r '.ips[0].address' <<<"$out" 2>&1)"
+    check "$names: a jumbo DF ping on $ifname through rail$r" jumbo_ping pod1 "$ifname" "$r"
+    prev=$(jq -c --argjson p "$out" '. + {prevResult: $p}' <<<"$(dra_conf "$r" "$pci")")
+    check "$names: CHECK of rail$r from another container answers 0" dra_cni CHECK "$ifname" "$prev"
+  done
+  same "$names: the records are on the host's /var/lib/cni" 2 "$(ls "$state/attachments" | wc -l)"
+  check "$names: the log is on the host's /var/lib/cni" grep -q trainer-0 "$state/log/rail1.log"
+  for ((r = 2; r >= 1; r--)); do
+    pf=${VM_PFS[r - 1]}; pci=$(vf_pci "$pf" 0)
+    check "$names: DEL of rail$r from a fresh container answers 0" dra_cni DEL "${ifn[r - 1]}" "$(dra_conf "$r" "$pci")"
+    same "$names: rail$r's VF is as before ADD" "${befores[r - 1]}" "$(vf_snapshot "$pf" 0)"
+  done
+  same "$names: no record is left" "" "$(ls "$state/attachments" 2>/dev/null)"
+  same "$names: no lease is left" "0" "$(jq '.leases | length' "$state/ipam/rail1.leases.json" 2>&1)"
+  ip netns del pod1
+done
+
+# No IOMMU here (no `# iommu: on`), and every rail is a netdev rail.
+ip link set "${VM_PFS[0]}" up
+doctor=$(env RAILCNI_NODE_CONFIG="$state/node.json" railcnictl doctor --json 2>&1)
+same "doctor: no IOMMU on a node without DPDK rails is advice" skipped \
+  "$(jq -r '.checks[] | select(.check == "kernel/iommu") | .result' <<<"$doctor" 2>&1)"
+refute "doctor: kernel/iommu is not the first broken link" \
+  test "$(jq -r '.firstBroken.check // ""' <<<"$doctor")" = kernel/iommu
+vm_finish
