@@ -133,6 +133,30 @@ boot() {
   qemu-system-x86_64 "${args[@]}"
 }
 
+# boot, with a watchdog: a guest that has not started its scenario within
+# RAILCNI_VM_BOOT_TIMEOUT s (default 120; it takes about 5 s) is ended, and
+# one whose scenario has not ended within RAILCNI_VM_TIMEOUT s (default 900).
+watched_boot() { # <out>
+  local out=$1 qemu t=0
+  boot "$out" > "$out/console" 2>&1 < /dev/null &
+  qemu=$!
+  while kill -0 "$qemu" 2>/dev/null; do
+    sleep 1
+    t=$((t + 1))
+    if [ ! -s "$out/log" ] && ((t > ${RAILCNI_VM_BOOT_TIMEOUT:-120})); then
+      echo "vm.sh: no scenario line after $t s; ending the guest" >> "$out/console"
+      pkill -P "$qemu" 2>/dev/null; kill "$qemu" 2>/dev/null
+      break
+    fi
+    if ((t > ${RAILCNI_VM_TIMEOUT:-900})); then
+      echo "vm.sh: the scenario ran past $t s; ending the guest" >> "$out/console"
+      pkill -P "$qemu" 2>/dev/null; kill "$qemu" 2>/dev/null
+      break
+    fi
+  done
+  wait "$qemu" 2>/dev/null || true
+}
+
 run() {
   local scenario=${1:?usage: vm.sh run SCENARIO [OUT]} out=${2:-}
   # A name is a scenario of tests/vm/scenarios; a path (with a slash) is a
@@ -155,12 +179,13 @@ run() {
   local started=$SECONDS try
   for try in 1 2 3; do
     rm -f "$out/log" "$out/rc"
-    boot "$out" > "$out/console" 2>&1 < /dev/null || true
-    # QEMU itself died before the scenario's first line (an emulator
-    # abort, not a test's failure): boot again, at most three times.
+    watched_boot "$out"
+    # QEMU died or hung before the scenario's first line (an emulator
+    # abort, or a guest whose timers stopped in early boot: not a test's
+    # failure): boot again, at most three times.
     [ -s "$out/log" ] && break
-    grep -q "Assertion\|Aborted\|core dumped" "$out/console" || break
-    echo "vm.sh: QEMU aborted before the scenario started (try $try); booting again" >&2
+    grep -q "Assertion\|Aborted\|core dumped\|vm.sh: no scenario line" "$out/console" || break
+    echo "vm.sh: the guest did not start the scenario (try $try); booting again" >&2
     tail -n 3 "$out/console" >&2
   done
   cat "$out/log" 2>/dev/null || true

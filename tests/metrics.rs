@@ -133,7 +133,7 @@ fn metrics_show_pools_calls_interfaces_and_rdma_and_pass_promtool() {
         2.0
     );
     assert_eq!(
-        v(r#"railcni_operation_duration_seconds_bucket{le="+Inf",verb="ADD",network="rail1"}"#),
+        v(r#"railcni_operation_duration_seconds_bucket{verb="ADD",network="rail1",le="+Inf"}"#),
         2.0
     );
     assert_eq!(v(r#"railcni_reclaimed_leases_total{network="rail1"}"#), 0.0);
@@ -153,7 +153,7 @@ fn metrics_show_pools_calls_interfaces_and_rdma_and_pass_promtool() {
     assert_eq!(v(&format!("railcni_rdma_rp_cnp_handled{rdma}")), 7.0);
     assert_eq!(v(&format!("railcni_rdma_port_xmit_data{rdma}")), 123456.0);
     assert!(
-        text.contains("# TYPE railcni_rdma_rp_cnp_handled untyped"),
+        text.contains("# TYPE railcni_rdma_rp_cnp_handled gauge"),
         "{text}"
     );
     assert!(
@@ -213,7 +213,16 @@ fn eight_adds_beside_a_scraped_agent_are_all_counted() {
         scraper.join().unwrap()
     });
     assert!(scrapes > 0);
-    let (_, text) = http_get(&node, port, "/metrics");
+    // A scrape answers from a pass at most a second old.
+    let counted = |t: &str| {
+        (1..=8).all(|r| {
+            let series = format!(
+                r#"railcni_operations_total{{verb="ADD",network="rail{r}",result="ok",code="0"}}"#
+            );
+            value(t, &series).is_some()
+        })
+    };
+    let text = scraped_until(&node, port, counted);
     for rail in 1..=8 {
         let series = format!(
             r#"railcni_operations_total{{verb="ADD",network="rail{rail}",result="ok",code="0"}}"#
@@ -234,7 +243,15 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
     let (status, body) = http_get(&node, port, "/metrics");
     assert_eq!(status, 200);
     assert!(body.contains("railcni_build_info"), "{body}");
-    assert!(body.ends_with("# EOF\n"), "OpenMetrics ends so: {body}");
+    // curl asks for nothing in particular: the 0.0.4 text format, which
+    // promtool reads without a complaint.
+    assert!(!body.contains("# EOF"), "{body}");
+    let (_, said) = promtool(&body);
+    assert!(!said.contains("error"), "{said}\n{body}");
+    // Prometheus offers OpenMetrics first: it gets OpenMetrics.
+    let offered = "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let om = curl(&node, port, "/metrics", &["-s", "-H", offered]);
+    assert!(om.ends_with("# EOF\n"), "OpenMetrics ends so: {om}");
     // The doctor's checks, run at start: this node has no node file.
     let series = r#"railcni_node_check{check="cni/node-file",result="broken"} 1"#;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -253,6 +270,17 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
         port,
         "/metrics",
         &["-sS", "-o", "/dev/null", "-D", "-"],
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    let head = curl(
+        &node,
+        port,
+        "/metrics",
+        &["-sS", "-o", "/dev/null", "-D", "-", "-H", offered],
     );
     assert!(
         head.to_ascii_lowercase()
@@ -276,7 +304,6 @@ fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
 
     let pid = nix::unistd::Pid::from_raw(agent.child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    // A guard against hanging, not a speed goal.
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(status) = agent.child.try_wait().unwrap() {
@@ -389,7 +416,10 @@ fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {
         link_in(&node.host(), &vf.ifname).is_some(),
         "the VF is home under its name"
     );
-    let (_, text) = http_get(&node, port, "/metrics");
+    // A scrape answers from a pass at most a second old.
+    let text = scraped_until(&node, port, |t| {
+        value(t, r#"railcni_reclaimed_leases_total{network="rail1"}"#) == Some(1.0)
+    });
     assert_eq!(
         value(&text, r#"railcni_reclaimed_leases_total{network="rail1"}"#),
         Some(1.0),
@@ -465,4 +495,120 @@ fn idle_and_slow_clients_never_hold_up_a_scrape() {
     }
     let _ = clients.kill();
     let _ = clients.wait();
+}
+
+/// /metrics until `done` holds of it (passes are reused for a second), at most 5 s.
+fn scraped_until(node: &Node, port: u16, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, text) = http_get(node, port, "/metrics");
+        if done(&text) || Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Threads of a process now.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, Iterator::count)
+}
+
+/// A pass over the node that hangs (an attachment record whose read
+/// blocks, as on a hung disk: here a FIFO nobody writes) costs the agent
+/// one worker: scrapes still answer, from the last pass and marked stale,
+/// a burst of them starts no thread, and SIGTERM ends the agent within a
+/// second all the same.
+#[test]
+fn a_hung_pass_costs_one_worker_and_scrapes_answer_stale() {
+    let node = Node::new(1, 1);
+    let port = free_port();
+    let mut agent = Agent::start(&node, port, &[]);
+    let (status, first) = http_get(&node, port, "/metrics");
+    assert_eq!(status, 200, "{first}");
+    let records = node.state_dir().join("attachments");
+    std::fs::create_dir_all(&records).unwrap();
+    nix::unistd::mkfifo(
+        &records.join("0000:99:00.0.json"),
+        nix::sys::stat::Mode::S_IRUSR,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // The next scrape starts the pass that hangs, waits a bounded time and
+    // answers from the last pass.
+    let started = Instant::now();
+    let head = curl(
+        &node,
+        port,
+        "/metrics",
+        &["-s", "-m", "10", "-D", "-", "-o", "/dev/null"],
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("warning: 110"),
+        "marked stale: {head}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let before = threads(agent.child.id());
+    // Ten more: each answers at once from the last pass; no thread is added.
+    for _ in 0..10 {
+        let t0 = Instant::now();
+        assert_eq!(http_get(&node, port, "/metrics").0, 200);
+        let took = t0.elapsed();
+        assert!(
+            took < Duration::from_secs(1),
+            "a stuck pass is not waited for again: {took:?}"
+        );
+    }
+    assert!(
+        threads(agent.child.id()) <= before,
+        "{} threads after, {before} before",
+        threads(agent.child.id())
+    );
+    // /healthz says the pass does not finish.
+    assert_eq!(http_get(&node, port, "/healthz").0, 503);
+    let pid = nix::unistd::Pid::from_raw(agent.child.id() as i32);
+    let asked = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    while agent.child.try_wait().unwrap().is_none() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "the agent did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "SIGTERM took {:?}",
+        asked.elapsed()
+    );
+}
+
+/// Twenty scrapes at once cost one pass and all answer; more than the
+/// agent serves at once are refused at once, never queued behind a pass.
+#[test]
+fn twenty_concurrent_scrapes_share_one_pass() {
+    let node = Node::new(1, 1);
+    let port = free_port();
+    let _agent = Agent::start(&node, port, &[]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let all: Vec<_> = (0..20)
+            .map(|_| s.spawn(|| http_get(&node, port, "/metrics").0))
+            .collect();
+        all.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().filter(|s| **s == 200).count() >= 8,
+        "{statuses:?}"
+    );
 }

@@ -5,19 +5,21 @@
 //! it reads state without taking the locks ADD and DEL hold (see `metrics`).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod passes;
+mod periodic;
 mod serve;
 mod watch;
 
 use cni::log::Level;
-use cni::{files, Settings};
+use cni::Settings;
 
 use super::node::NodeState;
-use super::{doctor, gc, metrics, Outcome, Usage};
+use super::{doctor, gc, Outcome, Usage};
 use crate::{log_info, log_warn};
+use passes::Passes;
 use railcni::node::Node;
 
 #[derive(clap::Args)]
@@ -40,7 +42,7 @@ pub struct Args {
     doctor_interval: Duration,
 }
 
-/// The last doctor run: (check, result), shared with the scrapes.
+/// The last doctor run: (check, result), shared with the passes.
 pub type NodeChecks = Arc<Mutex<Vec<(String, &'static str)>>>;
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
@@ -62,58 +64,33 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     if let Err(e) = watch::start(settings) {
         log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not put back: {e}");
     }
-    let stop = Arc::new(AtomicBool::new(false));
     let checks = NodeChecks::default();
-    let periodic = {
-        let (settings, stop) = (settings.clone(), Arc::clone(&stop));
-        let every = Every {
-            gc: args.gc_interval,
-            textfile: args.textfile.clone(),
-            interval: args.interval,
-            doctor: args.doctor_interval,
-            checks: Arc::clone(&checks),
-        };
-        std::thread::spawn(move || periodic(&settings, &stop, &every))
-    };
-    let served = runtime.block_on(serve::serve(listener, settings.clone(), checks));
-    stop.store(true, Ordering::Relaxed);
-    let _ = periodic.join();
+    let passes = Passes::start(settings.clone(), Arc::clone(&checks))
+        .map_err(|e| Usage(format!("cannot start the agent's worker: {e}")))?;
+    let served = runtime.block_on(async {
+        periodic::start(settings, args, &passes, &checks);
+        serve::serve(listener, passes, stopped()).await
+    });
+    // Whatever still runs (a doctor check, a gc pass, a pass over a hung
+    // disk) is not waited for: SIGTERM ends the agent now.
+    runtime.shutdown_timeout(Duration::from_millis(100));
     log_info!("stopping");
     served.map_err(|e| Usage(format!("serving on {}: {e}", args.listen)))?;
     Ok(Outcome::Clean)
 }
 
-/// What the periodic thread does, and how often.
-struct Every {
-    gc: Option<Duration>,
-    textfile: Option<PathBuf>,
-    interval: Duration,
-    doctor: Duration,
-    checks: NodeChecks,
-}
-
-/// The doctor's checks, `--gc-interval` and `--textfile`, on a thread of
-/// their own: blocking file and netlink work the server never waits for.
-fn periodic(settings: &Settings, stop: &AtomicBool, every: &Every) {
-    let mut next_gc = every.gc.map(|i| Instant::now() + i);
-    let mut next_textfile = every.textfile.as_ref().map(|_| Instant::now());
-    let mut next_doctor = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
-        if Instant::now() >= next_doctor {
-            run_doctor(settings, &every.checks);
-            next_doctor = Instant::now() + every.doctor;
-        }
-        if next_gc.is_some_and(|t| Instant::now() >= t) {
-            collect_garbage(settings);
-            next_gc = every.gc.map(|i| Instant::now() + i);
-        }
-        if let (Some(dir), Some(t)) = (&every.textfile, next_textfile) {
-            if Instant::now() >= t {
-                write_textfile(settings, dir, &every.checks);
-                next_textfile = Some(Instant::now() + every.interval);
-            }
-        }
-        std::thread::sleep(TICK);
+/// SIGTERM or SIGINT.
+async fn stopped() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
     }
 }
 
@@ -137,9 +114,6 @@ fn run_doctor(settings: &Settings, shared: &NodeChecks) {
     }
 }
 
-/// How often the periodic work looks at its clock.
-const TICK: Duration = Duration::from_millis(100);
-
 /// What `railcnictl gc --apply` does, logged.
 fn collect_garbage(settings: &Settings) {
     let done = NodeState::load(settings).and_then(|state| {
@@ -160,21 +134,5 @@ fn collect_garbage(settings: &Settings) {
             }
         }
         Err(Usage(why)) => log_warn!("gc: {why}"),
-    }
-}
-
-/// DIR/railcni.prom, replaced atomically, readable by node_exporter (in
-/// the text format its textfile collector reads).
-fn write_textfile(settings: &Settings, dir: &std::path::Path, checks: &NodeChecks) {
-    let checks = checks.lock().map(|c| c.clone()).unwrap_or_default();
-    let written = metrics::collect(settings, None, &checks)
-        .map_err(|Usage(why)| why)
-        .map(|text| metrics::exposition::text_format(&text))
-        .and_then(|text| {
-            files::write_atomic_mode(&dir.join("railcni.prom"), text.as_bytes(), 0o644)
-                .map_err(|e| e.to_string())
-        });
-    if let Err(why) = written {
-        log_warn!("cannot write {}/railcni.prom: {why}", dir.display());
     }
 }

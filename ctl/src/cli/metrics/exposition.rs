@@ -1,15 +1,20 @@
-//! The exposition, written by `prometheus-client`: families in the order
-//! they were first named, each sample kept until the scrape encodes it as
-//! OpenMetrics text. node_exporter's textfile collector reads only the
-//! older 0.0.4 text format, so `text_format` renames what the two differ on.
+//! The exposition: families in the order they were first named, each
+//! sample kept until a reader's format is known. Two well-kept crates write
+//! the two formats readers ask for: `prometheus-client` the OpenMetrics
+//! text (Prometheus, when its Accept header offers it), `prometheus` the
+//! 0.0.4 text format (node_exporter's textfile collector, curl, promtool,
+//! and any scraper that does not ask for OpenMetrics).
 
+use prometheus::proto as text;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-/// The `Content-Type` of `render`'s text.
+/// The `Content-Type` of `openmetrics`' text.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `Content-Type` of `text_format`'s text.
+pub const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -112,33 +117,123 @@ impl Exposition {
     }
 
     /// The OpenMetrics text (`OPENMETRICS`), as Prometheus scrapes it.
-    pub fn render(self) -> String {
+    pub fn openmetrics(self: std::sync::Arc<Self>) -> String {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(self));
+        registry.register_collector(Box::new(Shared(self)));
         let mut out = String::new();
         // Writing to a String fails only if an encoder does, which ours do not.
         let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
         out
     }
+
+    /// The 0.0.4 text format (`TEXT_FORMAT`).
+    pub fn text_format(&self) -> String {
+        let families: Vec<text::MetricFamily> = (self.families.iter())
+            .filter(|f| !f.samples.is_empty())
+            .map(Family::text_family)
+            .collect();
+        // Fails only on a name the format forbids; ours are fixed or name_part's.
+        prometheus::TextEncoder::new()
+            .encode_to_string(&families)
+            .unwrap_or_else(|e| format!("# cannot encode the exposition: {e}\n"))
+    }
 }
 
-/// The labels as the encoder takes them: it writes values as given, so
-/// they are escaped here (a network is named by whoever wrote the NAD).
+impl Family {
+    /// The family as the `prometheus` crate's text encoder takes it (which
+    /// escapes label values itself).
+    fn text_family(&self) -> text::MetricFamily {
+        let mut family = text::MetricFamily::default();
+        family.set_name(self.name.clone());
+        family.set_help(self.help.clone());
+        family.set_field_type(match self.kind {
+            Kind::Counter => text::MetricType::COUNTER,
+            Kind::Gauge => text::MetricType::GAUGE,
+            Kind::Histogram => text::MetricType::HISTOGRAM,
+            // The crate's text encoder writes no `untyped`: a file that may
+            // be a counter or a gauge is a gauge there (rate() reads both).
+            Kind::Unknown => text::MetricType::GAUGE,
+        });
+        let metrics = self.samples.iter().map(|(labels, sample)| {
+            let pairs = labels.iter().map(|(k, v)| {
+                let mut pair = text::LabelPair::default();
+                pair.set_name(k.clone());
+                pair.set_value(v.clone());
+                pair
+            });
+            let mut m = text::Metric::from_label(pairs.collect());
+            match (self.kind, sample) {
+                (_, Sample::Histogram(buckets, sum, count)) => {
+                    m.set_histogram(text_histogram(buckets, *sum, *count))
+                }
+                (Kind::Counter, Sample::Value(v)) => {
+                    let mut c = text::Counter::default();
+                    c.set_value(*v);
+                    m.set_counter(c);
+                }
+                (_, Sample::Value(v)) => {
+                    let mut g = text::Gauge::default();
+                    g.set_value(*v);
+                    m.set_gauge(g);
+                }
+            }
+            m
+        });
+        family.set_metric(metrics.collect());
+        family
+    }
+}
+
+/// Cumulative buckets, as the 0.0.4 format counts them (its `+Inf` bucket
+/// is written from the count).
+fn text_histogram(buckets: &[(f64, u64)], sum: f64, count: u64) -> text::Histogram {
+    let mut below = 0;
+    let cumulative = (buckets.iter())
+        .filter(|(le, _)| *le < f64::MAX)
+        .map(|(le, n)| {
+            below += n;
+            let mut b = text::Bucket::default();
+            b.set_upper_bound(*le);
+            b.set_cumulative_count(below);
+            b
+        });
+    let mut h = text::Histogram::default();
+    h.set_bucket(cumulative.collect());
+    h.set_sample_sum(sum);
+    h.set_sample_count(count);
+    h
+}
+
+/// The exposition shared by the scrapes that read one pass.
+struct Shared(std::sync::Arc<Exposition>);
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 fn owned(labels: Labels<'_>) -> LabelSet {
+    labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Label values as prometheus-client takes them: it writes them as given,
+/// so they are escaped here (a network is named by whoever wrote the NAD).
+fn escaped(labels: &LabelSet) -> LabelSet {
     let escape = |v: &str| {
         v.replace('\\', "\\\\")
             .replace('"', "\\\"")
             .replace('\n', "\\n")
     };
-    labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), escape(v)))
-        .collect()
+    labels.iter().map(|(k, v)| (k.clone(), escape(v))).collect()
 }
 
-impl Collector for Exposition {
+impl Collector for Shared {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for f in self.families.iter().filter(|f| !f.samples.is_empty()) {
+        for f in self.0.families.iter().filter(|f| !f.samples.is_empty()) {
             let kind = match f.kind {
                 Kind::Counter => MetricType::Counter,
                 Kind::Gauge => MetricType::Gauge,
@@ -148,7 +243,7 @@ impl Collector for Exposition {
             let mut family = encoder.encode_descriptor(f.base_name(), &f.help, None, kind)?;
             for (labels, sample) in &f.samples {
                 let one = Encoded(f.kind, sample);
-                one.encode(family.encode_family(labels)?)?;
+                one.encode(family.encode_family(&escaped(labels))?)?;
             }
         }
         Ok(())
@@ -186,30 +281,6 @@ impl EncodeMetric for Encoded<'_> {
 /// Whole numbers without a fraction, as Prometheus prints them.
 fn whole(v: f64) -> Option<i64> {
     (v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15).then_some(v as i64)
-}
-
-/// `render`'s text in the 0.0.4 text format node_exporter's textfile
-/// collector reads: a counter family named as its samples (`x_total`, not
-/// `x`), `untyped` for `unknown`, and no `# EOF`.
-pub fn text_format(openmetrics: &str) -> String {
-    let counters: Vec<&str> = openmetrics
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(openmetrics.len());
-    for line in openmetrics.lines().filter(|l| *l != "# EOF") {
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
-            let rest = line.strip_prefix(tag)?;
-            let (name, tail) = rest.split_once(' ')?;
-            if counters.contains(&name) {
-                return Some(format!("{tag}{name}_total {tail}"));
-            }
-            (tail == "unknown").then(|| format!("{tag}{name} untyped"))
-        });
-        out.push_str(renamed.as_deref().unwrap_or(line));
-        out.push('\n');
-    }
-    out
 }
 
 /// A metric name part from a file name: `[a-zA-Z0-9_]`, anything else `_`.
@@ -255,7 +326,7 @@ mod tests {
 
     #[test]
     fn families_are_typed_once_and_values_escaped() {
-        let text = example().render();
+        let text = std::sync::Arc::new(example()).openmetrics();
         assert_eq!(
             text,
             "# HELP x Calls.\n# TYPE x counter\n\
@@ -270,11 +341,17 @@ mod tests {
     }
 
     #[test]
-    fn the_textfile_speaks_the_older_format() {
-        let text = text_format(&example().render());
-        assert!(text.starts_with("# HELP x_total Calls.\n# TYPE x_total counter\nx_total{"));
-        assert!(text.contains("# TYPE port_errors untyped\n"));
-        assert!(text.contains("# TYPE d_seconds histogram\n"));
-        assert!(!text.contains("# EOF"));
+    fn the_text_format_is_what_promtool_and_node_exporter_read() {
+        let text = example().text_format();
+        assert_eq!(
+            text,
+            "# HELP x_total Calls.\n# TYPE x_total counter\n\
+             x_total{network=\"rail\\\"1\\n\"} 3\nx_total{network=\"a\\\\b\"} 0.5\n\
+             # HELP port_errors A file.\n# TYPE port_errors gauge\nport_errors 7\n\
+             # HELP d_seconds Took.\n# TYPE d_seconds histogram\n\
+             d_seconds_bucket{verb=\"ADD\",le=\"0.005\"} 1\nd_seconds_bucket{verb=\"ADD\",le=\"0.01\"} 2\n\
+             d_seconds_bucket{verb=\"ADD\",le=\"+Inf\"} 3\n\
+             d_seconds_sum{verb=\"ADD\"} 0.012\nd_seconds_count{verb=\"ADD\"} 3\n"
+        );
     }
 }

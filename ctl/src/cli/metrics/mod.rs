@@ -23,20 +23,17 @@ use railcni::state::{Phase, Record};
 
 pub fn run(settings: &Settings, network: Option<&str>) -> Result<Outcome, Usage> {
     // For files and people: the text format node_exporter's textfile reads.
-    print!(
-        "{}",
-        exposition::text_format(&collect(settings, network, &[])?)
-    );
+    print!("{}", collect(settings, network, &[])?.text_format());
     Ok(Outcome::Clean)
 }
 
-/// The whole exposition as OpenMetrics text (only `only`'s samples when given).
-/// `node_checks`: the agent's last `doctor` run, as (check, result).
+/// The whole exposition (only `only`'s samples when given), for either
+/// format. `node_checks`: the agent's last `doctor` run, as (check, result).
 pub fn collect(
     settings: &Settings,
     only: Option<&str>,
     node_checks: &[(String, &'static str)],
-) -> Result<String, Usage> {
+) -> Result<Exposition, Usage> {
     let state = NodeState::load(settings)?;
     let counted = stats::load_all(settings);
     let wanted = |n: &str| only.is_none_or(|o| o == n);
@@ -75,7 +72,7 @@ pub fn collect(
         &railcni::vf::Sysfs::new(&settings.sysfs_root),
         &attached,
     );
-    Ok(e.render())
+    Ok(e)
 }
 
 /// Every network this node knows: from its pools, records and counts.
