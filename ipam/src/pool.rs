@@ -47,15 +47,7 @@ impl NodePool {
         } else if let Some(a) = pool.static_allocations.iter().find(|a| a.node_name == node) {
             (a.prefix, a.gateway, Source::StaticAllocation)
         } else if let Some(i) = pool.nodes.iter().find(|(n, _)| n == node).map(|(_, i)| *i) {
-            let prefix = pool.indexed_prefix(i).ok_or_else(|| {
-                IpamError::config(
-                    "ipam.cidr",
-                    format!(
-                        "network {network} has no cidr to give node {node:?} (index {i}) a prefix"
-                    ),
-                )
-            })?;
-            (prefix, None, Source::NodeIndex(i))
+            return NodePool::at_index(network, node, i, pool);
         } else {
             return Err(IpamError::config(
                 "ipam.nodes",
@@ -65,6 +57,37 @@ impl NodePool {
                 ),
             ));
         };
+        NodePool::with_prefix(network, node, pool, (prefix, explicit_gw, source))
+    }
+
+    /// Node `node`'s pool by its index in `cidr` (a planner that has the
+    /// index at hand skips `resolve`'s search of the node list).
+    pub fn at_index(
+        network: &str,
+        node: &str,
+        i: usize,
+        pool: &PoolConfig,
+    ) -> Result<Self, IpamError> {
+        let prefix = pool.indexed_prefix(i).ok_or_else(|| {
+            let cidr = pool.cidr.map_or("no cidr".into(), |c| format!("cidr {c}"));
+            IpamError::config(
+                "ipam.cidr",
+                format!(
+                    "network {network} cannot give node {node:?} (index {i}) a /{} prefix: {cidr} holds fewer",
+                    pool.per_node_prefix
+                ),
+            )
+        })?;
+        NodePool::with_prefix(network, node, pool, (prefix, None, Source::NodeIndex(i)))
+    }
+
+    /// The pool of a node whose prefix (and perhaps gateway) is known.
+    pub fn with_prefix(
+        network: &str,
+        node: &str,
+        pool: &PoolConfig,
+        (prefix, explicit_gw, source): (IpNet, Option<IpAddr>, Source),
+    ) -> Result<Self, IpamError> {
         let gateway = match (pool.shared_gateway, explicit_gw) {
             (Some(shared), given) => shared_gateway_of(network, prefix, shared, given)?,
             (None, Some(gw)) => Some(gw),

@@ -2,14 +2,16 @@
 //! runs on each node. Copies the binaries into the host's CNI bin dir
 //! without clobbering a running one (a new file renamed over the old: a
 //! process still running the old binary keeps its inode), and writes this
-//! node's node file from the mounted plan ConfigMap, `nodeName` included,
-//! so the plugin never guesses the node from the host name.
+//! node's node file, computed from the mounted plan ConfigMap
+//! (`plan_dir`), `nodeName` included, so the plugin never guesses the node
+//! from the host name.
 
 use std::path::{Path, PathBuf};
 
-use cni::files;
+use cni::{files, Settings};
 use serde::Serialize;
 
+use super::plan_dir::{self, Targets};
 use super::{emit, Outcome, Usage};
 
 #[derive(clap::Args)]
@@ -20,7 +22,8 @@ pub struct Args {
     /// Where railcni and railcni-ipam are; default: beside this binary.
     #[arg(long)]
     pub from: Option<PathBuf>,
-    /// The mounted plan ConfigMap (one <node>.json per node).
+    /// The mounted plan ConfigMap: plan.json (this node's file is computed
+    /// from it), or one <node>.json per node from an earlier release.
     #[arg(long)]
     pub plan_dir: Option<PathBuf>,
     /// This node; default: $NODE_NAME (downward API spec.nodeName).
@@ -73,18 +76,28 @@ pub fn run(args: Args) -> Result<Outcome, Usage> {
         .node
         .clone()
         .or_else(|| std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty()));
-    let written = match &args.plan_dir {
-        Some(dir) => Some(install_node_file(dir, node.as_deref(), &args.node_file)?),
+    let settings = Settings::from_env();
+    let copy =
+        (!args.node_file_copy.as_os_str().is_empty()).then_some(args.node_file_copy.as_path());
+    let refreshed = match &args.plan_dir {
+        Some(dir) => {
+            let node = node.as_deref().ok_or_else(|| {
+                Usage("which node is this? set NODE_NAME (the downward API's spec.nodeName) or --node".into())
+            })?;
+            let to = Targets {
+                node_file: &args.node_file,
+                copy,
+            };
+            Some(plan_dir::refresh(dir, node, &to, &settings)?)
+        }
         None => None,
-    };
-    let copied = match (&written, args.node_file_copy.as_os_str().is_empty()) {
-        (Some(text), false) => Some(write_node_file(&args.node_file_copy, text)?),
-        _ => None,
     };
     let report = Report {
         binaries,
-        node_file: written.map(|_| args.node_file.display().to_string()),
-        node_file_copy: copied.map(|p| p.display().to_string()),
+        node_file: refreshed
+            .as_ref()
+            .map(|_| args.node_file.display().to_string()),
+        node_file_copy: refreshed.and(copy).map(|p| p.display().to_string()),
         node,
     };
     emit(&report, args.json, |r| {
@@ -127,43 +140,4 @@ fn install_binaries(from: &Path, bin_dir: &Path) -> Result<Vec<Installed>, Usage
         });
     }
     Ok(binaries)
-}
-
-/// Write this node's entry of the plan ConfigMap (`<plan_dir>/<node>.json`)
-/// to `target`, after checking it is a node file of that node; its text.
-fn install_node_file(plan_dir: &Path, node: Option<&str>, target: &Path) -> Result<String, Usage> {
-    let node = node.ok_or_else(|| {
-        Usage(
-            "which node is this? set NODE_NAME (the downward API's spec.nodeName) or --node".into(),
-        )
-    })?;
-    let key = plan_dir.join(format!("{node}.json"));
-    let text = std::fs::read_to_string(&key).map_err(|e| {
-        Usage(format!(
-            "the plan has no entry for node {node} ({}: {e}); add the node to the plan and re-apply the ConfigMap",
-            key.display()
-        ))
-    })?;
-    let file = railcni_ipam::config::NodeFile::parse(text.as_bytes())
-        .map_err(|e| Usage(format!("{} is not a node file: {e}", key.display())))?;
-    if file.node_name.as_deref() != Some(node) {
-        return Err(Usage(format!(
-            "{} names node {:?}, not {node}",
-            key.display(),
-            file.node_name
-        )));
-    }
-    write_node_file(target, &text)?;
-    Ok(text)
-}
-
-/// `text` at `target`, atomically, its directory made if missing.
-fn write_node_file(target: &Path, text: &str) -> Result<PathBuf, Usage> {
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Usage(format!("cannot create {}: {e}", parent.display())))?;
-    }
-    files::write_atomic(target, text.as_bytes())
-        .map_err(|e| Usage(format!("cannot write {}: {e}", target.display())))?;
-    Ok(target.to_path_buf())
 }

@@ -14,6 +14,7 @@ mod metrics;
 mod nccl;
 mod node;
 mod plan;
+mod plan_dir;
 mod probe;
 mod repair;
 mod status;
@@ -81,18 +82,7 @@ enum Command {
         command: IpamCommand,
     },
     /// Turn a fabric plan (rails × nodes) into NADs, the per-node ConfigMap, a node file, a CSV.
-    Plan {
-        /// The plan (JSON or YAML): rails and nodes.
-        plan_file: Option<std::path::PathBuf>,
-        /// Import nv-ipam CIDRPool manifests instead of a plan file.
-        #[arg(long, value_name = "CIDRPOOL.yaml")]
-        from_cidrpool: Option<std::path::PathBuf>,
-        #[arg(long, value_enum)]
-        emit: plan::Emit,
-        /// The node, for --emit node-file.
-        #[arg(long)]
-        node: Option<String>,
-    },
+    Plan(plan::Args),
     /// Install the binaries and this node's node file (the installer DaemonSet's entry point).
     Install(install::Args),
     /// The NCCL/UCX environment for a pod's rails, in rail order.
@@ -173,12 +163,7 @@ pub fn main() {
         Command::Ipam {
             command: IpamCommand::Repair { network, json },
         } => repair::run(&settings, &network, json),
-        Command::Plan {
-            plan_file,
-            from_cidrpool,
-            emit,
-            node,
-        } => plan::run(plan_file, from_cidrpool, emit, node.as_deref()),
+        Command::Plan(args) => plan::run(&args),
         Command::Install(args) => install::run(args),
         Command::NcclEnv {
             target,

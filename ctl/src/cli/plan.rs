@@ -1,15 +1,33 @@
-//! `railcnictl plan`: the glue between files and `crate::plan`.
+//! `railcnictl plan`: the glue between files and `crate::fabric`.
 
 use std::path::PathBuf;
 
 use super::{Outcome, Usage};
-use crate::fabric::{cidrpool, Plan};
+use crate::fabric::{cidrpool, Plan, Resolved};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan (JSON or YAML): rails and nodes.
+    plan_file: Option<PathBuf>,
+    /// Import nv-ipam CIDRPool manifests instead of a plan file.
+    #[arg(long, value_name = "CIDRPOOL.yaml")]
+    from_cidrpool: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    emit: Emit,
+    /// The node, for --emit node-file.
+    #[arg(long)]
+    node: Option<String>,
+    /// The plan in force now: refuse a plan that moves any node's prefix
+    /// (a changed index; its pods' addresses would move), naming each.
+    #[arg(long, value_name = "PLAN")]
+    previous: Option<PathBuf>,
+}
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum Emit {
     /// NetworkAttachmentDefinitions, one per rail (YAML).
     Nads,
-    /// The ConfigMap of per-node allocations the installer reads (YAML).
+    /// The ConfigMap the installer and agent read: the plan, from which each node computes its node file (YAML).
     Configmap,
     /// One node's /etc/cni/railcni/node.json (needs --node).
     NodeFile,
@@ -23,16 +41,12 @@ pub enum Emit {
     Json,
 }
 
-pub fn run(
-    plan_file: Option<PathBuf>,
-    from_cidrpool: Option<PathBuf>,
-    emit: Emit,
-    node: Option<&str>,
-) -> Result<Outcome, Usage> {
-    let read = |p: &PathBuf| {
-        std::fs::read_to_string(p).map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))
-    };
-    let plan = match (&plan_file, &from_cidrpool) {
+fn read(p: &PathBuf) -> Result<String, Usage> {
+    std::fs::read_to_string(p).map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))
+}
+
+pub fn run(args: &Args) -> Result<Outcome, Usage> {
+    let plan = match (&args.plan_file, &args.from_cidrpool) {
         (Some(p), None) => Plan::parse(&read(p)?),
         (None, Some(p)) => cidrpool::import(&read(p)?),
         _ => {
@@ -40,23 +54,15 @@ pub fn run(
                 "give a PLAN-FILE or --from-cidrpool FILE (one of them)".into(),
             ))
         }
-    };
-    let resolved = plan.and_then(Plan::resolve).map_err(|e| Usage(e.0))?;
-    let text = match emit {
-        Emit::Nads => resolved.nads(),
-        Emit::Configmap => resolved.config_map(),
-        Emit::Csv => Ok(resolved.csv()),
-        Emit::Pod => resolved.pod(),
-        Emit::Dra => resolved.dra(),
-        Emit::Json => serde_json::to_string_pretty(&resolved.allocations)
-            .map_err(|e| crate::fabric::PlanError(e.to_string())),
-        Emit::NodeFile => {
-            let node = node.ok_or_else(|| Usage("--emit node-file needs --node NAME".into()))?;
-            resolved.node_file(node).and_then(|v| {
-                serde_json::to_string_pretty(&v)
-                    .map_err(|e| crate::fabric::PlanError(e.to_string()))
-            })
-        }
+    }
+    .map_err(|e| Usage(e.0))?;
+    let text = match (args.emit, args.node.as_deref()) {
+        // One node: only its allocations are worked out.
+        (Emit::NodeFile, Some(node)) => plan
+            .resolve_for(Some(node))
+            .and_then(|r| r.node_file_text(node)),
+        (Emit::NodeFile, None) => return Err(Usage("--emit node-file needs --node NAME".into())),
+        (emit, _) => emit_whole(plan, emit, args.previous.as_ref()),
     }
     .map_err(|e| Usage(e.0))?;
     print!("{text}");
@@ -64,4 +70,30 @@ pub fn run(
         println!();
     }
     Ok(Outcome::Clean)
+}
+
+/// What needs every node's allocations, checked against `previous`.
+fn emit_whole(
+    plan: Plan,
+    emit: Emit,
+    previous: Option<&PathBuf>,
+) -> Result<String, crate::fabric::PlanError> {
+    let written = plan.clone();
+    let resolved = plan.resolve()?;
+    if let Some(p) = previous {
+        let text = read(p).map_err(|Usage(why)| crate::fabric::PlanError(why))?;
+        resolved.keeps_prefixes_of(&Plan::parse(&text)?.resolve()?)?;
+    }
+    match emit {
+        Emit::Nads => resolved.nads(),
+        Emit::Configmap => Resolved::config_map(&written),
+        Emit::Csv => Ok(resolved.csv()),
+        Emit::Pod => resolved.pod(),
+        Emit::Dra => resolved.dra(),
+        Emit::Json => serde_json::to_string_pretty(&resolved.allocations)
+            .map_err(|e| crate::fabric::PlanError(e.to_string())),
+        Emit::NodeFile => Err(crate::fabric::PlanError(
+            "--emit node-file needs --node NAME".into(),
+        )),
+    }
 }

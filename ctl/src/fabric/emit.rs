@@ -6,10 +6,12 @@ use ipnet::IpNet;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{PlanError, Resolved, Role};
+use super::{Plan, PlanError, Resolved, Role};
 
 /// The ConfigMap the installer DaemonSet mounts.
 pub const CONFIG_MAP: &str = "railcni-plan";
+/// The ConfigMap's key holding the plan (JSON).
+pub const PLAN_KEY: &str = "plan.json";
 /// A ConfigMap holds at most 1 MiB.
 const CONFIG_MAP_LIMIT: usize = 1024 * 1024;
 
@@ -149,27 +151,37 @@ impl Resolved {
     }
 
     /// The ConfigMap of per-node allocations: one key per node, its node file.
-    pub fn config_map(&self) -> Result<String, PlanError> {
-        let mut data = serde_json::Map::new();
-        let mut size = 0;
-        for node in &self.nodes {
-            let file = self.node_file(node)?.to_string();
-            size += node.len() + file.len();
-            data.insert(format!("{node}.json"), json!(file));
-        }
-        if size > CONFIG_MAP_LIMIT {
+    /// The ConfigMap the installer and the agent read: the plan itself
+    /// (its rails' rules, the node → index map, and only the per-node
+    /// allocations no rule gives: imported ones), from which each node
+    /// computes its own node file. 16,384 nodes take about 300 KB.
+    pub fn config_map(plan: &Plan) -> Result<String, PlanError> {
+        let text = serde_json::to_string(plan)
+            .map_err(|e| PlanError(format!("cannot write the plan: {e}")))?;
+        if text.len() > CONFIG_MAP_LIMIT {
             return Err(PlanError(format!(
-                "the allocations take {size} bytes, above a ConfigMap's 1 MiB; split the plan by node groups \
-                 (one plan file and ConfigMap each)"
+                "the plan takes {} bytes, above a ConfigMap's 1 MiB: its per-node static allocations \
+                 (an import) are most of it; give the nodes indexes instead",
+                text.len()
             )));
         }
         yaml(&[Object {
             api_version: "v1",
             kind: "ConfigMap",
-            metadata: json!({"name": CONFIG_MAP, "namespace": self.plan.config_map_namespace}),
+            metadata: json!({"name": CONFIG_MAP, "namespace": plan.config_map_namespace}),
             spec: None,
-            data: Some(Value::Object(data)),
+            data: Some(json!({ PLAN_KEY: text })),
         }])
+    }
+
+    /// One node's node file as text: `--emit node-file`'s output, and what
+    /// a node computing its own from the ConfigMap writes, byte for byte.
+    pub fn node_file_text(&self, node: &str) -> Result<String, PlanError> {
+        let file = self.node_file(node)?;
+        let mut text = serde_json::to_string_pretty(&file)
+            .map_err(|e| PlanError(format!("cannot write the node file: {e}")))?;
+        text.push('\n');
+        Ok(text)
     }
 
     /// For the switch team: node, rail, host address, switch-port address, prefix.
@@ -245,7 +257,7 @@ impl Resolved {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Plan;
+    use super::super::{Plan, Resolved};
 
     #[test]
     fn ipv6_slash_64_rails_host_1_leaf_2() {
@@ -461,11 +473,12 @@ mod tests {
         assert_eq!(f["networks"]["rail1"]["prefix"], "172.16.0.2/31");
         assert_eq!(f["networks"]["rail1"]["gateway"], "172.16.0.3");
         assert!(r.node_file("gpu-9").is_err());
+        // The ConfigMap carries the plan; the node's file computed from it is the same.
         let cm: serde_json::Value =
-            serde_yaml_ng::from_str(r.config_map().unwrap().trim_start_matches("---\n")).unwrap();
-        let stored: serde_json::Value =
-            serde_json::from_str(cm["data"]["gpu-1.json"].as_str().unwrap()).unwrap();
-        assert_eq!(stored, f);
+            serde_yaml_ng::from_str(Resolved::config_map(&r.plan).unwrap().trim_start_matches("---\n")).unwrap();
+        let carried = Plan::parse(cm["data"]["plan.json"].as_str().unwrap()).unwrap();
+        let computed = carried.resolve_for(Some("gpu-1")).unwrap().node_file_text("gpu-1").unwrap();
+        assert_eq!(computed, r.node_file_text("gpu-1").unwrap());
         let csv = r.csv();
         assert!(csv.starts_with("node,rail,host_address,switch_port_address,prefix\n"));
         assert!(

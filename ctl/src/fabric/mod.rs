@@ -9,12 +9,12 @@ pub mod cidrpool;
 pub mod dra;
 pub mod emit;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use railcni_ipam::config::{NodeFile, PoolConfig};
-use railcni_ipam::pool::NodePool;
+use railcni_ipam::config::{NodeFile, PoolConfig, StaticAllocation};
+use railcni_ipam::pool::{NodePool, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -43,22 +43,22 @@ pub enum Role {
 pub struct Rail {
     pub name: String,
     pub cidr: IpNet,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_node_prefix: Option<u8>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_index: Option<u32>,
     /// Destinations reached via the rail's gateway; default: the rail's cidr.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<IpNet>,
     #[serde(default)]
     pub role: Role,
     /// The SR-IOV device plugin resource of this rail's VFs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_name: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
     /// Explicit allocations (node → prefix, gateway), e.g. from a CIDRPool.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub static_allocations: Vec<railcni_ipam::config::StaticAllocation>,
     /// A dual-stack rail's IPv6 CIDR: each node gets a prefix of it too
     /// (`perNodePrefix6`, a /127 by default).
@@ -168,6 +168,43 @@ pub struct Resolved {
     pub allocations: Vec<Allocation>,
 }
 
+impl Resolved {
+    /// Every node of `previous` keeps its prefixes here: a node whose
+    /// prefix on a rail would move (a changed index, cidr or per-node
+    /// length; its pods' addresses would move) is named. Nodes added or
+    /// removed are fine.
+    pub fn keeps_prefixes_of(&self, previous: &Resolved) -> Result<()> {
+        type Key<'a> = (&'a str, &'a str, bool);
+        let now: HashMap<Key, IpNet> = (self.allocations.iter())
+            .map(|a| {
+                (
+                    (a.node.as_str(), a.rail.as_str(), a.prefix.addr().is_ipv6()),
+                    a.prefix,
+                )
+            })
+            .collect();
+        let moved: Vec<String> = (previous.allocations.iter())
+            .filter_map(|a| {
+                let new =
+                    now.get(&(a.node.as_str(), a.rail.as_str(), a.prefix.addr().is_ipv6()))?;
+                (*new != a.prefix)
+                    .then(|| format!("{} on {}: {} -> {new}", a.node, a.rail, a.prefix))
+            })
+            .collect();
+        if moved.is_empty() {
+            return Ok(());
+        }
+        let shown: Vec<&str> = moved.iter().take(10).map(String::as_str).collect();
+        Err(PlanError(format!(
+            "{} prefixes would move, and their pods' addresses with them (keep those nodes' indexes, or \
+             drain them first and plan again without --previous): {}{}",
+            moved.len(),
+            shown.join("; "),
+            if moved.len() > shown.len() { "; …" } else { "" }
+        )))
+    }
+}
+
 impl Plan {
     /// JSON or YAML (YAML is a superset; JSON is tried first for its errors).
     pub fn parse(text: &str) -> Result<Plan> {
@@ -188,17 +225,30 @@ impl Plan {
                 .collect(),
             Nodes::Map(map) => map.iter().map(|(n, i)| (n.clone(), *i)).collect(),
         };
-        let mut seen = std::collections::HashSet::new();
-        for (n, _) in &pairs {
+        let mut seen = HashSet::new();
+        let mut by_index: HashMap<usize, &str> = HashMap::new();
+        for (n, i) in &pairs {
             if !seen.insert(n.as_str()) {
                 return Err(PlanError(format!("node {n:?} is listed twice")));
+            }
+            if let Some(other) = by_index.insert(*i, n) {
+                return Err(PlanError(format!(
+                    "nodes {other:?} and {n:?} share index {i}: they would get the same prefix on every rail"
+                )));
             }
         }
         Ok(pairs)
     }
 
     /// Work out and check every allocation.
-    pub fn resolve(mut self) -> Result<Resolved> {
+    pub fn resolve(self) -> Result<Resolved> {
+        self.resolve_for(None)
+    }
+
+    /// Work out and check the plan, and the allocations of `only` (one
+    /// node, as a node computing its own node file needs: the same file
+    /// `--emit node-file` writes) or of every node. Linear in the nodes.
+    pub fn resolve_for(mut self, only: Option<&str>) -> Result<Resolved> {
         if self.rails.is_empty() {
             return Err(PlanError("the plan has no rails".into()));
         }
@@ -224,17 +274,27 @@ impl Plan {
             }
         }
         let indices = self.node_indices()?;
+        for rail in &self.rails {
+            rail.check_capacity(&indices)?;
+        }
         let mut nodes: Vec<String> = indices.iter().map(|(n, _)| n.clone()).collect();
+        let mut known: HashSet<String> = nodes.iter().cloned().collect();
         for rail in &self.rails {
             for a in &rail.static_allocations {
-                if !nodes.contains(&a.node_name) {
+                if known.insert(a.node_name.clone()) {
                     nodes.push(a.node_name.clone());
                 }
             }
         }
+        if let Some(node) = only {
+            if !known.contains(node) {
+                return Err(PlanError(format!("node {node:?} is not in the plan")));
+            }
+            nodes = vec![node.to_string()];
+        }
         let mut allocations = Vec::new();
         for rail in &self.rails {
-            allocations.extend(rail.allocations(&indices, &nodes)?);
+            allocations.extend(rail.allocations(&indices, &nodes, only.is_some())?);
         }
         Ok(Resolved {
             plan: self,
@@ -280,27 +340,45 @@ impl Plan {
 }
 
 impl Rail {
-    /// Each node's prefix (and IPv6 prefix) on this rail.
+    /// Each of `nodes`' prefix (and IPv6 prefix) on this rail: maps built
+    /// once, so linear in the nodes. `one`: only `nodes` (one node) go into
+    /// the pool, whose pool-wide checks the plan's own (unique indexes,
+    /// each within the rail) stand for.
     fn allocations(
         &self,
         indices: &[(String, usize)],
         nodes: &[String],
+        one: bool,
     ) -> Result<Vec<Allocation>> {
-        let pool = PoolConfig::parse(&self.pool_json(indices))
+        let in_pool: Vec<(String, usize)> = match one {
+            true => indices
+                .iter()
+                .filter(|(n, _)| nodes.contains(n))
+                .cloned()
+                .collect(),
+            false => indices.to_vec(),
+        };
+        let pool = PoolConfig::parse(&self.pool_json(&in_pool))
             .map_err(|e| PlanError(format!("rail {}: {e}", self.name)))?;
+        let index: HashMap<&str, usize> = in_pool.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+        let sides: Vec<(&PoolConfig, HashMap<&str, &StaticAllocation>)> = std::iter::once(&pool)
+            .chain(pool.ipv6.as_deref())
+            .map(|p| {
+                (
+                    p,
+                    p.static_allocations
+                        .iter()
+                        .map(|a| (a.node_name.as_str(), a))
+                        .collect(),
+                )
+            })
+            .collect();
         let mut out = Vec::new();
         for node in nodes {
-            let v4 = NodePool::resolve(&self.name, node, &pool, &NodeFile::default());
-            let v6 = pool
-                .ipv6
-                .as_deref()
-                .map(|p6| NodePool::resolve(&self.name, node, p6, &NodeFile::default()));
-            let both = v4.and_then(|p| {
-                Ok(std::iter::once(p)
-                    .chain(v6.transpose()?)
-                    .collect::<Vec<_>>())
-            });
-            match both {
+            let pools: std::result::Result<Vec<NodePool>, _> = (sides.iter())
+                .map(|(p, statics)| self.node_pool(node, p, statics, &index))
+                .collect();
+            match pools {
                 Ok(pools) => out.extend(pools.into_iter().map(|p| Allocation {
                     node: node.clone(),
                     rail: self.name.clone(),
@@ -314,6 +392,60 @@ impl Rail {
             }
         }
         Ok(out)
+    }
+
+    /// `node`'s pool on one side (IPv4 or IPv6) of the rail, in the IPAM's
+    /// order: its static allocation, else its index.
+    fn node_pool(
+        &self,
+        node: &str,
+        pool: &PoolConfig,
+        statics: &HashMap<&str, &StaticAllocation>,
+        index: &HashMap<&str, usize>,
+    ) -> std::result::Result<NodePool, railcni_ipam::IpamError> {
+        match (statics.get(node), index.get(node)) {
+            (Some(a), _) => NodePool::with_prefix(
+                &self.name,
+                node,
+                pool,
+                (a.prefix, a.gateway, Source::StaticAllocation),
+            ),
+            (None, Some(i)) if pool.static_allocations.is_empty() => {
+                NodePool::at_index(&self.name, node, *i, pool)
+            }
+            _ => NodePool::resolve(&self.name, node, pool, &NodeFile::default()),
+        }
+    }
+
+    /// Every node's index must have its prefix in the rail's cidr (and cidr6).
+    fn check_capacity(&self, indices: &[(String, usize)]) -> Result<()> {
+        if !self.static_allocations.is_empty() {
+            return Ok(());
+        }
+        let Some((node, i)) = indices.iter().max_by_key(|(_, i)| *i) else {
+            return Ok(());
+        };
+        let v4 = Some((
+            self.cidr,
+            self.per_node_prefix
+                .unwrap_or(self.cidr.max_prefix_len() - 1),
+        ));
+        let v6 = self
+            .cidr6
+            .map(|c| (c, self.per_node_prefix6.unwrap_or(127)));
+        for (cidr, prefix) in v4.into_iter().chain(v6) {
+            let bits = u32::from(prefix.saturating_sub(cidr.prefix_len()));
+            let slots = 1u128.checked_shl(bits).unwrap_or(u128::MAX);
+            if (*i as u128) >= slots {
+                return Err(PlanError(format!(
+                    "node {node:?} has index {i}, beyond rail {}'s capacity: {cidr} holds {slots} /{prefix} \
+                     prefixes (indexes 0..{})",
+                    self.name,
+                    slots - 1
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The IPAM pool this rail is, for the IPAM's own arithmetic and checks.

@@ -5,20 +5,34 @@
 # own tmpfs /etc, /run and /var/log, and no RAILCNI_* variable, only
 # NODE_NAME; the NAD's config plus a top-level deviceID; CNI_IFNAME vfnet0,
 # vfnet1 (then a claim's ifName). The node file is the installer's copy in
-# /var/lib/cni/railcni/. DEL runs from a fresh "container": everything
+# /var/lib/cni/railcni/, computed from the plan ConfigMap. DEL runs from a
+# fresh "container": everything
 # comes back. Then the same doctor run on this node without an IOMMU:
 # netdev rails attach without one, so it is advice, not a broken link.
 leaf_up
 vfs_up 1
 host=/run/dra-host
-mkdir -p "$host/var-lib-cni/railcni" "$host/opt-cni-bin" /tmp/dra-keep
-cp "$RAILCNI_BIN_DIR/railcni" "$RAILCNI_BIN_DIR/railcni-ipam" "$host/opt-cni-bin/"
-# What `railcnictl install` leaves for the container: the node file's copy.
-nets=""
-for ((r = 1; r <= ${#VM_PFS[@]}; r++)); do
-  nets+="${nets:+,}\"rail$r\": {\"prefix\": \"$(rail_addr "$r")/31\", \"gateway\": \"$(rail_gw "$r")\"}"
-done
-printf '{"version": 1, "nodeName": "vm-0", "networks": {%s}}\n' "$nets" > "$host/var-lib-cni/railcni/node.json"
+mkdir -p "$host/var-lib-cni/railcni" "$host/opt-cni-bin" "$host/plan" /tmp/dra-keep
+# The installer as the DaemonSet runs it: the binaries into the host's
+# /opt/cni/bin, and this node's node file computed from the plan
+# ConfigMap (mounted as a directory, one file per key), also kept in
+# /var/lib/cni/railcni/ for the driver's container.
+{
+  echo "rails:"
+  for ((r = 1; r <= ${#VM_PFS[@]}; r++)); do
+    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], mtu: 9000}"
+  done
+  echo "nodes: {vm-0: 0, vm-1: 1, vm-2: 2}"
+} > "$host/plan.yaml"
+# Its one key, as the volume shows it (a single-quoted YAML scalar).
+railcnictl plan "$host/plan.yaml" --emit configmap | sed -n "s/^  plan.json: '\(.*\)'\$/\1/p" | sed "s/''/'/g" \
+  > "$host/plan/plan.json"
+check "the installer computes the node file from the plan ConfigMap" \
+  env NODE_NAME=vm-0 RAILCNI_STATE_DIR="$host/var-lib-cni/railcni" railcnictl install --from "$RAILCNI_BIN_DIR" \
+  --bin-dir "$host/opt-cni-bin" --plan-dir "$host/plan" --node-file "$host/etc-node.json" \
+  --node-file-copy "$host/var-lib-cni/railcni/node.json"
+same "the computed node file is --emit node-file's" "$(railcnictl plan "$host/plan.yaml" --emit node-file --node vm-0)" \
+  "$(cat "$host/var-lib-cni/railcni/node.json")"
 state=$host/var-lib-cni/railcni
 
 # dra_cni VERB IFNAME CONFIG: railcni run by the driver's libcni in a fresh container.

@@ -40,6 +40,22 @@ pub struct Args {
     /// exported as railcni_node_check.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
     doctor_interval: Duration,
+    /// The mounted plan ConfigMap: this node's node file is computed from it
+    /// at start and again whenever it changes (checked every --plan-interval).
+    #[arg(long, value_name = "DIR")]
+    plan_dir: Option<PathBuf>,
+    /// How often the plan ConfigMap is looked at.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
+    plan_interval: Duration,
+    /// This node, for --plan-dir; default: $NODE_NAME (downward API spec.nodeName).
+    #[arg(long, env = "NODE_NAME")]
+    node: Option<String>,
+    /// Where --plan-dir's node file goes.
+    #[arg(long, default_value = "/etc/cni/railcni/node.json")]
+    node_file: PathBuf,
+    /// Its copy for a CNI caller without the host's /etc (dra-driver-sriov); "" for none.
+    #[arg(long, default_value = "/var/lib/cni/railcni/node.json")]
+    node_file_copy: PathBuf,
 }
 
 /// The last doctor run: (check, result), shared with the passes.

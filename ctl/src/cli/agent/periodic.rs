@@ -1,11 +1,12 @@
 //! The agent's periodic work, each on a timer of its own: the doctor's
 //! checks (at start, then every --doctor-interval), gc (every
-//! --gc-interval) and the node_exporter textfile (every --interval). The
+//! --gc-interval), the node file from the plan ConfigMap (every
+//! --plan-interval) and the node_exporter textfile (every --interval). The
 //! blocking work runs on the runtime's blocking threads, so a slow doctor
 //! check never delays a scrape; the tasks end with the runtime, mid-work
 //! included.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,9 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use super::passes::{Answer, Passes};
 use super::{collect_garbage, run_doctor, Args, NodeChecks};
-use crate::log_warn;
+use crate::cli::plan_dir::{self, Refreshed, Targets};
+use crate::cli::Usage;
+use crate::{log_info, log_warn};
 
 pub fn start(settings: &Settings, args: &Args, passes: &Passes, checks: &NodeChecks) {
     let (s, c) = (settings.clone(), Arc::clone(checks));
@@ -27,6 +30,22 @@ pub fn start(settings: &Settings, args: &Args, passes: &Passes, checks: &NodeChe
         every(Instant::now() + period, period, move || {
             let s = s.clone();
             async move { blocking(move || collect_garbage(&s)).await }
+        });
+    }
+    if let Some(dir) = args.plan_dir.clone() {
+        let (s, node) = (settings.clone(), args.node.clone());
+        let (file, copy) = (args.node_file.clone(), args.node_file_copy.clone());
+        every(Instant::now(), args.plan_interval, move || {
+            let (s, dir, node, file, copy) = (
+                s.clone(),
+                dir.clone(),
+                node.clone(),
+                file.clone(),
+                copy.clone(),
+            );
+            async move {
+                blocking(move || refresh_node_file(&s, &dir, node.as_deref(), &file, &copy)).await
+            }
         });
     }
     if let Some(dir) = args.textfile.clone() {
@@ -57,6 +76,34 @@ where
 async fn blocking(work: impl FnOnce() + Send + 'static) {
     if let Err(e) = tokio::task::spawn_blocking(work).await {
         log_warn!("periodic work failed: {e}");
+    }
+}
+
+/// This node's node file from the plan ConfigMap, when it changed; a plan
+/// that gives this node none (or moves a prefix pods hold) is logged and
+/// the last good node file kept.
+fn refresh_node_file(
+    settings: &Settings,
+    dir: &Path,
+    node: Option<&str>,
+    file: &Path,
+    copy: &Path,
+) {
+    let Some(node) = node else {
+        return log_warn!("--plan-dir: which node is this? set NODE_NAME or --node");
+    };
+    let to = Targets {
+        node_file: file,
+        copy: (!copy.as_os_str().is_empty()).then_some(copy),
+    };
+    match plan_dir::refresh(dir, node, &to, settings) {
+        Ok(Refreshed::Written) => log_info!(
+            "wrote {} for node {node} from the plan in {}",
+            file.display(),
+            dir.display()
+        ),
+        Ok(Refreshed::Unchanged) => {}
+        Err(Usage(why)) => log_warn!("{why}; keeping the node file there is"),
     }
 }
 

@@ -1,0 +1,300 @@
+//! One plan for the largest clusters: 16,384 nodes × 8 rails from one
+//! ConfigMap that carries the plan, not its expansion; each node computes
+//! its own node file from it, byte for byte what `--emit node-file` gives.
+//! The installer reads the ConfigMap as its volume shows it (one file per
+//! key), and still reads the per-node form of earlier releases; a plan
+//! that does not validate, or a node it lacks, keeps the last good node
+//! file. No root needed.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::Value;
+
+/// `nodes` nodes (explicit indexes) × 8 rails of /15s, one /31 each.
+fn plan_text(nodes: usize) -> String {
+    let mut text = String::from("configMapNamespace: kube-system\nrails:\n");
+    for r in 1..=8 {
+        text.push_str(&format!(
+            "- {{name: rail{r}, cidr: 172.{}.0.0/15, routes: [172.16.0.0/12], mtu: 9000, pf: ens{r}f0np0}}\n",
+            14 + 2 * r
+        ));
+    }
+    text.push_str("nodes:\n");
+    for i in 0..nodes {
+        text.push_str(&format!("  gpu-{i:05}: {i}\n"));
+    }
+    text
+}
+
+fn ctl_run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(ctl())
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+fn stdout_of(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The ConfigMap as its volume shows it: one file per data key.
+fn mount_config_map(yaml: &str, dir: &Path) {
+    let cm: Value = serde_yaml_ng::from_str(yaml.trim_start_matches("---\n")).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    for (key, value) in cm["data"].as_object().unwrap() {
+        std::fs::write(dir.join(key), value.as_str().unwrap()).unwrap();
+    }
+}
+
+/// `railcnictl install` as the DaemonSet runs it, binaries from the build.
+fn install(t: &Path, plan_dir: &Path, node: &str) -> Output {
+    let built = Path::new(PLUGIN).parent().unwrap().display().to_string();
+    let (file, copy, bin) = (
+        t.join("etc/node.json"),
+        t.join("lib/node.json"),
+        t.join("bin"),
+    );
+    let state = t.join("state").display().to_string();
+    ctl_run(
+        &[
+            "install",
+            "--from",
+            &built,
+            "--bin-dir",
+            bin.to_str().unwrap(),
+            "--plan-dir",
+            plan_dir.to_str().unwrap(),
+            "--node-file",
+            file.to_str().unwrap(),
+            "--node-file-copy",
+            copy.to_str().unwrap(),
+            "--json",
+        ],
+        &[("NODE_NAME", node), ("RAILCNI_STATE_DIR", &state)],
+    )
+}
+
+#[test]
+fn sixteen_thousand_nodes_from_one_config_map_each_computing_its_own_file() {
+    let t = tempfile::tempdir().unwrap();
+    let plan = t.path().join("plan.yaml");
+    std::fs::write(&plan, plan_text(16_384)).unwrap();
+    let p = plan.to_str().unwrap();
+    let cm = stdout_of(&ctl_run(&["plan", p, "--emit", "configmap"], &[]));
+    assert!(
+        cm.len() <= 512 * 1024,
+        "the ConfigMap takes {} bytes",
+        cm.len()
+    );
+    let volume = t.path().join("volume");
+    mount_config_map(&cm, &volume);
+    for node in ["gpu-00000", "gpu-16383", "gpu-07919"] {
+        let expected = stdout_of(&ctl_run(
+            &["plan", p, "--emit", "node-file", "--node", node],
+            &[],
+        ));
+        let out = install(t.path(), &volume, node);
+        stdout_of(&out);
+        let computed = std::fs::read_to_string(t.path().join("etc/node.json")).unwrap();
+        assert_eq!(computed, expected, "{node}");
+        assert_eq!(
+            std::fs::read_to_string(t.path().join("lib/node.json")).unwrap(),
+            expected
+        );
+    }
+    // The last of them, gpu-07919: index 7919 on rail 1 is 172.16.61.222/31.
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("etc/node.json")).unwrap())
+            .unwrap();
+    assert_eq!(file["networks"]["rail1"]["prefix"], "172.16.61.222/31");
+    assert_eq!(file["networks"]["rail8"]["gateway"], "172.30.61.223");
+}
+
+#[test]
+fn the_per_node_form_of_earlier_releases_still_installs() {
+    let t = tempfile::tempdir().unwrap();
+    let old = t.path().join("old");
+    std::fs::create_dir_all(&old).unwrap();
+    let file = r#"{"version":1,"nodeName":"gpu-1","networks":{"rail1":{"prefix":"172.16.0.2/31","gateway":"172.16.0.3"}}}"#;
+    std::fs::write(old.join("gpu-1.json"), file).unwrap();
+    stdout_of(&install(t.path(), &old, "gpu-1"));
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("etc/node.json")).unwrap(),
+        file
+    );
+}
+
+#[test]
+fn a_missing_node_or_a_broken_plan_keeps_the_last_good_node_file() {
+    let t = tempfile::tempdir().unwrap();
+    let plan = t.path().join("plan.yaml");
+    std::fs::write(&plan, plan_text(4)).unwrap();
+    let volume = t.path().join("volume");
+    mount_config_map(
+        &stdout_of(&ctl_run(
+            &["plan", plan.to_str().unwrap(), "--emit", "configmap"],
+            &[],
+        )),
+        &volume,
+    );
+    stdout_of(&install(t.path(), &volume, "gpu-00002"));
+    let good = std::fs::read_to_string(t.path().join("etc/node.json")).unwrap();
+    // A node the plan lacks: refused with its name; the file stays.
+    let out = install(t.path(), &volume, "gpu-99999");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("gpu-99999"),
+        "{out:?}"
+    );
+    // A plan that no longer validates (two rails overlap): refused, named.
+    let broken = std::fs::read_to_string(volume.join("plan.json"))
+        .unwrap()
+        .replace("172.18.0.0/15", "172.16.0.0/15");
+    std::fs::write(volume.join("plan.json"), broken).unwrap();
+    let out = install(t.path(), &volume, "gpu-00002");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("overlaps"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("etc/node.json")).unwrap(),
+        good
+    );
+}
+
+#[test]
+fn a_prefix_that_pods_hold_does_not_move_under_them() {
+    let t = tempfile::tempdir().unwrap();
+    let plan = t.path().join("plan.yaml");
+    std::fs::write(&plan, plan_text(4)).unwrap();
+    let volume = t.path().join("volume");
+    mount_config_map(
+        &stdout_of(&ctl_run(
+            &["plan", plan.to_str().unwrap(), "--emit", "configmap"],
+            &[],
+        )),
+        &volume,
+    );
+    stdout_of(&install(t.path(), &volume, "gpu-00002"));
+    let good = std::fs::read_to_string(t.path().join("etc/node.json")).unwrap();
+    // A pod holds an address on rail 1: leased by railcni-ipam itself.
+    let mut ipam = Command::new(Path::new(PLUGIN).with_file_name("railcni-ipam"));
+    ipam.env_clear().envs([
+        ("CNI_COMMAND", "ADD"),
+        ("CNI_CONTAINERID", "c1"),
+        ("CNI_NETNS", "/proc/1/ns/net"),
+        ("CNI_IFNAME", "net1"),
+        ("CNI_PATH", "/nonexistent"),
+        (
+            "RAILCNI_STATE_DIR",
+            t.path().join("state").to_str().unwrap(),
+        ),
+        (
+            "RAILCNI_NODE_CONFIG",
+            t.path().join("etc/node.json").to_str().unwrap(),
+        ),
+        ("RAILCNI_LOG_DIR", t.path().join("logs").to_str().unwrap()),
+    ]);
+    let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "rail1",
+        "ipam": {"type": "railcni-ipam", "cidr": "172.16.0.0/15", "gatewayIndex": 1}});
+    let leased = run_with_stdin(ipam, &conf).ok();
+    assert_eq!(leased["ips"][0]["address"], "172.16.0.4/31");
+    // The new plan gives gpu-00002 index 9: its rail-1 prefix would move.
+    let moved = std::fs::read_to_string(volume.join("plan.json"))
+        .unwrap()
+        .replace("\"gpu-00002\":2", "\"gpu-00002\":9");
+    std::fs::write(volume.join("plan.json"), moved).unwrap();
+    let out = install(t.path(), &volume, "gpu-00002");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("rail rail1") && said.contains("1 pod"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("etc/node.json")).unwrap(),
+        good
+    );
+}
+
+#[test]
+fn plan_names_duplicate_indexes_capacity_and_moved_prefixes() {
+    let t = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = t.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let err = |args: &[&str]| {
+        let out = ctl_run(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let dup = write(
+        "dup.yaml",
+        &plan_text(3).replace("gpu-00002: 2", "gpu-00002: 1"),
+    );
+    let e = err(&["plan", &dup, "--emit", "configmap"]);
+    assert!(
+        e.contains("\"gpu-00001\" and \"gpu-00002\" share index 1"),
+        "{e}"
+    );
+    let over = write(
+        "over.yaml",
+        &plan_text(3).replace("gpu-00002: 2", "gpu-00002: 65536"),
+    );
+    let e = err(&["plan", &over, "--emit", "csv"]);
+    assert!(
+        e.contains("index 65536, beyond rail rail1's capacity") && e.contains("65536 /31"),
+        "{e}"
+    );
+    let overlap = write(
+        "overlap.yaml",
+        &plan_text(3).replace("172.18.0.0/15", "172.17.0.0/16"),
+    );
+    let e = err(&["plan", &overlap, "--emit", "nads"]);
+    assert!(e.contains("overlaps"), "{e}");
+    let previous = write("previous.yaml", &plan_text(3));
+    let moved = write(
+        "moved.yaml",
+        &plan_text(3).replace("gpu-00001: 1", "gpu-00001: 7"),
+    );
+    let e = err(&[
+        "plan",
+        &moved,
+        "--emit",
+        "configmap",
+        "--previous",
+        &previous,
+    ]);
+    assert!(
+        e.contains("gpu-00001 on rail1: 172.16.0.2/31 -> 172.16.0.14/31"),
+        "{e}"
+    );
+    // Adding a node moves nobody.
+    let grown = write("grown.yaml", &plan_text(4));
+    stdout_of(&ctl_run(
+        &[
+            "plan",
+            &grown,
+            "--emit",
+            "configmap",
+            "--previous",
+            &previous,
+        ],
+        &[],
+    ));
+}
