@@ -14,6 +14,7 @@ pub mod ipam;
 mod journal;
 pub mod net;
 pub mod node;
+mod pci;
 mod routing;
 pub mod run;
 pub mod state;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::args::CniArgs;
 use crate::error::{Error, Result};
+use crate::version::{Unsupported, Version};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -16,6 +17,17 @@ pub enum Command {
 }
 
 impl Command {
+    /// Refuse a command the config's version does not have: CHECK came in
+    /// 0.4.0, GC and STATUS in 1.1.0.
+    pub fn gate(self, version: Version) -> std::result::Result<(), Unsupported> {
+        match self {
+            Command::Check => version.require(Version::V0_4, "CHECK"),
+            Command::Gc => version.require(Version::V1_1, "GC"),
+            Command::Status => version.require(Version::V1_1, "STATUS"),
+            Command::Add | Command::Del | Command::Version => Ok(()),
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Self> {
         Ok(match s {
             "ADD" => Command::Add,

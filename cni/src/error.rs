@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
-use crate::version::Version;
+use crate::version::{Unsupported, Version};
 
 /// What any error printed as a CNI error reply must say.
 pub trait Reply: fmt::Display {
@@ -104,6 +104,12 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<Unsupported> for Error {
+    fn from(u: Unsupported) -> Self {
+        Error::IncompatibleVersion(u.0)
+    }
+}
 
 pub type Result<T> = std::result::Result<T, Error>;
 

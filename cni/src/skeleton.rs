@@ -242,7 +242,10 @@ fn prepare(
     let with_asked = |e| (e, asked);
     start_logging(program, &env, &config, &settings).map_err(with_asked)?;
     let version = config_version(&config).map_err(with_asked)?;
-    version.gate(env.command).map_err(with_asked)?;
+    env.command
+        .gate(version)
+        .map_err(Error::from)
+        .map_err(with_asked)?;
     let request = Request {
         verb,
         env,
@@ -382,7 +385,7 @@ pub fn parse_config(stdin: &[u8]) -> Result<Value> {
 pub fn config_version(config: &Value) -> Result<Version> {
     match config.get("cniVersion") {
         None | Some(Value::Null) => Err(Error::config("cniVersion", "is required")),
-        Some(Value::String(s)) => Version::parse(s),
+        Some(Value::String(s)) => Ok(Version::parse(s)?),
         Some(other) => Err(Error::config(
             "cniVersion",
             format!("{other} must be a string such as \"1.1.0\""),

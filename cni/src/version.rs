@@ -1,7 +1,6 @@
-//! CNI spec versions railcni speaks and what each version allows.
-
-use crate::env::Command;
-use crate::error::{Error, Result};
+//! CNI spec versions railcni speaks and what each version allows. The
+//! bottom of the crate: it uses no other module (its refusal becomes the
+//! CNI error 1 in `error`).
 
 /// Spec versions both binaries speak.
 pub const SUPPORTED: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
@@ -16,9 +15,9 @@ impl Version {
     pub const V1_0: Version = Version(1, 0, 0);
     pub const V1_1: Version = Version(1, 1, 0);
 
-    pub fn parse(s: &str) -> Result<Self> {
+    pub fn parse(s: &str) -> Result<Self, Unsupported> {
         if !SUPPORTED.contains(&s) {
-            return Err(Error::IncompatibleVersion(format!(
+            return Err(Unsupported(format!(
                 "cniVersion {s:?} is not supported; railcni supports {}",
                 SUPPORTED.join(", ")
             )));
@@ -31,20 +30,10 @@ impl Version {
         ))
     }
 
-    /// The minimum version a command needs: CHECK came in 0.4.0, GC and STATUS in 1.1.0.
-    pub fn gate(self, command: Command) -> Result<()> {
-        match command {
-            Command::Check => self.require(Version::V0_4, "CHECK"),
-            Command::Gc => self.require(Version::V1_1, "GC"),
-            Command::Status => self.require(Version::V1_1, "STATUS"),
-            Command::Add | Command::Del | Command::Version => Ok(()),
-        }
-    }
-
     /// Refuse a command that the config's version does not have.
-    pub fn require(self, min: Version, what: &str) -> Result<()> {
+    pub fn require(self, min: Version, what: &str) -> Result<(), Unsupported> {
         if self < min {
-            return Err(Error::IncompatibleVersion(format!(
+            return Err(Unsupported(format!(
                 "{what} needs cniVersion {} or later; the config says {self}",
                 min
             )));
@@ -52,6 +41,11 @@ impl Version {
         Ok(())
     }
 }
+
+/// A version railcni does not speak, or one too old for what was asked:
+/// the CNI error 1 (`IncompatibleVersion`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported(pub String);
 
 impl std::fmt::Display for Version {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -62,7 +56,12 @@ impl std::fmt::Display for Version {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Reply;
+    use crate::env::Command;
+    use crate::error::{Error, Reply};
+
+    fn code<T>(r: Result<T, Unsupported>) -> Result<T, u32> {
+        r.map_err(|e| Error::from(e).code())
+    }
 
     #[test]
     fn parses_every_supported_version_and_round_trips() {
@@ -74,25 +73,19 @@ mod tests {
     #[test]
     fn refuses_unknown_versions_with_code_1() {
         for v in ["0.2.0", "1.2.0", "", "1.0", "abc"] {
-            assert_eq!(Version::parse(v).map_err(|e| e.code()), Err(1), "{v}");
+            assert_eq!(code(Version::parse(v)).err(), Some(1), "{v}");
         }
     }
 
     #[test]
     fn gates_check_gc_and_status() {
         let v031 = Version::parse("0.3.1").unwrap();
-        assert_eq!(v031.gate(Command::Check).map_err(|e| e.code()), Err(1));
-        assert_eq!(
-            Version::V1_0.gate(Command::Gc).map_err(|e| e.code()),
-            Err(1)
-        );
-        assert_eq!(
-            Version::V1_0.gate(Command::Status).map_err(|e| e.code()),
-            Err(1)
-        );
-        assert!(Version::V0_4.gate(Command::Check).is_ok());
-        assert!(Version::V1_1.gate(Command::Gc).is_ok());
-        assert!(v031.gate(Command::Add).is_ok());
+        assert_eq!(code(Command::Check.gate(v031)), Err(1));
+        assert_eq!(code(Command::Gc.gate(Version::V1_0)), Err(1));
+        assert_eq!(code(Command::Status.gate(Version::V1_0)), Err(1));
+        assert!(Command::Check.gate(Version::V0_4).is_ok());
+        assert!(Command::Gc.gate(Version::V1_1).is_ok());
+        assert!(Command::Add.gate(v031).is_ok());
     }
 
     #[test]
@@ -100,11 +93,6 @@ mod tests {
         let v031 = Version::parse("0.3.1").unwrap();
         assert!(v031.require(Version::V0_4, "CHECK").is_err());
         assert!(Version::V1_0.require(Version::V0_4, "CHECK").is_ok());
-        assert_eq!(
-            Version::V1_0
-                .require(Version::V1_1, "GC")
-                .map_err(|e| e.code()),
-            Err(1)
-        );
+        assert_eq!(code(Version::V1_0.require(Version::V1_1, "GC")), Err(1));
     }
 }

@@ -7,7 +7,7 @@ use super::Ctx;
 use crate::attachment::detach::{detach, Attachment, Release};
 use crate::error::{Error, Result};
 use crate::node::Node;
-use crate::vf::normalize_pci;
+use crate::pci;
 use crate::{log_info, log_warn};
 
 /// The attachment a DEL names, read without a validated config.
@@ -31,7 +31,7 @@ pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
         "DEL of {cid}/{ifname} with an input ADD would refuse ({}); giving back only what a record holds",
         why.details()
     );
-    let likely = named.device.and_then(|d| normalize_pci(d).ok());
+    let likely = named.device.and_then(|d| pci::normalize(d).ok());
     let found = if cid.is_empty() || ifname.is_empty() {
         None
     } else {
@@ -67,7 +67,7 @@ pub fn del(ctx: &Ctx) -> Result<()> {
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
     let pci = match (ctx.record()?, &ctx.conf.device_id) {
         (Some(r), _) => r.pci,
-        (None, Some(d)) => match normalize_pci(d) {
+        (None, Some(d)) => match pci::normalize(d) {
             Ok(pci) => pci,
             // ADD refused it: nothing was attached under it.
             Err(e) => {

@@ -47,7 +47,7 @@ impl Ctx {
             .conf
             .device_id
             .as_deref()
-            .and_then(|d| crate::vf::sysfs::normalize_pci(d).ok());
+            .and_then(|d| crate::pci::normalize(d).ok());
         self.node
             .store
             .find_likely(&self.env.container_id, &self.env.ifname, likely.as_deref())

@@ -89,7 +89,7 @@ pub(super) fn annotated_device(rc: &RawRuntimeConfig) -> Result<Option<String>> 
         return Ok(None);
     };
     let field = format!("runtimeConfig.{POD_ANNOTATIONS}[\"{DEVICE_ANNOTATION}\"]");
-    match value.as_str().map(crate::vf::normalize_pci) {
+    match value.as_str().map(crate::pci::normalize) {
         Some(Ok(pci)) => Ok(Some(pci)),
         _ => Err(Error::config(
             &field,

@@ -6,4 +6,4 @@ pub mod home;
 pub mod settings;
 pub mod sysfs;
 
-pub use sysfs::{normalize_pci, Sysfs, Vf};
+pub use sysfs::{Sysfs, Vf};

@@ -31,7 +31,8 @@ use serde::Serialize;
     about = "Day-2 commands for railcni, the SR-IOV rail CNI plugin: what is attached on this node, and the tools around it",
     long_about = "railcnictl answers what railcni attached on this node, gives back what is stale, \
                   plans a fabric, installs the plugin and serves its metrics. The plugin itself is \
-                  `railcni`, run by container runtimes.\n\nEvery command takes --json and exits 0 when \
+                  `railcni`, run by container runtimes.\n\nEvery command that reports takes --json (metrics, plan and agent write formats of \
+                  their own); each exits 0 when \
                   all is well, 1 when it found a problem, 2 on bad usage."
 )]
 struct Cli {

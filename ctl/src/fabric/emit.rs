@@ -474,10 +474,18 @@ mod tests {
         assert_eq!(f["networks"]["rail1"]["gateway"], "172.16.0.3");
         assert!(r.node_file("gpu-9").is_err());
         // The ConfigMap carries the plan; the node's file computed from it is the same.
-        let cm: serde_json::Value =
-            serde_yaml_ng::from_str(Resolved::config_map(&r.plan).unwrap().trim_start_matches("---\n")).unwrap();
+        let cm: serde_json::Value = serde_yaml_ng::from_str(
+            Resolved::config_map(&r.plan)
+                .unwrap()
+                .trim_start_matches("---\n"),
+        )
+        .unwrap();
         let carried = Plan::parse(cm["data"]["plan.json"].as_str().unwrap()).unwrap();
-        let computed = carried.resolve_for(Some("gpu-1")).unwrap().node_file_text("gpu-1").unwrap();
+        let computed = carried
+            .resolve_for(Some("gpu-1"))
+            .unwrap()
+            .node_file_text("gpu-1")
+            .unwrap();
         assert_eq!(computed, r.node_file_text("gpu-1").unwrap());
         let csv = r.csv();
         assert!(csv.starts_with("node,rail,host_address,switch_port_address,prefix\n"));
