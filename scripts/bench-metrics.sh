@@ -4,15 +4,20 @@
 # device and a port of counters in the fake sysfs. Prints p50/p95 in ms of
 # GET /metrics (curl, from the node's namespace) and the exposition's size.
 #
-#   scripts/bench-metrics.sh [scrapes=50] [idle=0]
+#   scripts/bench-metrics.sh [scrapes=50] [idle=0] [concurrent=1]
 # idle > 0: the scrapes run while that many idle connections and one client
 # that never finishes its request are open to the agent (the goal holds then
 # too: anything that reaches the port must not slow a scrape).
+# concurrent > 1: the scrapes come in bursts of that many at once, each
+# burst 1.1 s after the last (so every burst finds no fresh pass and all of
+# it waits for one; more than the agent serves at once get 503 and are
+# counted apart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "bench-metrics.sh: run as root" >&2; exit 1; }
 scrapes=${1:-50}
 idle=${2:-0}
+concurrent=${3:-1}
 command -v curl >/dev/null || scripts/install-test-deps.sh
 
 cargo build --release --quiet
@@ -56,9 +61,23 @@ print('ready', flush=True); time.sleep(600)" >"$work/idle.out" &
   clients=$!
   for _ in $(seq 100); do grep -q ready "$work/idle.out" 2>/dev/null && break; sleep 0.1; done
 fi
-for _ in $(seq "$scrapes"); do
-  ip netns exec "$host" curl -s -o "$work/last.prom" -w '%{time_total}\n' http://127.0.0.1:9476/metrics >>"$work/times"
-done
+if ((concurrent > 1)); then
+  for b in $(seq $((scrapes / concurrent))); do
+    sleep 1.1
+    for c in $(seq "$concurrent"); do
+      ip netns exec "$host" curl -s -o "$work/b$c.prom" -w '%{http_code} %{time_total}\n' http://127.0.0.1:9476/metrics >"$work/b$c.t" &
+    done
+    wait
+    cat "$work"/b*.t >>"$work/all"
+    cp "$work/b1.prom" "$work/last.prom"
+  done
+  awk '$1 == 200 {print $2}' "$work/all" >"$work/times"
+  echo "bursts of $concurrent: $(awk '$1 == 200' "$work/all" | wc -l) answered 200, $(awk '$1 != 200' "$work/all" | wc -l) refused (busy)"
+else
+  for _ in $(seq "$scrapes"); do
+    ip netns exec "$host" curl -s -o "$work/last.prom" -w '%{time_total}\n' http://127.0.0.1:9476/metrics >>"$work/times"
+  done
+fi
 [ -n "$clients" ] && kill "$clients" 2>/dev/null
 attached=$(grep -c '^railcni_interface_mtu' "$work/last.prom" || true)
 python3 - "$work/times" "$attached" "$(wc -c <"$work/last.prom")" "$(grep -vc '^#' "$work/last.prom")" "$idle" <<'PY'

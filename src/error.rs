@@ -19,8 +19,15 @@ pub enum Error {
     DeviceNotFound(String),
     /// 103: the VF lacks what the config requires (e.g. `rdma: required`).
     UnsupportedDevice(String),
-    /// 104: a netlink, netns or sysctl operation failed.
+    /// 104: a netlink reply that does not decode, or no answer at all.
     Netlink(String),
+    /// 104: a name the VF must take is taken in that namespace.
+    NameTaken(String),
+    /// 104: a link railcni was working on is gone (a driver reload, a pod
+    /// namespace torn down meanwhile).
+    DeviceVanished(String),
+    /// 104: a route the rail needs is already the pod's, another way.
+    RouteConflict(String),
     /// 104: the kernel refused a request: what was asked, and its errno.
     Kernel { what: String, errno: Errno },
     /// The PF's driver refused a VF setting the config asks for. Its code
@@ -33,8 +40,10 @@ pub enum Error {
     /// An external IPAM plugin failed: its spec code (< 100) is passed on,
     /// anything else is 105.
     IpamPlugin { code: u32, msg: String },
-    /// 106: the attachment store (state dir, records, locks) failed.
-    State(String),
+    /// 106: the attachment store (state dir, records, locks) failed, with
+    /// the errno when the system gave one (EROFS, ENOSPC, EACCES are each
+    /// named with what to do).
+    State(cni::IoFailure),
     /// 107: CHECK found the attachment differs from prevResult.
     CheckFailed(String),
     /// 108: an ADD check of the rail (gateway, address conflict) failed.
@@ -133,6 +142,11 @@ impl Error {
         }
     }
 
+    /// The attachment store failed doing `what` with `e` (its errno kept).
+    pub fn state(what: impl Into<String>, e: &std::io::Error) -> Self {
+        Error::State(cni::IoFailure::new(what, e))
+    }
+
     pub fn invalid_env(msg: impl Into<String>) -> Self {
         Error::Spec(cni::Error::InvalidEnv(msg.into()))
     }
@@ -172,7 +186,11 @@ impl Reply for Error {
             Error::DeviceBusy(_) => 101,
             Error::DeviceNotFound(_) => 102,
             Error::UnsupportedDevice(_) => 103,
-            Error::Netlink(_) | Error::Kernel { .. } => 104,
+            Error::Netlink(_)
+            | Error::Kernel { .. }
+            | Error::NameTaken(_)
+            | Error::DeviceVanished(_)
+            | Error::RouteConflict(_) => 104,
             Error::VfSettingRefused(r) => r.code(),
             Error::Ipam(e) => e.code(),
             Error::IpamPlugin { code, .. } if (1..100).contains(code) => *code,
@@ -196,6 +214,9 @@ impl Reply for Error {
             Error::DeviceNotFound(_) => "VF not usable",
             Error::UnsupportedDevice(_) => "VF lacks a required capability",
             Error::Netlink(_) | Error::Kernel { .. } => "network operation failed",
+            Error::NameTaken(_) => "interface name taken",
+            Error::DeviceVanished(_) => "device vanished",
+            Error::RouteConflict(_) => "route conflict",
             Error::VfSettingRefused(_) => "VF setting refused by the NIC's driver",
             Error::Ipam(_) | Error::IpamPlugin { .. } => "IPAM failed",
             Error::State(_) => "attachment store failed",
@@ -215,11 +236,14 @@ impl Reply for Error {
             | Error::DeviceNotFound(msg)
             | Error::UnsupportedDevice(msg)
             | Error::Netlink(msg)
-            | Error::State(msg)
+            | Error::NameTaken(msg)
+            | Error::DeviceVanished(msg)
+            | Error::RouteConflict(msg)
             | Error::CheckFailed(msg)
             | Error::RailCheck(msg)
             | Error::MissingCapability(msg) => msg.clone(),
             Error::Kernel { what, errno } => format!("{what}: {}", errno.desc()),
+            Error::State(failure) => failure.to_string(),
             Error::VfSettingRefused(r) => r.details(),
             Error::Teardown { what, failures } => format!(
                 "giving back {what} left work undone: {}",
@@ -278,7 +302,7 @@ mod tests {
         assert_eq!(Error::config("mtu", "x").code(), 7);
         assert_eq!(Error::try_again_later("").code(), 11);
         assert_eq!(Error::DeviceBusy(String::new()).code(), 101);
-        assert_eq!(Error::State(String::new()).code(), 106);
+        assert_eq!(Error::State(cni::IoFailure::plain("")).code(), 106);
         assert_eq!(Error::from(IpamError::Exhausted(String::new())).code(), 110);
         assert_eq!(Error::from(IpamError::config("ipam.cidr", "x")).code(), 7);
     }
@@ -294,7 +318,13 @@ mod tests {
                     "release address",
                     Error::try_again_later("lease file locked"),
                 ),
-                failed("remove record", Error::State("read-only".into())),
+                failed(
+                    "remove record",
+                    Error::state(
+                        "cannot remove /s/a/x.json",
+                        &std::io::Error::from_raw_os_error(30),
+                    ),
+                ),
             ],
         };
         assert_eq!(e.code(), 11, "a retry is what fixes a held lock");
@@ -302,7 +332,7 @@ mod tests {
         for part in [
             "return VF: EBUSY",
             "release address: lease file locked",
-            "remove record: read-only",
+            "remove record: cannot remove /s/a/x.json: Read-only file system (EROFS); the file system is mounted read-only",
         ] {
             assert!(d.contains(part), "{d}");
         }
@@ -310,7 +340,7 @@ mod tests {
             what: String::new(),
             failures: vec![
                 failed("return VF", Error::Netlink(String::new())),
-                failed("remove record", Error::State(String::new())),
+                failed("remove record", Error::State(cni::IoFailure::plain(""))),
             ],
         };
         assert_eq!(e.code(), 106);

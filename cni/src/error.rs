@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
+use crate::io_failure::IoFailure;
 use crate::version::{Unsupported, Version};
 
 /// What any error printed as a CNI error reply must say.
@@ -30,8 +31,9 @@ pub enum Error {
     ContainerUnknown(String),
     /// 4: a CNI_* environment variable is missing or malformed.
     InvalidEnv(String),
-    /// 5: reading stdin or another I/O failure outside our stores.
-    Io(String),
+    /// 5: an I/O failure (stdin, the IPAM's lease files, the node file),
+    /// with its errno.
+    Io(IoFailure),
     /// 6: stdin is not decodable JSON.
     Decode(String),
     /// 7: the network config is invalid; `field` names what to fix.
@@ -85,10 +87,10 @@ impl Reply for Error {
     fn details(&self) -> String {
         match self {
             Error::InvalidConfig { field, msg } => format!("field `{field}`: {msg}"),
+            Error::Io(failure) => failure.to_string(),
             Error::IncompatibleVersion(m)
             | Error::ContainerUnknown(m)
             | Error::InvalidEnv(m)
-            | Error::Io(m)
             | Error::Decode(m)
             | Error::TryAgainLater(m)
             | Error::Unavailable(m)

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::env::{Command, Env};
 use crate::error::{reply_json, Error, Reply, Result};
+use crate::io_failure::IoFailure;
 use crate::log::{self, Level, LogConf};
 use crate::settings::Settings;
 use crate::version::{Version, LATEST, SUPPORTED};
@@ -145,7 +146,11 @@ where
     );
     // Refused input keeps its stdin: a DEL reads what it still can of it.
     let prepared = match read_stdin() {
-        Err(e) => Err((Error::Io(format!("cannot read stdin: {e}")), LATEST, None)),
+        Err(e) => Err((
+            Error::Io(IoFailure::new("cannot read stdin", &e)),
+            LATEST,
+            None,
+        )),
         Ok(stdin) => match prepare(program, &stdin, settings) {
             Ok(Prepared::Request(mut request, list)) => {
                 request.static_allocations = list.map(|range| InlineList { stdin, range });

@@ -23,8 +23,15 @@ impl IpamError {
         IpamError::Spec(Error::config(field, msg.to_string()))
     }
 
-    pub fn io(msg: impl Into<String>) -> Self {
-        IpamError::Spec(Error::Io(msg.into()))
+    /// `what` failed with `e`: its errno kept (a read-only, full or
+    /// forbidden state dir each named with what to do).
+    pub fn io(what: impl Into<String>, e: &std::io::Error) -> Self {
+        IpamError::Spec(Error::Io(cni::IoFailure::new(what, e)))
+    }
+
+    /// An I/O-class failure with no errno behind it.
+    pub fn io_plain(what: impl Into<String>) -> Self {
+        IpamError::Spec(Error::Io(cni::IoFailure::plain(what)))
     }
 }
 

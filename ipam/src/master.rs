@@ -91,8 +91,12 @@ impl Master {
 
 /// The interface's addresses in this namespace (getifaddrs).
 fn addresses_of(name: &str) -> Result<Vec<IpNet>, IpamError> {
-    let all = nix::ifaddrs::getifaddrs()
-        .map_err(|e| IpamError::io(format!("cannot list the addresses of {name}: {}", e.desc())))?;
+    let all = nix::ifaddrs::getifaddrs().map_err(|e| {
+        IpamError::io(
+            format!("cannot list the addresses of {name}"),
+            &std::io::Error::from(e),
+        )
+    })?;
     Ok(all
         .filter(|a| a.interface_name == name)
         .filter_map(|a| {

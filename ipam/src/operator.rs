@@ -94,11 +94,10 @@ pub fn repair(
                 now_unix()
             ));
             std::fs::copy(&store.path, &kept).map_err(|e| {
-                IpamError::io(format!(
-                    "cannot keep {} as {}: {e}",
-                    store.path.display(),
-                    kept.display()
-                ))
+                IpamError::io(
+                    format!("cannot keep {} as {}", store.path.display(), kept.display()),
+                    &e,
+                )
             })?;
             Some(kept)
         }

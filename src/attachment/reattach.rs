@@ -121,10 +121,11 @@ fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
 fn put_back(node: &Node, record: &Record) -> Result<()> {
     let pci = &record.pci;
     let vf = node.sysfs.resolve(pci)?;
-    let result = record
-        .result
-        .as_ref()
-        .ok_or_else(|| Error::State(format!("the record of VF {pci} holds no ADD result")))?;
+    let result = record.result.as_ref().ok_or_else(|| {
+        Error::State(cni::IoFailure::plain(format!(
+            "the record of VF {pci} holds no ADD result"
+        )))
+    })?;
     let iface = result.interfaces.first().cloned().unwrap_or_default();
     set_vf_again(node, record, &vf)?;
     let host_nl = Netlink::connect_in(&node.host)?;
@@ -145,14 +146,14 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
         inet: split.inet,
     };
     if !host_nl.move_to(link.index, &pod, &record.ifname, &arrival)? {
-        return Err(Error::Netlink(format!(
+        return Err(Error::NameTaken(format!(
             "cannot put VF {pci} back: {} is taken in {path}",
             record.ifname
         )));
     }
     let pod_nl = Netlink::connect_in(&pod)?;
     let moved = pod_nl.link_by_name(&record.ifname)?.ok_or_else(|| {
-        Error::Netlink(format!("VF {pci} moved but {} is not there", record.ifname))
+        Error::DeviceVanished(format!("VF {pci} moved but {} is not there", record.ifname))
     })?;
     bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
     address_and_route(record, result, &pod_nl, &moved)?;

@@ -79,7 +79,7 @@ pub fn install(
                 left_out.push(route.clone());
             }
             RouteAdded::Conflict(holder) => {
-                return Err(Error::Netlink(format!(
+                return Err(Error::RouteConflict(format!(
                     "cannot add route {} to table {} for {ifname}: the pod already has {holder}; \
                      give this rail another table (routing.table) or remove that route",
                     route.dst,

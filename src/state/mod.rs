@@ -198,7 +198,7 @@ impl AttachmentStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !made.contains(&name) {
             files::private_dir(&dir)
-                .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))?;
+                .map_err(|e| Error::state(format!("cannot create {}", dir.display()), &e))?;
             made.push(name);
         }
         Ok(dir)
@@ -221,7 +221,7 @@ impl AttachmentStore {
                 "VF {pci} is locked by another railcni invocation for more than {t:?}"
             ))),
             Err(LockError::Io(e)) => {
-                Err(Error::State(format!("cannot lock {}: {e}", path.display())))
+                Err(Error::state(format!("cannot lock {}", path.display()), &e))
             }
         }
     }
@@ -231,13 +231,13 @@ impl AttachmentStore {
         let bytes = match files::read(&path) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(None),
-            Err(e) => return Err(Error::State(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => return Err(Error::state(format!("cannot read {}", path.display()), &e)),
         };
         let unreadable = |why: String| {
-            Error::State(format!(
+            Error::State(cni::IoFailure::plain(format!(
                 "attachment record {} is unreadable ({why}); inspect it, return the VF by hand and remove the file",
                 path.display()
-            ))
+            )))
         };
         // The version first: a newer record is named as such, not as torn.
         #[derive(Deserialize)]
@@ -272,7 +272,7 @@ impl AttachmentStore {
             Ok(entries) => entries,
             // Nothing was ever attached here.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(Error::State(format!("cannot list {}: {e}", dir.display()))),
+            Err(e) => return Err(Error::state(format!("cannot list {}", dir.display()), &e)),
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -322,13 +322,13 @@ impl AttachmentStore {
         let bytes = serde_json::to_vec_pretty(&RecordV1::from(record))
             .map_err(|e| Error::internal(format!("encode record: {e}")))?;
         files::replace_atomic(&path, &bytes)
-            .map_err(|e| Error::State(format!("cannot write {}: {e}", path.display())))
+            .map_err(|e| Error::state(format!("cannot write {}", path.display()), &e))
     }
 
     pub fn remove(&self, pci: &str) -> Result<()> {
         let path = self.record_path(pci);
         files::remove(&path)
-            .map_err(|e| Error::State(format!("cannot remove {}: {e}", path.display())))
+            .map_err(|e| Error::state(format!("cannot remove {}", path.display()), &e))
     }
 
     /// STATUS: can this node take an ADD (state dir writable)?
@@ -336,7 +336,9 @@ impl AttachmentStore {
         let dir = self.dir("attachments")?;
         let probe = dir.join(".status-probe");
         files::replace_atomic(&probe, b"ok").map_err(|e| {
-            Error::unavailable(format!("state dir {} is not writable: {e}", dir.display()))
+            let why =
+                cni::IoFailure::new(format!("state dir {} is not writable", dir.display()), &e);
+            Error::unavailable(why.to_string())
         })?;
         let _ = fs::remove_file(probe);
         Ok(())

@@ -107,7 +107,7 @@ fn move_home(
     if pod.move_to(link.index, host, &fallback, arrival)? {
         return Ok(());
     }
-    Err(crate::error::Error::Netlink(format!(
+    Err(crate::error::Error::NameTaken(format!(
         "cannot return VF (link #{}) to the host: both {name} and {fallback} are taken there",
         link.index
     )))

@@ -154,10 +154,10 @@ impl NodeFile {
                 IpamError::config("node file", format!("{} is invalid: {e}", path.display()))
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NodeFile::default()),
-            Err(e) => Err(IpamError::io(format!(
-                "cannot read node config {}: {e}",
-                path.display()
-            ))),
+            Err(e) => Err(IpamError::io(
+                format!("cannot read node config {}", path.display()),
+                &e,
+            )),
         }
     }
 }

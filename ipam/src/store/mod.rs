@@ -102,7 +102,7 @@ impl LeaseStore {
     pub fn lock(&self) -> Result<Locked<'_>, IpamError> {
         if let Some(dir) = self.path.parent() {
             files::private_dir(dir)
-                .map_err(|e| IpamError::io(format!("cannot create {}: {e}", dir.display())))?;
+                .map_err(|e| IpamError::io(format!("cannot create {}", dir.display()), &e))?;
         }
         let lock =
             files::lock(&self.lock_path, self.lock_timeout, LOCK_POLL).map_err(|e| match e {
@@ -111,7 +111,7 @@ impl LeaseStore {
                     self.path.display()
                 ))),
                 LockError::Io(e) => {
-                    IpamError::io(format!("cannot lock {}: {e}", self.lock_path.display()))
+                    IpamError::io(format!("cannot lock {}", self.lock_path.display()), &e)
                 }
             })?;
         // Holding the lock: temps a killed writer left are nobody's now.
@@ -135,10 +135,10 @@ impl LeaseStore {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(Leases::default()),
             Err(e) => {
-                return Err(IpamError::io(format!(
-                    "cannot read lease file {}: {e}",
-                    self.path.display()
-                )))
+                return Err(IpamError::io(
+                    format!("cannot read lease file {}", self.path.display()),
+                    &e,
+                ))
             }
         };
         match decode(&bytes) {
@@ -237,9 +237,9 @@ impl Locked<'_> {
             data,
         };
         let bytes = serde_json::to_vec_pretty(&doc)
-            .map_err(|e| IpamError::io(format!("encode leases: {e}")))?;
+            .map_err(|e| IpamError::io_plain(format!("encode leases: {e}")))?;
         files::replace_atomic(path, &bytes)
-            .map_err(|e| IpamError::io(format!("cannot write lease file {}: {e}", path.display())))
+            .map_err(|e| IpamError::io(format!("cannot write lease file {}", path.display()), &e))
     }
 }
 

@@ -113,7 +113,7 @@ impl<'a> KernelAttach<'a> {
     fn link_now(&self, index: u32) -> Result<Link> {
         let now = self.sockets.pod_nl.link_by_index(index)?;
         now.ok_or_else(|| {
-            Error::Netlink(format!(
+            Error::DeviceVanished(format!(
                 "{} vanished from the pod during ADD",
                 self.ctx.env.ifname
             ))
@@ -301,7 +301,7 @@ impl AttachSteps for KernelAttach<'_> {
         }
         let moved = self.sockets.pod_nl.link_by_name(ifname)?;
         let moved = moved.ok_or_else(|| {
-            Error::Netlink(format!("VF moved into the pod but {ifname} is not there"))
+            Error::DeviceVanished(format!("VF moved into the pod but {ifname} is not there"))
         })?;
         // The kernel renumbers a moved link whose ifindex is taken in the pod;
         // kept with the final record write (until then DEL knows the VF by

@@ -67,6 +67,22 @@ impl Reply {
         self.json
     }
 
+    /// A failure with any code: the error reply.
+    #[track_caller]
+    pub fn err_any(self) -> Value {
+        assert!(
+            !self.success,
+            "expected a failure, got success: {}",
+            self.stdout
+        );
+        assert!(
+            self.json["code"].is_u64() && self.json["msg"].is_string(),
+            "{}",
+            self.stdout
+        );
+        self.json
+    }
+
     #[track_caller]
     pub fn err(self, code: u64) -> Value {
         assert!(
