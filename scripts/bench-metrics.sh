@@ -64,10 +64,12 @@ fi
 if ((concurrent > 1)); then
   for b in $(seq $((scrapes / concurrent))); do
     sleep 1.1
+    pids=()
     for c in $(seq "$concurrent"); do
       ip netns exec "$host" curl -s -o "$work/b$c.prom" -w '%{http_code} %{time_total}\n' http://127.0.0.1:9476/metrics >"$work/b$c.t" &
+      pids+=($!)
     done
-    wait
+    wait "${pids[@]}"
     cat "$work"/b*.t >>"$work/all"
     cp "$work/b1.prom" "$work/last.prom"
   done

@@ -589,8 +589,7 @@ fn a_hung_pass_costs_one_worker_and_scrapes_answer_stale() {
     );
 }
 
-/// Twenty scrapes at once cost one pass and all answer; more than the
-/// agent serves at once are refused at once, never queued behind a pass.
+/// Twenty scrapes at once share one pass and all answer.
 #[test]
 fn twenty_concurrent_scrapes_share_one_pass() {
     let node = Node::new(1, 1);
@@ -603,12 +602,5 @@ fn twenty_concurrent_scrapes_share_one_pass() {
             .collect();
         all.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert!(
-        statuses.iter().all(|s| *s == 200 || *s == 503),
-        "{statuses:?}"
-    );
-    assert!(
-        statuses.iter().filter(|s| **s == 200).count() >= 8,
-        "{statuses:?}"
-    );
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
 }

@@ -1,7 +1,8 @@
 //! The agent's HTTP side: `/metrics` and `/healthz` served by axum on
 //! hyper and tokio. Anything that can reach the node's port can open
 //! connections, so: idle connections cost a task each, never a thread; at
-//! most `CONCURRENT` requests are answered at once (more get 503 at once);
+//! most `CONCURRENT` requests are answered at once, those waiting for a
+//! pass included, which they share (more get 503 at once);
 //! and every answer comes from the passes' one worker (`passes`), never
 //! from work a request starts of its own.
 
@@ -20,7 +21,7 @@ use super::passes::{Answer, Pass, Passes};
 use crate::cli::metrics::exposition::{OPENMETRICS, TEXT_FORMAT};
 
 /// Requests answered at once; more are refused with 503 until one ends.
-pub const CONCURRENT: usize = 8;
+pub const CONCURRENT: usize = 32;
 
 #[derive(Clone)]
 struct App {
