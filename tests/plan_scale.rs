@@ -122,6 +122,21 @@ fn sixteen_thousand_nodes_from_one_config_map_each_computing_its_own_file() {
     assert_eq!(file["networks"]["rail8"]["gateway"], "172.30.61.223");
 }
 
+/// A 4-node plan's ConfigMap as a volume, and gpu-00002 installed from it.
+fn installed_gpu_2() -> (tempfile::TempDir, std::path::PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let plan = t.path().join("plan.yaml");
+    std::fs::write(&plan, plan_text(4)).unwrap();
+    let volume = t.path().join("volume");
+    let cm = ctl_run(
+        &["plan", plan.to_str().unwrap(), "--emit", "configmap"],
+        &[],
+    );
+    mount_config_map(&stdout_of(&cm), &volume);
+    stdout_of(&install(t.path(), &volume, "gpu-00002"));
+    (t, volume)
+}
+
 #[test]
 fn the_per_node_form_of_earlier_releases_still_installs() {
     let t = tempfile::tempdir().unwrap();
@@ -138,18 +153,7 @@ fn the_per_node_form_of_earlier_releases_still_installs() {
 
 #[test]
 fn a_missing_node_or_a_broken_plan_keeps_the_last_good_node_file() {
-    let t = tempfile::tempdir().unwrap();
-    let plan = t.path().join("plan.yaml");
-    std::fs::write(&plan, plan_text(4)).unwrap();
-    let volume = t.path().join("volume");
-    mount_config_map(
-        &stdout_of(&ctl_run(
-            &["plan", plan.to_str().unwrap(), "--emit", "configmap"],
-            &[],
-        )),
-        &volume,
-    );
-    stdout_of(&install(t.path(), &volume, "gpu-00002"));
+    let (t, volume) = installed_gpu_2();
     let good = std::fs::read_to_string(t.path().join("etc/node.json")).unwrap();
     // A node the plan lacks: refused with its name; the file stays.
     let out = install(t.path(), &volume, "gpu-99999");
@@ -177,18 +181,7 @@ fn a_missing_node_or_a_broken_plan_keeps_the_last_good_node_file() {
 
 #[test]
 fn a_prefix_that_pods_hold_does_not_move_under_them() {
-    let t = tempfile::tempdir().unwrap();
-    let plan = t.path().join("plan.yaml");
-    std::fs::write(&plan, plan_text(4)).unwrap();
-    let volume = t.path().join("volume");
-    mount_config_map(
-        &stdout_of(&ctl_run(
-            &["plan", plan.to_str().unwrap(), "--emit", "configmap"],
-            &[],
-        )),
-        &volume,
-    );
-    stdout_of(&install(t.path(), &volume, "gpu-00002"));
+    let (t, volume) = installed_gpu_2();
     let good = std::fs::read_to_string(t.path().join("etc/node.json")).unwrap();
     // A pod holds an address on rail 1: leased by railcni-ipam itself.
     let mut ipam = Command::new(Path::new(PLUGIN).with_file_name("railcni-ipam"));
@@ -297,4 +290,97 @@ fn plan_names_duplicate_indexes_capacity_and_moved_prefixes() {
         ],
         &[],
     ));
+}
+
+/// The agent follows the mounted ConfigMap: a changed plan gives the node
+/// its new file (no pod holds the old prefix); a broken one is logged and
+/// the last good file kept.
+#[test]
+fn the_agent_recomputes_the_node_file_when_the_config_map_changes() {
+    let (t, volume) = installed_gpu_2();
+    let file = t.path().join("etc/node.json");
+    let prefix = |f: &Path| -> String {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        v["networks"]["rail1"]["prefix"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(prefix(&file), "172.16.0.4/31");
+    let state = t.path().join("state").display().to_string();
+    let mut agent = Killed(Some(
+        Command::new(ctl())
+            .args([
+                "agent",
+                "--listen",
+                "127.0.0.1:0",
+                "--plan-dir",
+                volume.to_str().unwrap(),
+            ])
+            .args([
+                "--plan-interval",
+                "100ms",
+                "--doctor-interval",
+                "1h",
+                "--node",
+                "gpu-00002",
+            ])
+            .args(["--node-file", file.to_str().unwrap()])
+            .args([
+                "--node-file-copy",
+                t.path().join("lib/node.json").to_str().unwrap(),
+            ])
+            .env_clear()
+            .envs([
+                ("RAILCNI_STATE_DIR", state.as_str()),
+                ("RAILCNI_LOG_DIR", state.as_str()),
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
+    let plan = volume.join("plan.json");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(&plan, text.replace("\"gpu-00002\":2", "\"gpu-00002\":7")).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while prefix(&file) != "172.16.0.14/31" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent did not follow the plan"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(prefix(&t.path().join("lib/node.json")), "172.16.0.14/31");
+    // A plan that no longer reads: the file stays as it is.
+    std::fs::write(&plan, "{not a plan").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    assert_eq!(prefix(&file), "172.16.0.14/31");
+    agent.kill();
+    let out = agent.take().wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("keeping the node file"), "{log}");
+}
+
+/// A child killed when dropped, a failed assertion included.
+struct Killed(Option<std::process::Child>);
+
+impl Killed {
+    fn kill(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+        }
+    }
+
+    fn take(&mut self) -> std::process::Child {
+        self.0.take().expect("the child")
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }

@@ -144,22 +144,7 @@ where
         &settings.log_dirs(),
         String::new(),
     );
-    // Refused input keeps its stdin: a DEL reads what it still can of it.
-    let prepared = match read_stdin() {
-        Err(e) => Err((
-            Error::Io(IoFailure::new("cannot read stdin", &e)),
-            LATEST,
-            None,
-        )),
-        Ok(stdin) => match prepare(program, &stdin, settings) {
-            Ok(Prepared::Request(mut request, list)) => {
-                request.static_allocations = list.map(|range| InlineList { stdin, range });
-                Ok(Prepared::Request(request, None))
-            }
-            Ok(version) => Ok(version),
-            Err((e, version)) => Err((e, version, Some(stdin))),
-        },
-    };
+    let prepared = read_and_prepare(program, settings);
     let (out, code) = match prepared {
         Ok(Prepared::Version(reply)) => (Some(reply), 0),
         Ok(Prepared::Request(request, _)) => {
@@ -181,16 +166,39 @@ where
             (Some(reply_json(&E::from(e), version)), 1)
         }
     };
-    if let Some(v) = out {
-        let mut stdout = std::io::stdout().lock();
-        if writeln!(stdout, "{v}")
-            .and_then(|()| stdout.flush())
-            .is_err()
-        {
-            return 1;
-        }
+    match out.map(print) {
+        Some(Err(_)) => 1,
+        _ => code,
     }
-    code
+}
+
+/// The reply on stdout, the only thing ever written there.
+fn print(v: Value) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{v}").and_then(|()| stdout.flush())
+}
+
+/// stdin read and the request prepared from it. Refused input keeps its
+/// stdin: a DEL reads what it still can of it.
+fn read_and_prepare(
+    program: &'static str,
+    settings: Settings,
+) -> std::result::Result<Prepared, (Error, Version, Option<Vec<u8>>)> {
+    match read_stdin() {
+        Err(e) => Err((
+            Error::Io(IoFailure::new("cannot read stdin", &e)),
+            LATEST,
+            None,
+        )),
+        Ok(stdin) => match prepare(program, &stdin, settings) {
+            Ok(Prepared::Request(mut request, list)) => {
+                request.static_allocations = list.map(|range| InlineList { stdin, range });
+                Ok(Prepared::Request(request, None))
+            }
+            Ok(version) => Ok(version),
+            Err((e, version)) => Err((e, version, Some(stdin))),
+        },
+    }
 }
 
 /// `CNI_NETNS` naming the namespace the plugin runs in (the host's) would

@@ -107,3 +107,23 @@ pub fn import(text: &str) -> Result<Plan, PlanError> {
         config_map_namespace: "kube-system".into(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// An IPv6 CIDRPool of the reference layout (a /64 per node, the leaf
+    /// `::2`) imports with every node's prefix and gateway kept.
+    #[test]
+    fn an_ipv6_slash_64_cidr_pool_imports() {
+        let pool = "apiVersion: nv-ipam.nvidia.com/v1alpha1\nkind: CIDRPool\nmetadata: {name: rail1}\n\
+                    spec:\n  cidr: fd02:1:100::/40\n  gatewayIndex: 2\n  perNodeNetworkPrefix: 64\n  \
+                    routes: [{dst: \"fd02::/16\"}]\n  staticAllocations:\n  \
+                    - {nodeName: worker-gpu-1, prefix: \"fd02:1:100:1::/64\", gateway: \"fd02:1:100:1::2\"}\n";
+        let r = super::import(pool).unwrap().resolve().unwrap();
+        let f = r.node_file("worker-gpu-1").unwrap();
+        assert_eq!(f["networks"]["rail1"]["prefix"], "fd02:1:100:1::/64");
+        assert_eq!(f["networks"]["rail1"]["gateway"], "fd02:1:100:1::2");
+        assert!(r
+            .csv()
+            .contains("worker-gpu-1,rail1,fd02:1:100:1::1,fd02:1:100:1::2,fd02:1:100:1::/64\n"));
+    }
+}
