@@ -48,31 +48,17 @@ impl DriverContainer {
 
     /// A fresh "container" around each call: tmpfs over /etc, /run,
     /// /var/log and /var/lib, the three host paths bound back in.
-    fn wrap(&self) -> Vec<String> {
+    fn setup(&self) -> String {
         std::fs::create_dir_all(&self.keep).unwrap();
-        let script = format!(
-            "set -e
-             mount --rbind /run/netns {keep}
+        format!(
+            "mount --rbind /run/netns {keep}
              mount -t tmpfs dra-run /run && mkdir /run/netns && mount --move {keep} /run/netns
              mount -t tmpfs dra-etc /etc
              mount -t tmpfs dra-log /var/log
-             mount -t tmpfs dra-lib /var/lib && mkdir /var/lib/cni && mount --bind {lib} /var/lib/cni
-             exec \"$@\"",
+             mount -t tmpfs dra-lib /var/lib && mkdir /var/lib/cni && mount --bind {lib} /var/lib/cni",
             keep = self.keep.display(),
             lib = self.var_lib_cni.display()
-        );
-        [
-            "unshare",
-            "-m",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            &script,
-            "dra",
-        ]
-        .map(String::from)
-        .to_vec()
+        )
     }
 
     /// The driver's call: NAD config + deviceID, nothing railcni-specific
@@ -85,7 +71,7 @@ impl DriverContainer {
              K8S_POD_INFRA_CONTAINER_ID=sandbox-0123;K8S_POD_UID=8d1c5e2a"
                 .into(),
         );
-        req.wrap = self.wrap();
+        let mut req = req.in_mount_namespace(&self.setup());
         // Empty is unset: the defaults a driver's container gets.
         for k in [
             "RAILCNI_STATE_DIR",

@@ -9,28 +9,12 @@ mod common;
 use common::*;
 
 /// The request run in a mount namespace where the node's state dir is a
-/// tmpfs mounted as `mount` says.
+/// tmpfs mounted as `mount` says (STATE stands for its path).
 fn under(req: &Req, node: &Node, mount: &str) -> Req {
     let state = node.state_dir();
     std::fs::create_dir_all(&state).unwrap();
-    let script = format!(
-        "set -e; {mount}; exec \"$@\"",
-        mount = mount.replace("STATE", &state.display().to_string())
-    );
-    let mut r = req.clone();
-    r.wrap = [
-        "unshare",
-        "-m",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        &script,
-        "state",
-    ]
-    .map(String::from)
-    .to_vec();
-    r
+    req.clone()
+        .in_mount_namespace(&mount.replace("STATE", &state.display().to_string()))
 }
 
 #[test]

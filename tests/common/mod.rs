@@ -375,6 +375,25 @@ impl Req {
         }
     }
 
+    /// The request run in a private mount namespace that `setup` (sh)
+    /// prepares first: a container's view of the host, a read-only state dir.
+    pub fn in_mount_namespace(mut self, setup: &str) -> Req {
+        let script = format!("set -e\n{setup}\nexec \"$@\"");
+        self.wrap = [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "mnt",
+        ]
+        .map(String::from)
+        .to_vec();
+        self
+    }
+
     pub fn with_conf(&self, conf: Value) -> Req {
         Req {
             conf,
