@@ -51,9 +51,9 @@ pub enum Error {
     /// 109: the plugin runs without a capability it needs (CAP_NET_ADMIN
     /// for netlink changes, CAP_SYS_ADMIN to enter the pod's namespace).
     MissingCapability(String),
-    /// Teardown left work undone: every failed step, with its own error.
+    /// Detaching left work undone: every failed step, with its own error.
     /// Its code is the most actionable of theirs (see `actionable`).
-    Teardown {
+    DetachIncomplete {
         what: String,
         failures: Vec<StepFailure>,
     },
@@ -199,7 +199,7 @@ impl Reply for Error {
             Error::CheckFailed(_) => 107,
             Error::RailCheck(_) => 108,
             Error::MissingCapability(_) => 109,
-            Error::Teardown { failures, .. } => failures
+            Error::DetachIncomplete { failures, .. } => failures
                 .iter()
                 .map(|f| f.error.code())
                 .min_by_key(|c| actionable(*c))
@@ -223,7 +223,7 @@ impl Reply for Error {
             Error::CheckFailed(_) => "attachment check failed",
             Error::RailCheck(_) => "rail check failed",
             Error::MissingCapability(_) => "missing capability",
-            Error::Teardown { .. } => "attachment not fully given back",
+            Error::DetachIncomplete { .. } => "attachment not fully detached",
         }
     }
 
@@ -245,7 +245,7 @@ impl Reply for Error {
             Error::Kernel { what, errno } => format!("{what}: {}", errno.desc()),
             Error::State(failure) => failure.to_string(),
             Error::VfSettingRefused(r) => r.details(),
-            Error::Teardown { what, failures } => format!(
+            Error::DetachIncomplete { what, failures } => format!(
                 "giving back {what} left work undone: {}",
                 failures
                     .iter()
@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn teardown_answers_its_most_actionable_code_and_lists_every_failure() {
         let failed = |step, error| StepFailure { step, error };
-        let e = Error::Teardown {
+        let e = Error::DetachIncomplete {
             what: "VF 0000:3b:02.0".into(),
             failures: vec![
                 failed("return VF", Error::Netlink("EBUSY".into())),
@@ -336,7 +336,7 @@ mod tests {
         ] {
             assert!(d.contains(part), "{d}");
         }
-        let e = Error::Teardown {
+        let e = Error::DetachIncomplete {
             what: String::new(),
             failures: vec![
                 failed("return VF", Error::Netlink(String::new())),

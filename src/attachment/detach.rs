@@ -5,7 +5,7 @@
 //! Every step runs even when an earlier one failed, and every failure is
 //! reported with its own error. The lease is given up only when the VF is
 //! really home, and the record only when every step succeeded: a later DEL
-//! can then finish. The order lives in `give_back`, over the small `DetachSteps`
+//! can then finish. The order lives in `detach_in_order`, over the small `DetachSteps`
 //! trait, so it is unit-tested without root; `KernelDetach` is the real
 //! implementation, on the node alone (no CNI request needed).
 
@@ -56,7 +56,7 @@ pub trait DetachSteps {
     fn open_pod(&mut self) -> Result<bool>;
     fn remove_routing(&mut self, record: &Record) -> Result<()>;
     /// Bring the netdev home (name, MTU); its host link when found.
-    fn return_vf(&mut self) -> Result<Option<Link>>;
+    fn move_vf_home(&mut self) -> Result<Option<Link>>;
     /// Clear (or restore) the PF-side MAC, so the VF may change its own.
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()>;
     fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()>;
@@ -68,7 +68,7 @@ pub trait DetachSteps {
 
 /// Run every step in order; the failures. A VF that is not home keeps its
 /// lease and record.
-pub fn give_back(steps: &mut impl DetachSteps, record: Option<&Record>) -> Vec<StepFailure> {
+pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) -> Vec<StepFailure> {
     let mut failures = Vec::new();
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
         note(
@@ -90,7 +90,7 @@ pub fn give_back(steps: &mut impl DetachSteps, record: Option<&Record>) -> Vec<S
                 steps.remove_routing(r),
             );
         }
-        match steps.return_vf() {
+        match steps.move_vf_home() {
             Ok(link) => returned = link,
             Err(e) => vf_home &= note(&mut failures, "return VF", Err(e)),
         }
@@ -134,7 +134,7 @@ fn note(failures: &mut Vec<StepFailure>, step: &'static str, r: Result<()>) -> b
     }
 }
 
-/// Give the attachment back (see `give_back` for the order). `netns` is
+/// Give the attachment back (see `detach_in_order` for the order). `netns` is
 /// where to look for the pod (a gone namespace is not an error); `pod_nl` an
 /// already-open socket there, if the caller has one.
 pub fn detach(
@@ -154,7 +154,7 @@ pub fn detach(
         opened_pod: None,
         host_nl: None,
     };
-    let failures = give_back(&mut system, a.record);
+    let failures = detach_in_order(&mut system, a.record);
     if failures.is_empty() {
         return Ok(());
     }
@@ -162,7 +162,7 @@ pub fn detach(
     for f in &failures {
         log_warn!("giving back {what}: {}: {}", f.step, f.error.details());
     }
-    Err(Error::Teardown { what, failures })
+    Err(Error::DetachIncomplete { what, failures })
 }
 
 /// The steps on the real system.
@@ -236,7 +236,7 @@ impl DetachSteps for KernelDetach<'_> {
         }
     }
 
-    fn return_vf(&mut self) -> Result<Option<Link>> {
+    fn move_vf_home(&mut self) -> Result<Option<Link>> {
         let a = self.a;
         let (home, pod) = self.home()?;
         home.bring_back(pod, a.ifname, a.record)
@@ -348,7 +348,7 @@ mod tests {
         fn remove_routing(&mut self, _: &Record) -> Result<()> {
             self.step("routing")
         }
-        fn return_vf(&mut self) -> Result<Option<Link>> {
+        fn move_vf_home(&mut self) -> Result<Option<Link>> {
             self.step("vf").map(|()| Some(Link::default()))
         }
         fn restore_admin_mac(&mut self, _: &Record) -> Result<()> {
@@ -382,7 +382,7 @@ mod tests {
     }
 
     fn run(rec: &mut Recorder, r: Option<&Record>) -> Vec<String> {
-        let failures = give_back(rec, r);
+        let failures = detach_in_order(rec, r);
         failures
             .iter()
             .map(|f| format!("{}: {}", f.step, f.error.details()))
@@ -390,7 +390,7 @@ mod tests {
     }
 
     fn run_typed(rec: &mut Recorder, r: Option<&Record>) -> Vec<StepFailure> {
-        give_back(rec, r)
+        detach_in_order(rec, r)
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub fn apply(
     let mut applied = VfSettings::default();
     for one in settings.each() {
         if let Err(e) = hw.set_vf(pf, vf.index, &one) {
-            put_back(hw, pf, vf, &applied.originals(originals));
+            restore_originals(hw, pf, vf, &applied.originals(originals));
             return Err(refusal(sysfs, vf, pf, &one, e));
         }
         applied.overlay(&one);
@@ -65,7 +65,7 @@ pub fn apply(
     if vf.infiniband && settings.ib_guid.is_some() {
         if let Err(e) = rebind(sysfs, vf, rebind_timeout) {
             // The GUID never took effect: what was set goes back.
-            put_back(hw, pf, vf, &applied.originals(originals));
+            restore_originals(hw, pf, vf, &applied.originals(originals));
             return Err(e);
         }
     }
@@ -74,7 +74,7 @@ pub fn apply(
 
 /// Undo a partly applied request; a failure here is logged (the refusal is
 /// what the caller reports).
-fn put_back(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
+fn restore_originals(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
     for one in saved.each() {
         if let Err(e) = hw.set_vf(pf, vf.index, &one) {
             crate::log_error!(

@@ -439,7 +439,7 @@ impl AttachSteps for KernelAttach<'_> {
                 i.release(&ctx.env.container_id, &ctx.env.ifname)
             }),
             Undo::RestoreVfSettings => {
-                // Teardown's order: admin MAC, the netdev's MAC, the rest.
+                // Detach's order: admin MAC, the netdev's MAC, the rest.
                 let vf = &self.intent.vf;
                 let admin = settings::restore_admin_mac(node.hw.as_ref(), vf, &self.record);
                 let mac = self.restore_netdev_mac();
