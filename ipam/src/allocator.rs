@@ -832,7 +832,7 @@ mod tests {
                 i,
             )
         };
-        let (v64, i64) = leased(
+        let (v64, _) = leased(
             "rail64",
             json!({"cidr": "fd02:1::/40", "perNodePrefix": 64, "nodes": ["gpu-0"]}),
         );
@@ -872,7 +872,6 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().contains("64..128"), "{e}");
-        drop(i64);
     }
 
     #[test]

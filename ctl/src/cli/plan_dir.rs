@@ -6,7 +6,7 @@
 //! the last good node file when the new one cannot be had or would move a
 //! prefix pods still hold.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cni::{files, Settings};
 use railcni_ipam::config::NodeFile;
@@ -119,12 +119,11 @@ fn no_leased_prefix_moves(
     Ok(())
 }
 
-fn write(target: &Path, text: &str) -> Result<PathBuf, Usage> {
+fn write(target: &Path, text: &str) -> Result<(), Usage> {
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| Usage(format!("cannot create {}: {e}", parent.display())))?;
     }
     files::write_atomic(target, text.as_bytes())
-        .map_err(|e| Usage(format!("cannot write {}: {e}", target.display())))?;
-    Ok(target.to_path_buf())
+        .map_err(|e| Usage(format!("cannot write {}: {e}", target.display())))
 }

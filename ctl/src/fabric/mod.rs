@@ -1,8 +1,9 @@
 //! The fabric plan the network team and Kubernetes agree on: rails × nodes,
 //! one prefix per node per rail, the switch port's address as gateway.
 //! `railcnictl plan` reads it (JSON or YAML, or an nv-ipam CIDRPool to migrate
-//! from) and emits small NADs, the ConfigMap of per-node allocations, one
-//! node's node file, a pod annotation, and a CSV for the switch team.
+//! from) and emits small NADs, the ConfigMap that carries the plan (each
+//! node computes its own node file from it), one node's node file, a pod
+//! annotation, dra-driver-sriov's objects, and a CSV for the switch team.
 //! Pure: files in, text out; the arithmetic is the IPAM crate's own.
 
 pub mod cidrpool;
@@ -13,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use railcni_ipam::config::{NodeFile, PoolConfig, StaticAllocation};
+use railcni_ipam::config::{default_gateway_index, NodeFile, PoolConfig, StaticAllocation};
 use railcni_ipam::pool::{NodePool, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -104,14 +105,6 @@ pub enum Pf {
 #[serde(deny_unknown_fields)]
 pub struct SharedSubnet {
     pub gateway: std::net::IpAddr,
-}
-
-/// The IPAM's default gateway index for a per-node prefix of `cidr`'s family.
-fn gateway_index_of(cidr: IpNet, per_node_prefix: u8) -> u32 {
-    match cidr {
-        IpNet::V6(_) if per_node_prefix <= 64 => 2,
-        _ => 1,
-    }
 }
 
 /// Node names in order (index = position) or an explicit name → index map.
@@ -562,7 +555,7 @@ impl Rail {
         let cidr6 = self.cidr6?;
         let prefix = self.per_node_prefix6.unwrap_or(127);
         Some(
-            json!({"cidr": cidr6, "perNodePrefix": prefix, "gatewayIndex": gateway_index_of(cidr6, prefix),
+            json!({"cidr": cidr6, "perNodePrefix": prefix, "gatewayIndex": default_gateway_index(Some(cidr6), prefix),
                     "routes": [{"dst": cidr6}]}),
         )
     }
@@ -572,8 +565,8 @@ impl Rail {
     /// of an IPv6 /64, so the host is `::1`.
     pub fn gateway_index(&self) -> u32 {
         (self.gateway_index).unwrap_or_else(|| {
-            gateway_index_of(
-                self.cidr,
+            default_gateway_index(
+                Some(self.cidr),
                 self.per_node_prefix
                     .unwrap_or(self.cidr.max_prefix_len() - 1),
             )

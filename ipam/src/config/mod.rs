@@ -209,7 +209,7 @@ const PER_NODE_LIMITS: &str = "a node's prefix is IPv4 /24../32 or IPv6 /64../12
 /// `gatewayIndex` when the config gives none: the odd address of an IPv4
 /// /31 (or the first host), and on an IPv6 /64 `::2`, the leaf, so the
 /// host is `::1` as the reference layout has it.
-fn default_gateway_index(cidr: Option<IpNet>, per_node_prefix: u8) -> u32 {
+pub fn default_gateway_index(cidr: Option<IpNet>, per_node_prefix: u8) -> u32 {
     match cidr {
         Some(IpNet::V6(_)) if per_node_prefix <= 64 => 2,
         _ => 1,

@@ -109,7 +109,7 @@ impl Passes {
     }
 
     /// Ask for a pass unless one is running or already asked for.
-    pub fn request(&self) {
+    fn request(&self) {
         if self.running.lock().map(|r| r.is_some()).unwrap_or(false) {
             return;
         }
@@ -120,7 +120,7 @@ impl Passes {
     }
 
     /// How long the pass now running has run, if one is.
-    pub fn running_for(&self) -> Option<Duration> {
+    fn running_for(&self) -> Option<Duration> {
         let since = self.running.lock().ok().and_then(|r| *r)?;
         Some(since.elapsed())
     }

@@ -205,13 +205,8 @@ fn text_histogram(buckets: &[(f64, u64)], sum: f64, count: u64) -> text::Histogr
 }
 
 /// The exposition shared by the scrapes that read one pass.
+#[derive(Debug)]
 struct Shared(std::sync::Arc<Exposition>);
-
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 fn owned(labels: Labels<'_>) -> LabelSet {
     labels
