@@ -21,7 +21,7 @@ pub fn is_allowed(path: &Path, allowed_dir: &Path) -> bool {
 /// For an InfiniBand VF: the GUID set on it and the partition key, for
 /// ib-kubernetes-style tooling (the subnet manager applies the key).
 pub struct Infiniband {
-    pub guid: Option<crate::hw::Guid>,
+    pub guid: Option<crate::net::Guid>,
     pub pkey: Option<u16>,
 }
 

@@ -239,12 +239,14 @@ impl DetachSteps for KernelDetach<'_> {
     fn move_vf_home(&mut self) -> Result<Option<Link>> {
         let a = self.a;
         let (home, pod) = self.home()?;
-        home.bring_back(pod, a.ifname, a.record)
+        home.bring_back(pod, a.ifname, a.record.map(Record::saved_vf))
     }
 
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()> {
         match &self.vf {
-            Some(vf) => settings::restore_admin_mac(self.node.hw.as_ref(), vf, record),
+            Some(vf) => {
+                settings::restore_admin_mac(self.node.hw.as_ref(), vf, record.vf_restore.as_ref())
+            }
             None => Ok(()),
         }
     }
@@ -256,7 +258,7 @@ impl DetachSteps for KernelDetach<'_> {
                 node.hw.as_ref(),
                 &node.sysfs,
                 vf,
-                record,
+                record.vf_restore.as_ref(),
                 node.settings.rebind_timeout,
             ),
             None => Ok(()),
@@ -264,7 +266,7 @@ impl DetachSteps for KernelDetach<'_> {
     }
 
     fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()> {
-        self.home()?.0.restore_mac(link, record)
+        self.home()?.0.restore_mac(link, &record.host)
     }
 
     fn release_lease(&mut self) -> Result<()> {

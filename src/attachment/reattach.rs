@@ -114,7 +114,7 @@ pub fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
 fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
     Ok(pod_nl
         .link_by_name(&record.ifname)?
-        .filter(|l| is_vf_in_pod(l, &record.pci, Some(record))))
+        .filter(|l| is_vf_in_pod(l, &record.pci, Some(record.saved_vf()))))
 }
 
 /// ADD's kernel steps again, from the record.

@@ -112,7 +112,7 @@ pub fn compare(
     let Some(link) = nl.link_by_name(ifname)? else {
         return Ok(vec![Finding::present(format!("link {ifname}"), false)]);
     };
-    if !is_vf_in_pod(&link, &record.pci, Some(record)) {
+    if !is_vf_in_pod(&link, &record.pci, Some(record.saved_vf())) {
         return Ok(vec![Finding::new(
             "link",
             format!("{ifname} is VF {}", record.pci),

@@ -9,16 +9,17 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod infiniband;
 mod runtime;
-mod vf;
 
 use crate::error::{Error, Result};
-use crate::hw::VfSettings;
 use crate::net::Mac;
 use crate::routing::RoutingConf;
+use crate::vf::settings::nad::{self, NadFields};
+use crate::vf::settings::VfSettings;
 use cni::Env;
+use infiniband::{ethernet_fields, parse_pkey};
 use runtime::{pick_device, pick_guid, pick_mac, RawRuntimeConfig};
-use vf::{ethernet_fields, parse_pkey, vf_settings};
 
 /// `rdma`: move the VF's RDMA device with it (exclusive netns mode only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +71,21 @@ struct RawConf {
     pkey: Option<String>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
+}
+
+impl RawConf {
+    fn vf_fields(&self) -> NadFields<'_> {
+        NadFields {
+            vlan: self.vlan.as_ref(),
+            vlan_qos: self.vlan_qos.as_ref(),
+            vlan_proto: self.vlan_proto.as_deref(),
+            spoofchk: self.spoofchk.as_deref(),
+            trust: self.trust.as_deref(),
+            link_state: self.link_state.as_deref(),
+            min_tx_rate: self.min_tx_rate.as_ref(),
+            max_tx_rate: self.max_tx_rate.as_ref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -133,8 +149,7 @@ impl NetConf {
             return Err(Error::config("type", "is required"));
         }
         let mac = pick_mac(&conf, env)?;
-        let mut vf = vf_settings(&conf, mac)?;
-        vf.ib_guid = pick_guid(&conf, env)?;
+        let vf = nad::parse(&conf.vf_fields(), mac, pick_guid(&conf, env)?)?;
         let ipam = ipam_conf(conf.ipam.as_ref())?;
         let device_id = pick_device(&conf)?;
         let mut routing =
@@ -283,7 +298,7 @@ fn wrong_type(raw: &Value, e: &serde_json::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::{LinkState, Rate, Vlan, VlanProto};
+    use crate::vf::settings::{LinkState, Rate, Vlan, VlanProto};
     use cni::skeleton::{config_version, parse_config};
     use cni::{CniArgs, Command};
 

@@ -4,10 +4,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::vf::{parse_guid, parse_mac};
 use super::RawConf;
 use crate::error::{Error, Result};
 use crate::net::Mac;
+use crate::vf::settings::nad::{parse_guid, parse_mac};
 use cni::Env;
 
 /// The capabilities a runtime injects. Keys are matched without regard to
@@ -109,7 +109,7 @@ pub(super) fn pick_mac(conf: &RawConf, env: &Env) -> Result<Option<Mac>> {
 }
 
 /// runtimeConfig.infinibandGUID > CNI_ARGS infinibandGUID= > config guid.
-pub(super) fn pick_guid(conf: &RawConf, env: &Env) -> Result<Option<crate::hw::Guid>> {
+pub(super) fn pick_guid(conf: &RawConf, env: &Env) -> Result<Option<crate::net::Guid>> {
     let given = [
         (
             &conf.runtime_config.infiniband_guid,

@@ -8,16 +8,23 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Hardware, LinkState, Rate, RdmaNetnsMode, VfSettings, Vlan, VlanProto};
+use serde_json::{Map, Value};
+
+use super::Hardware;
 use crate::error::{Error, Result};
+use crate::net::rdma::RdmaNetnsMode;
+use crate::net::vf_info::{LinkState, Rate, VfAttr, Vlan, VlanProto};
 use crate::net::Mac;
+
+/// A VF's attributes as JSON, named as `VfAttr` names them (`linkState`).
+pub type FakeVf = Map<String, Value>;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FakeState {
     /// "<pf>/<vf>" → current attributes.
     #[serde(default)]
-    pub vfs: BTreeMap<String, VfSettings>,
+    pub vfs: BTreeMap<String, FakeVf>,
     /// "shared" or "exclusive"; absent: RDMA netlink unavailable.
     #[serde(default)]
     pub rdma_mode: Option<String>,
@@ -37,23 +44,49 @@ pub struct Recorder {
 }
 
 /// What a fresh VF reports: no admin MAC, no VLAN, spoof check on.
-pub(crate) fn factory_default() -> VfSettings {
-    VfSettings {
-        ib_guid: None,
-        mac: Some(Mac([0; 6])),
-        vlan: Some(Vlan {
+pub fn factory_default() -> Vec<VfAttr> {
+    vec![
+        VfAttr::Mac(Mac([0; 6])),
+        VfAttr::Vlan(Vlan {
             id: 0,
             qos: 0,
             proto: VlanProto::Dot1Q,
         }),
-        spoofchk: Some(true),
-        trust: Some(false),
-        link_state: Some(LinkState::Auto),
-        rate: Some(Rate {
+        VfAttr::Spoofchk(true),
+        VfAttr::Trust(false),
+        VfAttr::LinkState(LinkState::Auto),
+        VfAttr::Rate(Rate {
             min_mbps: 0,
             max_mbps: 0,
         }),
+    ]
+}
+
+/// `attr` as its one JSON member.
+fn member(attr: &VfAttr) -> Result<(String, Value)> {
+    match serde_json::to_value(attr) {
+        Ok(Value::Object(o)) => o
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::internal("fake hardware: an empty attribute")),
+        other => Err(Error::internal(format!(
+            "fake hardware: attribute as {other:?}"
+        ))),
     }
+}
+
+fn as_json(attrs: &[VfAttr]) -> Result<FakeVf> {
+    attrs.iter().map(member).collect()
+}
+
+fn from_json(vf: &FakeVf) -> Result<Vec<VfAttr>> {
+    vf.iter()
+        .map(|(k, v)| {
+            let one = Value::Object(Map::from_iter([(k.clone(), v.clone())]));
+            serde_json::from_value(one)
+                .map_err(|e| Error::internal(format!("fake hardware: VF attribute {k}: {e}")))
+        })
+        .collect()
 }
 
 impl Recorder {
@@ -91,37 +124,30 @@ fn errno_named(name: &str) -> Option<nix::errno::Errno> {
 }
 
 impl Hardware for Recorder {
-    fn vf_state(&self, pf: &str, vf: u32) -> Result<VfSettings> {
-        Ok(self
-            .load()?
-            .vfs
-            .get(&format!("{pf}/{vf}"))
-            .cloned()
-            .unwrap_or_else(factory_default))
+    fn vf_state(&self, pf: &str, vf: u32) -> Result<Vec<VfAttr>> {
+        match self.load()?.vfs.get(&format!("{pf}/{vf}")) {
+            Some(vf) => from_json(vf),
+            None => Ok(factory_default()),
+        }
     }
 
-    fn set_vf(&self, pf: &str, vf: u32, s: &VfSettings) -> Result<()> {
+    fn set_vf(&self, pf: &str, vf: u32, attr: &VfAttr) -> Result<()> {
         let mut state = self.load()?;
-        let asked = serde_json::to_value(s).unwrap_or_default();
-        let refused = asked
-            .as_object()
-            .into_iter()
-            .flat_map(|o| o.keys())
-            .find_map(|k| state.refuse.get(k));
-        if let Some(name) = refused {
-            let errno = errno_named(name)
-                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {name}")))?;
+        let (name, value) = member(attr)?;
+        if let Some(errno) = state.refuse.get(&name) {
+            let errno = errno_named(errno)
+                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {errno}")))?;
             return Err(Error::Kernel {
                 what: format!("set VF {vf} on PF {pf}"),
                 errno,
             });
         }
-        let entry = state
-            .vfs
-            .entry(format!("{pf}/{vf}"))
-            .or_insert_with(factory_default);
-        entry.overlay(s);
-        let shown = serde_json::to_string(s).unwrap_or_default();
+        let entry = match state.vfs.entry(format!("{pf}/{vf}")) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => e.insert(as_json(&factory_default())?),
+        };
+        let shown = Value::Object(Map::from_iter([(name.clone(), value.clone())]));
+        entry.insert(name, value);
         state.calls.push(format!("set_vf {pf} {vf} {shown}"));
         self.save(&state)
     }
@@ -140,7 +166,7 @@ impl Hardware for Recorder {
         let mut state = self.load()?;
         let ns = nix::sys::stat::fstat(netns)
             .map(|st| format!("ns:{}", st.st_ino))
-            .map_err(|e| Error::Netlink(format!("move RDMA device {name}: bad netns fd: {e}")))?;
+            .map_err(|e| Error::internal(format!("move RDMA device {name}: bad netns fd: {e}")))?;
         state.rdma_devices.insert(name.to_string(), ns.clone());
         state.calls.push(format!("move_rdma {name} {ns}"));
         self.save(&state)

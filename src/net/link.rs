@@ -97,9 +97,8 @@ impl Link {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Arrival {
     pub mtu: Option<u32>,
-    /// The IPv4 interface settings the message can carry (see
-    /// `routing::devconf`).
-    pub inet: Option<InetDevConf>,
+    /// The IPv4 interface settings the message can carry.
+    pub inet: Option<super::devconf::InetConf>,
 }
 
 impl Arrival {
@@ -264,8 +263,8 @@ impl Netlink {
         if let Some(mtu) = arrival.mtu {
             builder = builder.mtu(mtu);
         }
-        if let Some(conf) = arrival.inet {
-            builder = builder.append_extra_attribute(inet_conf(conf));
+        if let Some(conf) = arrival.inet.clone() {
+            builder = builder.append_extra_attribute(inet_conf(conf.0));
         }
         let started = std::time::Instant::now();
         let outcome = self.change(builder.build());

@@ -1,4 +1,8 @@
-//! Everything that touches the kernel: namespaces, rtnetlink, sysctl.
+//! Everything that touches the kernel: namespaces, rtnetlink, sysctl, and
+//! every netlink message railcni builds or reads: links and addresses,
+//! routes and rules, a link's IPv4 settings (`devconf`), a VF's attributes
+//! on its PF (`vf_info`), RDMA devices (`rdma`), link events
+//! (`link_events`), all over one wire (`wire`).
 //!
 //! A `Netlink` is a rtnetlink socket created inside one namespace (entered
 //! from the caller's thread, see `NetNs::run`); the socket stays bound to
@@ -14,11 +18,16 @@
 //! agent, which serves HTTP and watches link events, has one).
 
 pub mod answer;
+pub mod devconf;
+pub mod guid;
 pub mod link;
+pub mod link_events;
 pub mod mac;
 pub mod netns;
+pub mod rdma;
 pub mod route;
 pub mod sysctl;
+pub mod vf_info;
 pub mod wire;
 
 use std::cell::Cell;
@@ -28,6 +37,7 @@ use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 
 pub use answer::Failure;
+pub use guid::Guid;
 pub use link::{Arrival, Link};
 pub use mac::Mac;
 pub use netns::NetNs;

@@ -8,7 +8,7 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
 use rtnetlink::packet_route::route::{RouteAttribute, RouteMessage, RouteScope};
 use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
-use rtnetlink::{AddressMessageBuilder, IpVersion, RouteMessageBuilder};
+use rtnetlink::{AddressMessageBuilder, RouteMessageBuilder};
 
 use nix::errno::Errno;
 
@@ -220,16 +220,20 @@ impl Netlink {
         self.dump_rules(RuleMessage::default())
     }
 
-    /// The rules of these families only (one dump each).
-    pub fn rules_of(&self, families: &[IpVersion]) -> Result<Vec<Rule>> {
+    /// The rules of the families these addresses are of, only (one dump
+    /// per family).
+    pub fn rules_of_families(&self, addrs: impl IntoIterator<Item = IpAddr>) -> Result<Vec<Rule>> {
+        let (mut v4, mut v6) = (false, false);
+        for a in addrs {
+            *(if a.is_ipv4() { &mut v4 } else { &mut v6 }) = true;
+        }
         let mut out = Vec::new();
-        for family in families.iter().cloned() {
-            let mut query = RuleMessage::default();
-            query.header.family = match family {
-                IpVersion::V4 => AddressFamily::Inet,
-                IpVersion::V6 => AddressFamily::Inet6,
-            };
-            out.extend(self.dump_rules(query)?);
+        for (wanted, family) in [(v4, AddressFamily::Inet), (v6, AddressFamily::Inet6)] {
+            if wanted {
+                let mut query = RuleMessage::default();
+                query.header.family = family;
+                out.extend(self.dump_rules(query)?);
+            }
         }
         Ok(out)
     }

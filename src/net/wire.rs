@@ -1,7 +1,7 @@
-//! The netlink wire, for rtnetlink here and the hardware layer's PF and
-//! RDMA requests alike: sockets, one encoder for any message, and one
-//! request/reply exchange that
-//! reads each datagram whole (a PF with ~220+ VFs answers RTM_GETLINK with
+//! The netlink wire, for every protocol railcni speaks (rtnetlink, the PF's
+//! VF attributes, RDMA, link events): sockets, one encoder for any message,
+//! one walker over a datagram's messages, and one request/reply exchange
+//! that reads each datagram whole (a PF with ~220+ VFs answers RTM_GETLINK with
 //! more than 64 KiB) and ends when the kernel answered (`net::answer`, the
 //! rule rtnetlink's exchange follows too).
 
@@ -9,8 +9,8 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
-    NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NLM_F_ACK, NLM_F_REQUEST,
+    DecodeError, NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    NetlinkSerializable, NLM_F_ACK, NLM_F_REQUEST,
 };
 use nix::errno::Errno;
 use nix::sys::socket::{recv, send, MsgFlags};
@@ -18,6 +18,9 @@ use nix::sys::socket::{recv, send, MsgFlags};
 use netlink_sys::{Socket, SocketAddr};
 
 use crate::error::{Error, Result};
+
+/// A netlink message header's size: no message is shorter.
+const NETLINK_HEADER_LEN: usize = 16;
 
 /// A netlink socket of `protocol` in the calling thread's namespace, bound
 /// and connected to the kernel.
@@ -133,22 +136,41 @@ where
         if buf.is_empty() {
             return Ok(Err(Failure::NoAnswer));
         }
-        let mut offset = 0;
-        while offset < buf.len() {
-            let msg = NetlinkMessage::<T>::deserialize(&buf[offset..])
-                .map_err(|e| Error::Netlink(format!("{what}: undecodable reply: {e}")))?;
-            let len = msg.header.length as usize;
+        for msg in messages::<T>(&buf) {
+            let msg = msg.map_err(|e| Error::Netlink(format!("{what}: undecodable reply: {e}")))?;
             if msg.header.sequence_number == seq {
                 if let Some(outcome) = answer.feed(msg) {
                     return Ok(outcome);
                 }
             }
-            if len == 0 {
-                break;
-            }
-            offset += (len + 3) & !3;
         }
     }
+}
+
+/// The messages of one datagram, in order. A message that does not decode
+/// is yielded as its error and ends the walk (what follows it cannot be
+/// found without its length).
+pub fn messages<T>(
+    datagram: &[u8],
+) -> impl Iterator<Item = std::result::Result<NetlinkMessage<T>, DecodeError>> + '_
+where
+    T: NetlinkDeserializable,
+{
+    let mut offset = 0;
+    std::iter::from_fn(move || {
+        if offset >= datagram.len() {
+            return None;
+        }
+        let msg = NetlinkMessage::<T>::deserialize(&datagram[offset..]);
+        match &msg {
+            // A length below the header's would never move on.
+            Ok(m) if m.header.length as usize >= NETLINK_HEADER_LEN => {
+                offset += (m.header.length as usize + 3) & !3;
+            }
+            _ => offset = datagram.len(),
+        }
+        Some(msg)
+    })
 }
 
 #[cfg(test)]
@@ -182,7 +204,7 @@ mod tests {
             SockFlag::SOCK_CLOEXEC,
         )
         .unwrap();
-        let big = crate::hw::vf_settings::tests::big_pf_reply();
+        let big = crate::net::vf_info::tests::big_pf_reply();
         assert!(big.len() > 65536, "reply is {} bytes", big.len());
         let stray = message(
             NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(Default::default())),
@@ -203,8 +225,11 @@ mod tests {
         let RouteNetlinkMessage::NewLink(link) = &replies[0] else {
             panic!("not a link message")
         };
-        let vf = crate::hw::vf_settings::vf_settings(link, 255).unwrap();
-        assert_eq!(vf.mac, Some(crate::net::Mac([2, 0, 0, 0, 0, 255])));
+        let vf = crate::net::vf_info::vf_attrs(link, 255).unwrap();
+        assert_eq!(
+            vf[0],
+            crate::net::vf_info::VfAttr::Mac(crate::net::Mac([2, 0, 0, 0, 0, 255]))
+        );
         let mut request = [0u8; 16];
         let n = recv(peer.as_fd().as_raw_fd(), &mut request, MsgFlags::empty()).unwrap();
         assert_eq!(&request[..n], b"request");
@@ -292,5 +317,25 @@ mod tests {
         let e = got.unwrap_err();
         assert_eq!(e.code(), 104);
         assert!(e.to_string().contains("closed"), "{e}");
+    }
+
+    #[test]
+    fn the_walker_yields_each_message_and_stops_at_one_that_does_not_decode() {
+        let link =
+            || NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(Default::default()));
+        let mut datagram = [message(link(), 1, 0), message(link(), 2, 0)].concat();
+        let seqs: Vec<u32> = messages::<RouteNetlinkMessage>(&datagram)
+            .map(|m| m.unwrap().header.sequence_number)
+            .collect();
+        assert_eq!(seqs, [1, 2]);
+        // A truncated last message is an error, and the walk ends there.
+        datagram.truncate(datagram.len() - 3);
+        let walked: Vec<_> = messages::<RouteNetlinkMessage>(&datagram).collect();
+        assert_eq!(walked.len(), 2);
+        assert!(walked[0].is_ok() && walked[1].is_err());
+        // A zero length cannot loop.
+        let mut zero = message(link(), 3, 0);
+        zero[..4].fill(0);
+        assert!(messages::<RouteNetlinkMessage>(&zero).count() <= 1);
     }
 }

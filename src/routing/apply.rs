@@ -9,7 +9,6 @@ use crate::net::{sysctl, NetNs, Netlink};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
 use crate::routing::RouteSpec;
-use rtnetlink::IpVersion;
 
 /// What a pod already has: its rules (to choose a free table and priority,
 /// and to find stale rules for our addresses) and the tables its routes use.
@@ -90,7 +89,7 @@ pub fn install(
     }
     let rules = match known {
         Some(k) => k.rules.clone(),
-        None => nl.rules_of(&families(plan))?,
+        None => nl.rules_of_families(sources(plan))?,
     };
     remove_rules(nl, plan, rules)?;
     for rule in &plan.rules {
@@ -110,21 +109,15 @@ fn remove_rules(nl: &Netlink, plan: &RailRoutes, rules: Vec<Rule>) -> Result<()>
     Ok(())
 }
 
-fn families(plan: &RailRoutes) -> Vec<IpVersion> {
-    let mut f = Vec::new();
-    if plan.rules.iter().any(|r| r.src.addr().is_ipv4()) {
-        f.push(IpVersion::V4);
-    }
-    if plan.rules.iter().any(|r| r.src.addr().is_ipv6()) {
-        f.push(IpVersion::V6);
-    }
-    f
+/// The source addresses of the plan's rules.
+fn sources(plan: &RailRoutes) -> impl Iterator<Item = IpAddr> + '_ {
+    plan.rules.iter().map(|r| r.src.addr())
 }
 
 /// Remove the rules, which outlive the device, so this runs even when the
 /// VF is already gone. The rail table's routes all go through the VF: the
 /// kernel flushes them when it leaves the namespace (or went with it).
 pub fn remove(nl: &Netlink, plan: &RailRoutes) -> Result<()> {
-    let rules = nl.rules_of(&families(plan))?;
+    let rules = nl.rules_of_families(sources(plan))?;
     remove_rules(nl, plan, rules)
 }

@@ -13,18 +13,10 @@ use cni::{CniResult, Settings};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::net::Mac;
 use record_v1::RecordV1;
 
-/// What the VF looked like on the host before railcni touched it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostLink {
-    pub name: String,
-    /// `None` for a VF without an Ethernet MAC (DPDK: no netdev).
-    pub mac: Option<Mac>,
-    pub mtu: u32,
-    pub ifindex: u32,
-}
+pub use crate::vf::home::HostLink;
+use crate::vf::home::Saved;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -60,13 +52,13 @@ pub struct Record {
     /// A DPDK VF: nothing moved, only IPAM and PF-side settings.
     pub dpdk: bool,
     /// The PF-side VF attributes before ADD, for exactly the fields it set.
-    pub vf_restore: Option<crate::hw::VfSettings>,
+    pub vf_restore: Option<crate::vf::settings::VfSettings>,
     /// How often a driver reload tore the VF out of the pod and it was put
     /// back (`attachment::reattach`).
     pub reattached: u32,
     /// The PF-side VF attributes ADD set: set again when a driver reload
     /// brings the VF back with factory settings (absent in older records).
-    pub vf_applied: Option<crate::hw::VfSettings>,
+    pub vf_applied: Option<crate::vf::settings::VfSettings>,
     /// The RDMA device ADD moved into the pod.
     pub rdma_device: Option<String>,
     /// The rail routing ADD installed (table, rules, routes, sysctls).
@@ -78,6 +70,15 @@ pub struct Record {
 }
 
 impl Record {
+    /// What this record says of its VF, for finding it and bringing it home.
+    pub fn saved_vf(&self) -> Saved<'_> {
+        Saved {
+            host: &self.host,
+            pod_ifname: &self.ifname,
+            pod_ifindex: self.pod_ifindex,
+        }
+    }
+
     pub fn new(
         pci: &str,
         network: &str,
@@ -348,6 +349,7 @@ impl AttachmentStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::Mac;
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 

@@ -12,13 +12,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{HostLink, Phase, Record};
-use crate::hw::{Guid, LinkState, Rate, VfSettings, Vlan, VlanProto};
 use crate::ipam::ExternalIpam;
 use crate::net::route::{RouteSpec, RuleSpec};
+use crate::net::Guid;
 use crate::net::Mac;
 use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
+use crate::vf::settings::{LinkState, Rate, VfSettings, Vlan, VlanProto};
 use cni::liveness::ProofV1;
 use cni::CniResult;
 

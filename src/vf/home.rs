@@ -1,9 +1,29 @@
 //! Finding a VF's netdev by PCI address wherever it is, and bringing it home.
 
 use crate::error::Result;
-use crate::net::{Arrival, Link, NetNs, Netlink};
-use crate::state::Record;
+use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::{log_info, log_warn};
+
+/// What the VF looked like on the host before railcni touched it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostLink {
+    pub name: String,
+    /// `None` for a VF without an Ethernet MAC (DPDK: no netdev).
+    pub mac: Option<Mac>,
+    pub mtu: u32,
+    pub ifindex: u32,
+}
+
+/// What an attachment's record says of its VF: enough to find it and
+/// bring it home.
+#[derive(Debug, Clone, Copy)]
+pub struct Saved<'a> {
+    pub host: &'a HostLink,
+    /// Its name in the pod.
+    pub pod_ifname: &'a str,
+    /// Its ifindex in the pod, once the move was seen.
+    pub pod_ifindex: Option<u32>,
+}
 
 /// Is `link` the VF at `pci`? The kernel names a netdev's bus device
 /// (IFLA_PARENT_DEV_NAME); devices without one (test stand-ins) are
@@ -19,11 +39,11 @@ pub fn is_vf(link: &Link, pci: &str, expected_index: Option<u32>) -> bool {
 /// a parent device (test stand-ins), the pod-side ifindex the record saved
 /// decides; a record written before the move could not know it, so then the
 /// VF's host ifindex (kept across a move unless taken) or MAC does.
-pub fn is_vf_in_pod(link: &Link, pci: &str, record: Option<&Record>) -> bool {
+pub fn is_vf_in_pod(link: &Link, pci: &str, saved: Option<Saved>) -> bool {
     if link.parent_dev.is_some() {
         return is_vf(link, pci, None);
     }
-    let Some(r) = record else { return false };
+    let Some(r) = saved else { return false };
     match r.pod_ifindex {
         Some(index) => index == link.index,
         None => link.index == r.host.ifindex || r.host.mac.is_some_and(|m| link.mac == m.0),
@@ -38,7 +58,7 @@ pub fn find_in_host(
     host: &Netlink,
     pci: &str,
     sysfs_names: &[String],
-    record: Option<&Record>,
+    saved: Option<Saved>,
 ) -> Result<Option<Link>> {
     for name in sysfs_names {
         if let Some(link) = host.link_by_name(name)? {
@@ -47,10 +67,10 @@ pub fn find_in_host(
             }
         }
     }
-    let Some(r) = record else { return Ok(None) };
+    let Some(r) = saved else { return Ok(None) };
     for name in [
         r.host.name.clone(),
-        r.ifname.clone(),
+        r.pod_ifname.to_string(),
         format!("dev{}", r.host.ifindex),
     ] {
         if let Some(link) = host.link_by_name(&name)? {
@@ -129,17 +149,17 @@ impl Home<'_> {
         &self,
         pod: Option<&Netlink>,
         ifname: &str,
-        record: Option<&Record>,
+        saved: Option<Saved>,
     ) -> Result<Option<Link>> {
-        let wanted = record.map(|r| r.host.name.clone());
+        let wanted = saved.map(|r| r.host.name.clone());
         if let Some(pod) = pod {
-            if let Some(link) = self.find_in_pod(pod, ifname, record)? {
+            if let Some(link) = self.find_in_pod(pod, ifname, saved)? {
                 let name = wanted
                     .clone()
                     .unwrap_or_else(|| format!("dev{}", link.index));
                 // The host MTU rides in the move's message.
                 let arrival = Arrival {
-                    mtu: record
+                    mtu: saved
                         .map(|r| r.host.mtu)
                         .filter(|mtu| *mtu != 0 && *mtu != link.mtu),
                     ..Arrival::default()
@@ -153,17 +173,17 @@ impl Home<'_> {
                 );
             }
         }
-        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, record)? else {
+        let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, saved)? else {
             log_warn!(
                 "VF {} is neither in the pod as {ifname} nor in the host; nothing to return",
                 self.pci
             );
             return Ok(None);
         };
-        let Some(record) = record else {
+        let Some(saved) = saved else {
             return Ok(Some(link));
         };
-        if self.restore(&link, record)? {
+        if self.restore(&link, saved.host)? {
             return self.host_nl.link_by_index(link.index);
         }
         Ok(Some(link))
@@ -176,10 +196,10 @@ impl Home<'_> {
         &self,
         pod: &Netlink,
         ifname: &str,
-        record: Option<&Record>,
+        saved: Option<Saved>,
     ) -> Result<Option<Link>> {
         if let Some(link) = pod.link_by_name(ifname)? {
-            if is_vf_in_pod(&link, self.pci, record) {
+            if is_vf_in_pod(&link, self.pci, saved) {
                 return Ok(Some(link));
             }
         }
@@ -191,25 +211,25 @@ impl Home<'_> {
 
     /// Rename and set the MTU where the link differs from the record;
     /// whether anything changed.
-    fn restore(&self, link: &Link, record: &Record) -> Result<bool> {
+    fn restore(&self, link: &Link, host: &HostLink) -> Result<bool> {
         let nl = self.host_nl;
         let mut changed = false;
-        if link.name != record.host.name {
-            if nl.link_by_name(&record.host.name)?.is_some() {
+        if link.name != host.name {
+            if nl.link_by_name(&host.name)?.is_some() {
                 log_warn!(
                     "cannot rename VF {} back to {}: the name is taken; it stays {}",
                     self.pci,
-                    record.host.name,
+                    host.name,
                     link.name
                 );
             } else {
                 nl.set_down(link.index)?;
-                nl.rename(link.index, &record.host.name)?;
+                nl.rename(link.index, &host.name)?;
                 changed = true;
             }
         }
-        if link.mtu != record.host.mtu {
-            nl.set_mtu(link.index, record.host.mtu)?;
+        if link.mtu != host.mtu {
+            nl.set_mtu(link.index, host.mtu)?;
             changed = true;
         }
         Ok(changed)
@@ -218,8 +238,8 @@ impl Home<'_> {
     /// Put back the netdev MAC the record saved. Runs after the PF-side
     /// settings are restored: some drivers refuse a VF MAC change while the
     /// PF still holds an admin MAC for it.
-    pub fn restore_mac(&self, link: &Link, record: &Record) -> Result<()> {
-        if let Some(mac) = record.host.mac {
+    pub fn restore_mac(&self, link: &Link, host: &HostLink) -> Result<()> {
+        if let Some(mac) = host.mac {
             if link.mac != mac.0 {
                 self.host_nl.set_mac(link.index, &mac.0)?;
             }

@@ -85,7 +85,12 @@ pub fn settle(
         return Ok(Previous::Cleared(None));
     }
     let names = &intent.vf.netdevs;
-    let link = find_in_host(sockets.host_nl, &existing.pci, names, Some(existing))?;
+    let link = find_in_host(
+        sockets.host_nl,
+        &existing.pci,
+        names,
+        Some(existing.saved_vf()),
+    )?;
     Ok(Previous::Cleared(link))
 }
 

@@ -11,15 +11,15 @@ use super::Ctx;
 use crate::attachment::detach::{detach, Attachment};
 use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
-use crate::hw::RdmaNetnsMode;
 use crate::log_info;
 use crate::net::mac::format_hw_addr;
+use crate::net::rdma::RdmaNetnsMode;
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::routing::apply::{self as rail, InUse};
 use crate::routing::devconf;
 use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
-use crate::vf::settings;
+use crate::vf::settings::{self, VfSettings};
 use crate::{log_warn, routing};
 
 /// The sockets one ADD works through.
@@ -229,7 +229,8 @@ impl AttachSteps for KernelAttach<'_> {
     fn record(&mut self, ipam: &CniResult) -> Result<()> {
         let (ctx, vf) = (self.ctx, &self.intent.vf);
         if self.sets_vf() {
-            let current = ctx.node.hw.vf_state(settings::pf_netdev(vf)?, vf.index)?;
+            let current =
+                VfSettings::from_attrs(ctx.node.hw.vf_state(settings::pf_netdev(vf)?, vf.index)?);
             let netdev_mac = self.link.as_ref().map_or(&[][..], |l| &l.mac[..]);
             self.record.vf_restore = Some(settings::originals(&ctx.conf.vf, &current, netdev_mac));
             self.record.vf_applied = Some(ctx.conf.vf.clone());
@@ -271,14 +272,18 @@ impl AttachSteps for KernelAttach<'_> {
         let link = if self.intent.rebinds(ctx) {
             // The rebind gave the VF a new netdev: find it again.
             let names = ctx.node.sysfs.netdevs(&vf.pci);
-            find_in_host(self.sockets.host_nl, &vf.pci, &names, Some(&self.record))?.ok_or_else(
-                || {
-                    Error::DeviceNotFound(format!(
-                        "VF {} has no netdev in the host namespace after its driver was rebound",
-                        vf.pci
-                    ))
-                },
+            find_in_host(
+                self.sockets.host_nl,
+                &vf.pci,
+                &names,
+                Some(self.record.saved_vf()),
             )?
+            .ok_or_else(|| {
+                Error::DeviceNotFound(format!(
+                    "VF {} has no netdev in the host namespace after its driver was rebound",
+                    vf.pci
+                ))
+            })?
         } else {
             self.link
                 .clone()
@@ -441,13 +446,17 @@ impl AttachSteps for KernelAttach<'_> {
             Undo::RestoreVfSettings => {
                 // Detach's order: admin MAC, the netdev's MAC, the rest.
                 let vf = &self.intent.vf;
-                let admin = settings::restore_admin_mac(node.hw.as_ref(), vf, &self.record);
+                let admin = settings::restore_admin_mac(
+                    node.hw.as_ref(),
+                    vf,
+                    self.record.vf_restore.as_ref(),
+                );
                 let mac = self.restore_netdev_mac();
                 let rest = settings::restore(
                     node.hw.as_ref(),
                     &node.sysfs,
                     vf,
-                    &self.record,
+                    self.record.vf_restore.as_ref(),
                     node.settings.rebind_timeout,
                 );
                 admin.and(mac).and(rest)

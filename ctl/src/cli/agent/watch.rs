@@ -6,28 +6,17 @@
 //! record is looked at once: a VF that came back while the agent was down
 //! is put back too (dead pods stay `gc`'s business there).
 
-use std::os::fd::AsFd;
-
-use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
-use netlink_packet_route::link::LinkAttribute;
-use netlink_packet_route::RouteNetlinkMessage;
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
-
 use cni::Settings;
 
 use crate::{log_info, log_warn};
 use railcni::attachment::reattach::{locate, reattach, Reattach};
-use railcni::net::wire::recv_datagram;
+use railcni::net::link_events::LinkEvents;
 use railcni::node::Node;
-
-/// rtnetlink's multicast group of link changes (`RTMGRP_LINK`).
-const RTMGRP_LINK: u32 = 1;
 
 /// Subscribe in the calling thread's namespace (the host's), then watch in
 /// a thread of its own for as long as the agent runs.
 pub fn start(settings: &Settings) -> std::io::Result<()> {
-    let mut socket = Socket::new(NETLINK_ROUTE)?;
-    socket.bind(&SocketAddr::new(0, RTMGRP_LINK))?;
+    let events = LinkEvents::subscribe().map_err(|e| std::io::Error::other(e.to_string()))?;
     let settings = settings.clone();
     std::thread::Builder::new()
         .name("link-watch".into())
@@ -36,7 +25,7 @@ pub fn start(settings: &Settings) -> std::io::Result<()> {
                 return log_warn!("link watch: cannot open the host namespace");
             };
             sweep(&node);
-            watch(&node, &socket);
+            watch(&node, &events);
         })?;
     Ok(())
 }
@@ -55,52 +44,26 @@ fn sweep(node: &Node) {
     }
 }
 
-fn watch(node: &Node, socket: &Socket) {
+fn watch(node: &Node, events: &LinkEvents) {
     log_info!("watching the host's links for VFs a driver reload tore out of their pods");
     loop {
-        let datagram = match recv_datagram(socket.as_fd()) {
-            Ok(d) => d,
+        match events.next() {
+            Ok(devices) => {
+                for pci in devices {
+                    if node.store.load(&pci).ok().flatten().is_some() {
+                        put_back(node, &pci);
+                    }
+                }
+            }
             Err(e) => {
-                // ENOBUFS: events were dropped; look at every record again
-                // (and never spin on an error that stays).
+                // Events may be lost (ENOBUFS, an undecodable message): look
+                // at every record again (and never spin on an error that stays).
                 log_warn!("link watch: {e}; looking at every attachment again");
                 sweep(node);
                 std::thread::sleep(std::time::Duration::from_millis(200));
-                continue;
-            }
-        };
-        for pci in new_pci_links(&datagram) {
-            if node.store.load(&pci).ok().flatten().is_some() {
-                put_back(node, &pci);
             }
         }
     }
-}
-
-/// The PCI devices behind the links a datagram of link events announces.
-fn new_pci_links(datagram: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    while offset < datagram.len() {
-        let Ok(msg) = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&datagram[offset..])
-        else {
-            break;
-        };
-        let len = msg.header.length as usize;
-        if let NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)) = msg.payload {
-            out.extend(link.attributes.into_iter().find_map(|a| match a {
-                LinkAttribute::ParentDevName(p) => Some(p),
-                _ => None,
-            }));
-        }
-        if len == 0 {
-            break;
-        }
-        offset += (len + 3) & !3;
-    }
-    out.sort();
-    out.dedup();
-    out
 }
 
 fn put_back(node: &Node, pci: &str) {

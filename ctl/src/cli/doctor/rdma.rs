@@ -4,7 +4,8 @@
 
 use super::rails::Rail;
 use super::{Check, Where};
-use railcni::hw::{self, RdmaNetnsMode};
+use railcni::hw;
+use railcni::net::rdma::RdmaNetnsMode;
 use railcni::vf::sysfs::list_dir;
 
 /// Rails whose pods use RDMA: not `rdma: off`, not DPDK.

@@ -73,7 +73,7 @@ pub fn export(e: &mut Exposition, attached: &[&Record]) {
         };
         for r in records {
             if let Ok(Some(link)) = nl.link_with_stats(&r.ifname) {
-                if is_vf_in_pod(&link, &r.pci, Some(r)) {
+                if is_vf_in_pod(&link, &r.pci, Some(r.saved_vf())) {
                     one(e, r, &link);
                 }
             }

@@ -2,12 +2,22 @@
 //! needs, on netlink-packet-core. No crate speaks this protocol.
 //! Shapes follow iproute2's `rdma` (tests/fixtures/netlink/rdma-*.hex).
 
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
 use netlink_packet_core::{
     DecodeError, DefaultNla, Emitable, NetlinkDeserializable, NetlinkHeader, NetlinkPayload,
     NetlinkSerializable, Nla, NlaBuffer, NlasIterator, Parseable, NLM_F_ACK, NLM_F_DUMP,
 };
 
-use super::RdmaNetnsMode;
+use super::wire::{open, transact};
+use crate::error::{Error, Result as NlResult};
+
+/// Whether RDMA devices follow network namespaces (`rdma system`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdmaNetnsMode {
+    Shared,
+    Exclusive,
+}
 
 pub const NETLINK_RDMA: isize = 20;
 const RDMA_NL_NLDEV: u16 = 5;
@@ -193,10 +203,40 @@ pub fn device(m: &RdmaMessage) -> Option<(u32, String)> {
     Some((index, name))
 }
 
+/// The kernel's RDMA netns mode.
+pub fn read_netns_mode() -> NlResult<RdmaNetnsMode> {
+    let what = "query the RDMA netns mode (is ib_core loaded?)";
+    let sock = open(NETLINK_RDMA, what)?;
+    let replies: Vec<RdmaMessage> = transact(sock.as_fd(), &sys_get(1), 1, true, what)?;
+    replies
+        .iter()
+        .find_map(netns_mode)
+        .ok_or_else(|| Error::Netlink(format!("{what}: no netns mode in the reply")))
+}
+
+/// Move the RDMA device `name` into the namespace behind `netns`.
+pub fn move_device(name: &str, netns: BorrowedFd<'_>) -> NlResult<()> {
+    let what = format!("move RDMA device {name}");
+    let sock = open(NETLINK_RDMA, &what)?;
+    let devices: Vec<RdmaMessage> = transact(sock.as_fd(), &dump_devices(1), 1, true, &what)?;
+    let index = devices
+        .iter()
+        .filter_map(device)
+        .find(|(_, n)| n == name)
+        .map(|(i, _)| i)
+        .ok_or_else(|| {
+            Error::DeviceNotFound(format!("{what}: the RDMA subsystem has no device {name}"))
+        })?;
+    let fd = u32::try_from(netns.as_raw_fd())
+        .map_err(|_| Error::internal(format!("{what}: bad netns fd")))?;
+    transact::<RdmaMessage>(sock.as_fd(), &set_netns(index, fd, 2), 2, true, &what)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::vf_settings::tests::{assert_same_message, fixture};
+    use crate::net::vf_info::tests::{assert_same_message, fixture};
 
     #[test]
     fn sys_get_matches_rdma_system() {

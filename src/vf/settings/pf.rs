@@ -1,5 +1,5 @@
-//! PF-side VF settings (MAC, VLAN, spoof check, trust, rates, GUID): set on
-//! ADD, and on teardown put back to what the record saved, and only that.
+//! VF settings set on ADD, and on teardown restored to what the record
+//! saved, and only that.
 //! An InfiniBand GUID takes effect only when the VF's driver binds again.
 //!
 //! The order is the drivers' (igb, found on the emulated SR-IOV node): an
@@ -11,12 +11,11 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
+use super::{VfAttr, VfSettings};
 use crate::error::{Error, Result, VfRefusal};
-use crate::hw::{Hardware, VfSettings};
+use crate::hw::Hardware;
 use crate::net::Mac;
-use crate::state::Record;
-
-use super::{Sysfs, Vf};
+use crate::vf::{Sysfs, Vf};
 
 /// The PF's netdev, through which VF settings are set.
 pub fn pf_netdev(vf: &Vf) -> Result<&str> {
@@ -55,12 +54,12 @@ pub fn apply(
 ) -> Result<()> {
     let pf = pf_netdev(vf)?;
     let mut applied = VfSettings::default();
-    for one in settings.each() {
+    for one in settings.attrs() {
         if let Err(e) = hw.set_vf(pf, vf.index, &one) {
             restore_originals(hw, pf, vf, &applied.originals(originals));
             return Err(refusal(sysfs, vf, pf, &one, e));
         }
-        applied.overlay(&one);
+        applied.set(one);
     }
     if vf.infiniband && settings.ib_guid.is_some() {
         if let Err(e) = rebind(sysfs, vf, rebind_timeout) {
@@ -75,7 +74,7 @@ pub fn apply(
 /// Undo a partly applied request; a failure here is logged (the refusal is
 /// what the caller reports).
 fn restore_originals(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
-    for one in saved.each() {
+    for one in saved.attrs() {
         if let Err(e) = hw.set_vf(pf, vf.index, &one) {
             crate::log_error!(
                 "putting back VF {} setting {} on PF {pf} failed: {}",
@@ -88,7 +87,7 @@ fn restore_originals(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
 }
 
 /// A driver's refusal as the typed error that names setting and driver.
-fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfSettings, e: Error) -> Error {
+fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfAttr, e: Error) -> Error {
     match e {
         Error::Kernel { errno, .. } => Error::VfSettingRefused(VfRefusal {
             setting: one.describe(),
@@ -101,31 +100,26 @@ fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfSettings, e: Error) -> Erro
     }
 }
 
-/// Clear or restore the PF-side MAC the record saved (first of teardown's
-/// VF steps: until it is cleared an untrusted VF cannot change its MAC).
-pub fn restore_admin_mac(hw: &dyn Hardware, vf: &Vf, record: &Record) -> Result<()> {
-    match record.vf_restore.as_ref().and_then(|s| s.mac) {
-        Some(mac) => {
-            let only_mac = VfSettings {
-                mac: Some(mac),
-                ..VfSettings::default()
-            };
-            hw.set_vf(pf_netdev(vf)?, vf.index, &only_mac)
-        }
+/// Clear or restore the PF-side MAC the record saved (`saved`; first of
+/// teardown's VF steps: until it is cleared an untrusted VF cannot change
+/// its MAC).
+pub fn restore_admin_mac(hw: &dyn Hardware, vf: &Vf, saved: Option<&VfSettings>) -> Result<()> {
+    match saved.and_then(|s| s.mac) {
+        Some(mac) => hw.set_vf(pf_netdev(vf)?, vf.index, &VfAttr::Mac(mac)),
         None => Ok(()),
     }
 }
 
-/// Put back the other PF-side attributes the record saved, and only those
-/// (the admin MAC is `restore_admin_mac`'s).
+/// Put back the other PF-side attributes the record saved (`saved`), and
+/// only those (the admin MAC is `restore_admin_mac`'s).
 pub fn restore(
     hw: &dyn Hardware,
     sysfs: &Sysfs,
     vf: &Vf,
-    record: &Record,
+    saved: Option<&VfSettings>,
     rebind_timeout: Duration,
 ) -> Result<()> {
-    let Some(saved) = &record.vf_restore else {
+    let Some(saved) = saved else {
         return Ok(());
     };
     let rest = VfSettings {
@@ -139,7 +133,7 @@ pub fn restore(
     // others from going back.
     let pf = pf_netdev(vf)?;
     let mut first_failure = None;
-    for one in rest.each() {
+    for one in rest.attrs() {
         if let Err(e) = hw.set_vf(pf, vf.index, &one) {
             first_failure.get_or_insert(refusal(sysfs, vf, pf, &one, e));
         }

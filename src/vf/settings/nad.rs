@@ -1,38 +1,29 @@
-//! The VF settings a NAD asks for on the PF (sriov-cni's fields) and the
-//! InfiniBand ones, checked as sriov-cni checks them.
+//! The VF settings a NAD asks for on the PF (sriov-cni's fields, and the
+//! InfiniBand GUID), checked as sriov-cni checks them.
 
 use serde_json::Value;
 
-use super::RawConf;
+use super::{LinkState, Rate, VfSettings, Vlan, VlanProto};
 use crate::error::{Error, Result};
-use crate::hw::{LinkState, Rate, VfSettings, Vlan, VlanProto};
-use crate::net::Mac;
+use crate::net::{Guid, Mac};
 
-pub(super) fn parse_pkey(p: Option<&str>) -> Result<Option<u16>> {
-    let Some(p) = p else { return Ok(None) };
-    u16::from_str_radix(p.trim_start_matches("0x"), 16)
-        .ok()
-        .filter(|k| k & 0x7fff != 0)
-        .map(Some)
-        .ok_or_else(|| Error::config("pkey", format!("{p:?} is not a partition key like 0x8001")))
-}
-
-/// The Ethernet-only fields the config sets (refused on InfiniBand VFs).
-pub(super) fn ethernet_fields(conf: &RawConf, mac: Option<Mac>) -> Vec<&'static str> {
-    [
-        ("mac", mac.is_some()),
-        ("vlan", conf.vlan.is_some()),
-        ("vlanQoS", conf.vlan_qos.is_some()),
-        ("vlanProto", conf.vlan_proto.is_some()),
-        ("spoofchk", conf.spoofchk.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(f, set)| set.then_some(f))
-    .collect()
+/// The NAD's VF-settings fields as the config gave them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NadFields<'a> {
+    pub vlan: Option<&'a Value>,
+    /// `vlanQoS`
+    pub vlan_qos: Option<&'a Value>,
+    /// `vlanProto`
+    pub vlan_proto: Option<&'a str>,
+    pub spoofchk: Option<&'a str>,
+    pub trust: Option<&'a str>,
+    pub link_state: Option<&'a str>,
+    pub min_tx_rate: Option<&'a Value>,
+    pub max_tx_rate: Option<&'a Value>,
 }
 
 /// A whole number 0..=`max` of the field's own type.
-pub(super) fn whole<T>(v: Option<&Value>, field: &str, max: T) -> Result<Option<T>>
+fn whole<T>(v: Option<&Value>, field: &str, max: T) -> Result<Option<T>>
 where
     T: TryFrom<u64> + Into<u64> + Copy + std::fmt::Display,
 {
@@ -46,7 +37,7 @@ where
     }
 }
 
-pub(super) fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
+fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
     match v {
         None => Ok(None),
         Some("on") => Ok(Some(true)),
@@ -58,16 +49,12 @@ pub(super) fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
     }
 }
 
-/// sriov-cni's VF fields, with the combinations it rejects rejected here too.
-pub(super) fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings> {
-    let vlan = whole(conf.vlan.as_ref(), "vlan", 4094u16)?;
-    let qos = whole(conf.vlan_qos.as_ref(), "vlanQoS", 7u8)?;
-    let proto = match conf
-        .vlan_proto
-        .as_deref()
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
+/// sriov-cni's VF fields, with the combinations it rejects rejected here
+/// too; `mac` and `guid` as the runtime's overrides left them.
+pub fn parse(conf: &NadFields, mac: Option<Mac>, guid: Option<Guid>) -> Result<VfSettings> {
+    let vlan = whole(conf.vlan, "vlan", 4094u16)?;
+    let qos = whole(conf.vlan_qos, "vlanQoS", 7u8)?;
+    let proto = match conf.vlan_proto.map(str::to_ascii_lowercase).as_deref() {
         None => None,
         Some("802.1q") => Some(VlanProto::Dot1Q),
         Some("802.1ad") => Some(VlanProto::Dot1Ad),
@@ -91,15 +78,15 @@ pub(super) fn vf_settings(conf: &RawConf, mac: Option<Mac>) -> Result<VfSettings
             qos: qos.unwrap_or(0),
             proto: proto.unwrap_or(VlanProto::Dot1Q),
         }),
-        spoofchk: on_off(conf.spoofchk.as_deref(), "spoofchk")?,
-        trust: on_off(conf.trust.as_deref(), "trust")?,
-        link_state: parse_link_state(conf.link_state.as_deref())?,
+        spoofchk: on_off(conf.spoofchk, "spoofchk")?,
+        trust: on_off(conf.trust, "trust")?,
+        link_state: parse_link_state(conf.link_state)?,
         rate: parse_rate(conf)?,
-        ib_guid: None,
+        ib_guid: guid,
     })
 }
 
-pub(super) fn parse_link_state(v: Option<&str>) -> Result<Option<LinkState>> {
+fn parse_link_state(v: Option<&str>) -> Result<Option<LinkState>> {
     match v {
         None => Ok(None),
         Some("auto") => Ok(Some(LinkState::Auto)),
@@ -113,9 +100,9 @@ pub(super) fn parse_link_state(v: Option<&str>) -> Result<Option<LinkState>> {
 }
 
 /// `min_tx_rate` / `max_tx_rate` in Mbps (0: no limit).
-pub(super) fn parse_rate(conf: &RawConf) -> Result<Option<Rate>> {
-    let min = whole(conf.min_tx_rate.as_ref(), "min_tx_rate", u32::MAX)?;
-    let max = whole(conf.max_tx_rate.as_ref(), "max_tx_rate", u32::MAX)?;
+fn parse_rate(conf: &NadFields) -> Result<Option<Rate>> {
+    let min = whole(conf.min_tx_rate, "min_tx_rate", u32::MAX)?;
+    let max = whole(conf.max_tx_rate, "max_tx_rate", u32::MAX)?;
     if let (Some(min), Some(max)) = (min, max) {
         if max != 0 && max < min {
             return Err(Error::config(
@@ -130,7 +117,8 @@ pub(super) fn parse_rate(conf: &RawConf) -> Result<Option<Rate>> {
     }))
 }
 
-pub(super) fn parse_mac(s: &str, field: &str) -> Result<Mac> {
+/// A MAC a VF can take (unicast, not zero).
+pub fn parse_mac(s: &str, field: &str) -> Result<Mac> {
     let mac: Mac = s.parse().map_err(|e: String| Error::config(field, e))?;
     if !mac.is_unicast() {
         return Err(Error::config(
@@ -141,6 +129,6 @@ pub(super) fn parse_mac(s: &str, field: &str) -> Result<Mac> {
     Ok(mac)
 }
 
-pub(super) fn parse_guid(s: &str, field: &str) -> Result<crate::hw::Guid> {
+pub fn parse_guid(s: &str, field: &str) -> Result<Guid> {
     s.parse().map_err(|e: String| Error::config(field, e))
 }
