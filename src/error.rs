@@ -106,7 +106,7 @@ impl VfRefusal {
     }
 }
 
-/// One teardown step that failed, and why.
+/// One detach step that failed, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepFailure {
     pub step: &'static str,
@@ -246,7 +246,7 @@ impl Reply for Error {
             Error::State(failure) => failure.to_string(),
             Error::VfSettingRefused(r) => r.details(),
             Error::DetachIncomplete { what, failures } => format!(
-                "giving back {what} left work undone: {}",
+                "detaching {what} left work undone: {}",
                 failures
                     .iter()
                     .map(|f| format!("{}: {}", f.step, f.error.details()))
@@ -308,7 +308,7 @@ mod tests {
     }
 
     #[test]
-    fn teardown_answers_its_most_actionable_code_and_lists_every_failure() {
+    fn an_incomplete_detach_answers_its_most_actionable_code_and_lists_every_failure() {
         let failed = |step, error| StepFailure { step, error };
         let e = Error::DetachIncomplete {
             what: "VF 0000:3b:02.0".into(),

@@ -22,7 +22,7 @@ pub struct NetworkIpam<'a> {
     loaded: &'a OnceCell<railcni_ipam::Ipam>,
 }
 
-/// An external IPAM plugin as ADD ran it: what teardown needs to run its
+/// An external IPAM plugin as ADD ran it: what detach needs to run its
 /// DEL later without the network config (the operator's `gc`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExternalIpam {
@@ -83,7 +83,7 @@ impl<'a> NetworkIpam<'a> {
             .conf
             .static_allocations
             .as_ref()
-            .map(cni::InlineList::text);
+            .map(cni::SetAside::text);
         let loaded = railcni_ipam::Ipam::load_split(
             &self.conf.name,
             ipam_conf,

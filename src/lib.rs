@@ -4,7 +4,6 @@
 //! never the other way round.
 
 pub mod attachment;
-pub mod checks;
 mod commands;
 pub mod config;
 mod devinfo;
@@ -15,6 +14,7 @@ mod journal;
 pub mod net;
 pub mod node;
 mod pci;
+pub mod probe;
 mod routing;
 pub mod run;
 pub mod state;

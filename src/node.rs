@@ -1,6 +1,6 @@
 //! The node a command works on: where state lives, how the VFs and the PF
 //! are reached, and the namespace VFs go home to. CNI verbs add the request
-//! to it (`commands::Ctx`); teardown and the day-2 commands need only this.
+//! to it (`commands::Ctx`); detach and the day-2 commands need only this.
 
 use cni::Settings;
 

@@ -16,6 +16,7 @@ pub fn cni_main() -> i32 {
     crate::timing::start();
     cni::plugin_main(
         "railcni",
+        railcni_ipam::inline::read_config,
         |request| dispatch(request).inspect_err(|e| crate::log_error!("{e}")),
         |refused| refused_del(refused).inspect_err(|e| crate::log_error!("{e}")),
     )
@@ -97,7 +98,7 @@ fn run(request: Request) -> Result<Option<Value>> {
         env,
         settings,
         config,
-        static_allocations,
+        set_aside: static_allocations,
         version,
     } = request;
     let device = config

@@ -23,5 +23,7 @@ pub use error::{Error, Reply};
 pub use io_failure::IoFailure;
 pub use result::{CniResult, Dns, Interface, IpConfig, Route};
 pub use settings::Settings;
-pub use skeleton::{is_cni_invocation, plugin_main, InlineList, RefusedDel, Request, Verb};
+pub use skeleton::{
+    is_cni_invocation, plugin_main, whole_config, ReadConfig, RefusedDel, Request, SetAside, Verb,
+};
 pub use version::Version;

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
@@ -55,28 +56,34 @@ pub struct Request {
     pub verb: Verb,
     pub env: Env,
     pub settings: Settings,
-    /// The network config: a JSON object (a railcni-ipam pool's
-    /// `ipam.staticAllocations` taken out, see `split_config`).
+    /// The network config: a JSON object (without the member the binary's
+    /// `ReadConfig` set aside).
     pub config: Value,
-    /// `ipam.staticAllocations`, the JSON text as it came: a migrated pool
-    /// carries 16k of them, and the node needs one.
-    pub static_allocations: Option<InlineList>,
+    /// That member, as the JSON text it came as.
+    pub set_aside: Option<SetAside>,
     /// Its `cniVersion`, already checked against the command.
     pub version: Version,
 }
 
-/// `ipam.staticAllocations` as JSON text: where it sits in stdin, which
-/// it keeps (1.4 MB for 16k allocations: copying it would cost more than
-/// the rest of the call). serde checked it as JSON, and as UTF-8.
-#[derive(Debug)]
-pub struct InlineList {
-    stdin: Vec<u8>,
-    range: std::ops::Range<usize>,
+/// How a binary reads its config from stdin: the JSON object and, when
+/// the binary keeps one aside, a member as the JSON text it came as,
+/// borrowed from stdin (railcni-ipam keeps a pool's 16k inline
+/// allocations so: a tree of them costs more than the rest of a call).
+pub type ReadConfig = for<'a> fn(&'a [u8]) -> Result<(Value, Option<&'a RawValue>)>;
+
+/// The whole config as a `Value`, nothing set aside.
+pub fn whole_config(stdin: &[u8]) -> Result<(Value, Option<&RawValue>)> {
+    parse_config(stdin).map(|v| (v, None))
 }
 
-impl InlineList {
+/// The member a binary's `ReadConfig` set aside: its JSON text, sharing
+/// stdin's buffer (no copy). serde checked it as JSON, and as UTF-8.
+#[derive(Debug, Clone)]
+pub struct SetAside(Bytes);
+
+impl SetAside {
     pub fn text(&self) -> &str {
-        std::str::from_utf8(&self.stdin[self.range.clone()]).unwrap_or("[]")
+        std::str::from_utf8(&self.0).unwrap_or("null")
     }
 }
 
@@ -123,12 +130,14 @@ pub fn is_cni_invocation() -> bool {
     std::env::vars_os().any(|(k, _)| k.to_str().is_some_and(|k| k.starts_with("CNI_")))
 }
 
-/// Run one invocation; returns the process exit code. `dispatch` logs its
-/// own failures; failures before it (environment, stdin, version) are
+/// Run one invocation; returns the process exit code. `read_config` reads
+/// stdin (`whole_config`, or one that sets a member aside). `dispatch` logs
+/// its own failures; failures before it (environment, stdin, version) are
 /// written to stderr here, and a DEL that failed there goes to
 /// `refused_del` instead (see `RefusedDel`).
 pub fn plugin_main<E>(
     program: &'static str,
+    read_config: ReadConfig,
     dispatch: impl FnOnce(Request) -> std::result::Result<Option<Value>, E>,
     refused_del: impl FnOnce(RefusedDel) -> std::result::Result<(), E>,
 ) -> i32
@@ -144,10 +153,10 @@ where
         &settings.log_dirs(),
         String::new(),
     );
-    let prepared = read_and_prepare(program, settings);
+    let prepared = read_and_prepare(program, settings, read_config);
     let (out, code) = match prepared {
         Ok(Prepared::Version(reply)) => (Some(reply), 0),
-        Ok(Prepared::Request(request, _)) => {
+        Ok(Prepared::Request(request)) => {
             let version = request.version;
             match dispatch(*request) {
                 Ok(out) => (out, 0),
@@ -183,21 +192,19 @@ fn print(v: Value) -> std::io::Result<()> {
 fn read_and_prepare(
     program: &'static str,
     settings: Settings,
-) -> std::result::Result<Prepared, (Error, Version, Option<Vec<u8>>)> {
+    read_config: ReadConfig,
+) -> std::result::Result<Prepared, (Error, Version, Option<Bytes>)> {
     match read_stdin() {
         Err(e) => Err((
             Error::Io(IoFailure::new("cannot read stdin", &e)),
             LATEST,
             None,
         )),
-        Ok(stdin) => match prepare(program, &stdin, settings) {
-            Ok(Prepared::Request(mut request, list)) => {
-                request.static_allocations = list.map(|range| InlineList { stdin, range });
-                Ok(Prepared::Request(request, None))
-            }
-            Ok(version) => Ok(version),
-            Err((e, version)) => Err((e, version, Some(stdin))),
-        },
+        Ok(stdin) => {
+            let stdin = Bytes::from(stdin);
+            prepare(program, &stdin, settings, read_config)
+                .map_err(|(e, version)| (e, version, Some(stdin)))
+        }
     }
 }
 
@@ -229,16 +236,16 @@ fn is_del() -> bool {
 
 enum Prepared {
     Version(Value),
-    /// With where `ipam.staticAllocations` sits in stdin.
-    Request(Box<Request>, Option<std::ops::Range<usize>>),
+    Request(Box<Request>),
 }
 
 /// The invocation, or why not with the version to answer in (the caller's
 /// when it is one we speak).
 fn prepare(
     program: &'static str,
-    stdin: &[u8],
+    stdin: &Bytes,
     settings: Settings,
+    read_config: ReadConfig,
 ) -> std::result::Result<Prepared, (Error, Version)> {
     let env = Env::from_process()
         .and_then(|env| refuse_own_netns(&env).map(|()| env))
@@ -250,7 +257,8 @@ fn prepare(
         ));
     };
     // Not a JSON object: there is no version to answer in.
-    let (config, list) = split_config(stdin).map_err(|e| (e, LATEST))?;
+    let (config, aside) = read_config(stdin).map_err(|e| (e, LATEST))?;
+    let set_aside = aside.map(|raw| SetAside(stdin.slice_ref(raw.get().as_bytes())));
     let asked = asked_in(&config);
     let with_asked = |e| (e, asked);
     start_logging(program, &env, &config, &settings).map_err(with_asked)?;
@@ -264,10 +272,10 @@ fn prepare(
         env,
         settings,
         config,
-        static_allocations: None,
+        set_aside,
         version,
     };
-    Ok(Prepared::Request(Box::new(request), list))
+    Ok(Prepared::Request(Box::new(request)))
 }
 
 /// Logging as the config asks, before anything else is validated, so config
@@ -307,81 +315,6 @@ fn start_logging(
         context,
     );
     conf.and(level).map(drop)
-}
-
-/// stdin as a JSON object, with `ipam.staticAllocations` kept as the JSON
-/// text it came as: a tree of 16k allocations costs more to build (and
-/// free) than all the rest of an ADD, and only the IPAM reads the list, in
-/// its own types. One pass of serde: every member becomes a `Value` but
-/// that list. Input of another shape is parsed whole, as `parse_config`.
-pub fn split_config(stdin: &[u8]) -> Result<(Value, Option<std::ops::Range<usize>>)> {
-    match serde_json::from_slice::<Outline>(stdin) {
-        Ok(Outline(config, statics)) => {
-            // Where the borrowed text sits in stdin.
-            let range = statics.map(|raw| {
-                let start = raw.get().as_ptr().addr() - stdin.as_ptr().addr();
-                start..start + raw.get().len()
-            });
-            Ok((Value::Object(config), range))
-        }
-        Err(_) => parse_config(stdin).map(|v| (v, None)),
-    }
-}
-
-type Split<'de> = (serde_json::Map<String, Value>, Option<&'de RawValue>);
-
-/// The config: its members, and `ipam.staticAllocations` apart.
-struct Outline<'de>(serde_json::Map<String, Value>, Option<&'de RawValue>);
-
-/// `ipam`: its members, and `staticAllocations` apart.
-struct IpamOutline<'de>(serde_json::Map<String, Value>, Option<&'de RawValue>);
-
-impl<'de> serde::Deserialize<'de> for Outline<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let (members, statics) = d.deserialize_map(SplitVisitor { top: true })?;
-        Ok(Outline(members, statics))
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for IpamOutline<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let (members, statics) = d.deserialize_map(SplitVisitor { top: false })?;
-        Ok(IpamOutline(members, statics))
-    }
-}
-
-/// Reads an object's members; at the top `ipam` is read as `IpamOutline`,
-/// inside it `staticAllocations` as raw text. The last of a repeated key
-/// wins, as in a `Value`.
-struct SplitVisitor {
-    top: bool,
-}
-
-impl<'de> serde::de::Visitor<'de> for SplitVisitor {
-    type Value = Split<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> std::result::Result<Split<'de>, A::Error> {
-        let (mut members, mut statics) = (serde_json::Map::new(), None);
-        while let Some(key) = map.next_key::<String>()? {
-            if self.top && key == "ipam" {
-                let IpamOutline(ipam, list) = map.next_value()?;
-                members.insert(key, Value::Object(ipam));
-                statics = list;
-            } else if !self.top && key == "staticAllocations" {
-                statics = Some(map.next_value()?);
-            } else {
-                members.insert(key, map.next_value()?);
-            }
-        }
-        Ok((members, statics))
-    }
 }
 
 /// stdin as a JSON object (code 6 otherwise).
@@ -428,38 +361,6 @@ mod tests {
     #[test]
     fn config_must_be_an_object_with_a_supported_version() {
         assert_eq!(parse_config(b"[1]").map_err(|e| e.code()), Err(6));
-        assert_eq!(split_config(b"[1]").err().map(|e| e.code()), Some(6));
-        assert_eq!(split_config(b"{torn").err().map(|e| e.code()), Some(6));
-        let text = br#"{"name":"r","ipam":{"type":"railcni-ipam","staticAllocations":[{"nodeName":"a"}],"cidr":"10.0.0.0/8"}}"#;
-        let (v, statics) = split_config(text).unwrap();
-        assert_eq!(
-            v,
-            json!({"name": "r", "ipam": {"type": "railcni-ipam", "cidr": "10.0.0.0/8"}})
-        );
-        assert_eq!(
-            statics.map(|r| &text[r]),
-            Some(&br#"[{"nodeName":"a"}]"#[..])
-        );
-        // A list that is not at ipam.staticAllocations stays where it is.
-        let (v, statics) =
-            split_config(br#"{"name":"r","args":{"staticAllocations":[1,"]"]}}"#).unwrap();
-        assert_eq!(
-            (
-                v["args"]["staticAllocations"][1].as_str(),
-                statics.is_none()
-            ),
-            (Some("]"), true)
-        );
-        // ipam that is not an object is left to the config's checks.
-        let (v, statics) = split_config(br#"{"ipam":"x"}"#).unwrap();
-        assert_eq!((v, statics.is_none()), (json!({"ipam": "x"}), true));
-        // A torn value inside is still a decode error.
-        assert_eq!(
-            split_config(br#"{"ipam":{"cidr":"x","staticAllocations":[}}"#)
-                .err()
-                .map(|e| e.code()),
-            Some(6)
-        );
         assert_eq!(parse_config(b"{torn").map_err(|e| e.code()), Err(6));
         assert_eq!(config_version(&json!({})).map_err(|e| e.code()), Err(7));
         assert_eq!(
@@ -500,23 +401,6 @@ mod properties {
                 Err(e) => prop_assert_eq!(crate::error::Reply::code(&e), 6),
             }
             let _ = reply_version(&bytes);
-        }
-
-        #[test]
-        fn the_split_config_is_the_config_with_the_list_aside(v in support::arb_json()) {
-            let text = serde_json::to_vec(&v).unwrap();
-            match (parse_config(&text), split_config(&text)) {
-                (Ok(mut whole), Ok((config, statics))) => {
-                    if let Some(list) = statics {
-                        let list: Value = serde_json::from_slice(&text[list]).unwrap();
-                        let taken = whole["ipam"].as_object_mut().and_then(|i| i.remove("staticAllocations"));
-                        prop_assert_eq!(taken, Some(list));
-                    }
-                    prop_assert_eq!(whole, config);
-                }
-                (Err(a), Err(b)) => prop_assert_eq!(a.code(), b.code()),
-                (a, b) => prop_assert!(false, "{:?} vs {:?}", a.is_ok(), b.is_ok()),
-            }
         }
     }
 }

@@ -44,7 +44,8 @@ pub struct NetworkStats {
     #[serde(default)]
     pub reclaimed_leases: u64,
     /// VFs a driver reload tore out of a live pod, by what the agent did:
-    /// `put_back`, `released` (the pod was gone) or `error`.
+    /// `reattached` (`put_back` in earlier builds), `released` (the pod was
+    /// gone) or `error`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reattached: BTreeMap<String, u64>,
 }

@@ -121,7 +121,7 @@ impl Ipam {
     /// As `load`, for the VF at `device_id` (which `matchMasterSubnet`
     /// needs: the node's prefix is its PF's subnet), with the config's
     /// `staticAllocations` as the JSON text it came as in `statics` (see
-    /// `cni::skeleton::split_config`).
+    /// `railcni_ipam::inline`).
     pub fn load_split(
         network: &str,
         ipam_conf: &serde_json::Value,

@@ -6,6 +6,7 @@
 pub mod allocator;
 pub mod config;
 pub mod error;
+pub mod inline;
 pub mod master;
 pub mod operator;
 pub mod pool;

@@ -26,6 +26,7 @@ fn main() {
     }
     std::process::exit(cni::plugin_main(
         "railcni-ipam",
+        railcni_ipam::inline::read_config,
         |request| {
             let outcome = run(&request);
             match outcome {
@@ -110,10 +111,7 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
                 .and_then(Value::as_str)
                 .filter(|d| !d.is_empty())
         });
-    let statics = request
-        .static_allocations
-        .as_ref()
-        .map(cni::InlineList::text);
+    let statics = request.set_aside.as_ref().map(cni::SetAside::text);
     let ipam = Ipam::load_split(network, ipam_conf, statics, &request.settings, device)?;
     match request.verb {
         Verb::Add => {

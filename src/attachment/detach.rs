@@ -1,4 +1,4 @@
-//! The one way an attachment is given back. DEL, GC, the clearing of a
+//! The one way an attachment is detached. DEL, GC, the clearing of a
 //! stale record during ADD, ADD's rollback after the move and the
 //! operator's `gc` all call `detach`, so they cannot drift apart.
 //!
@@ -20,7 +20,7 @@ use crate::vf::home::Home;
 use crate::vf::{settings, Vf};
 use crate::{log_info, log_warn};
 
-/// What is being given back: the VF at `pci`, attached under the CNI key
+/// What is being detached: the VF at `pci`, attached under the CNI key
 /// (`container_id`, `ifname`), with its record when there is one.
 pub struct Attachment<'a> {
     pub pci: &'a str,
@@ -160,7 +160,7 @@ pub fn detach(
     }
     let what = format!("VF {} ({}/{})", a.pci, a.container_id, a.ifname);
     for f in &failures {
-        log_warn!("giving back {what}: {}: {}", f.step, f.error.details());
+        log_warn!("detaching {what}: {}: {}", f.step, f.error.details());
     }
     Err(Error::DetachIncomplete { what, failures })
 }
@@ -413,7 +413,7 @@ mod tests {
         );
         assert!(
             !rec.calls.contains(&"record"),
-            "a failed teardown keeps its record"
+            "a failed detach keeps its record"
         );
     }
 

@@ -7,7 +7,7 @@
 //! held each one and how ADD left it, so the VF goes back exactly so: the
 //! PF-side settings, its MAC, into the pod under its name with its MTU and
 //! IPv4 settings, its sysctls, up, its addresses, its routes and rule. A
-//! VF whose pod is gone is given back instead (`detach`), lease and record.
+//! VF whose pod is gone is detached instead (`detach`), lease and record.
 
 use std::path::Path;
 
@@ -30,12 +30,13 @@ pub enum Reattach {
     InPlace,
     /// Neither in the pod nor back on the host yet: the VF is gone.
     Gone,
-    /// On the host as the same netdev the pod had: a teardown brought it
+    /// On the host as the same netdev the pod had: a detach brought it
     /// home (a DEL that kept its record to finish later), not a reload.
     Home,
-    /// It was back on the host and is in its pod again.
-    PutBack,
-    /// Its pod is gone: the attachment was given back instead.
+    /// Back on the host while its pod lives: re-attached into the pod
+    /// (`locate` names it before `reattach` does it).
+    Reattached,
+    /// Its pod is gone: the attachment was detached instead.
     Released,
 }
 
@@ -46,7 +47,7 @@ impl Reattach {
             Reattach::InPlace => "in_place",
             Reattach::Gone => "gone",
             Reattach::Home => "home",
-            Reattach::PutBack => "put_back",
+            Reattach::Reattached => "reattached",
             Reattach::Released => "released",
         }
     }
@@ -74,7 +75,7 @@ pub fn locate(node: &Node, record: &Record) -> Result<Reattach> {
     // index the VF had in the pod.
     match find_in_host(&host_nl, &record.pci, &names, None)? {
         Some(link) if Some(link.index) == record.pod_ifindex => Ok(Reattach::Home),
-        Some(_) => Ok(Reattach::PutBack),
+        Some(_) => Ok(Reattach::Reattached),
         None => Ok(Reattach::Gone),
     }
 }
@@ -96,15 +97,15 @@ pub fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
                 None,
             )?;
             log_info!(
-                "VF {pci}: the pod of {}/{} is gone; its attachment was given back",
+                "VF {pci}: the pod of {}/{} is gone; its attachment was detached",
                 record.container_id,
                 record.ifname
             );
             Ok(Reattach::Released)
         }
-        Reattach::PutBack => {
-            put_back(node, &record)?;
-            Ok(Reattach::PutBack)
+        Reattach::Reattached => {
+            reattach_into_pod(node, &record)?;
+            Ok(Reattach::Reattached)
         }
         other => Ok(other),
     }
@@ -118,7 +119,7 @@ fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
 }
 
 /// ADD's kernel steps again, from the record.
-fn put_back(node: &Node, record: &Record) -> Result<()> {
+fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     let pci = &record.pci;
     let vf = node.sysfs.resolve(pci)?;
     let result = record.result.as_ref().ok_or_else(|| {
@@ -162,7 +163,7 @@ fn put_back(node: &Node, record: &Record) -> Result<()> {
     updated.reattached += 1;
     node.store.save(&updated)?;
     log_info!(
-        "VF {pci} came back to the host after a driver reload; put back in {path} as {} ({}/{})",
+        "VF {pci} came back to the host after a driver reload; re-attached in {path} as {} ({}/{})",
         record.ifname,
         record.pod.as_deref().unwrap_or(&record.container_id),
         record.network

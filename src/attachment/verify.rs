@@ -15,7 +15,7 @@ use crate::state::Record;
 
 /// One thing railcni set, and whether the kernel still has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
+pub struct Comparison {
     /// In iproute2's words: `link`, `mtu`, `rule`, `route`, `sysctl` …
     pub what: String,
     pub expected: String,
@@ -23,10 +23,10 @@ pub struct Finding {
     pub ok: bool,
 }
 
-impl Finding {
+impl Comparison {
     fn new(what: &str, expected: impl ToString, actual: impl ToString) -> Self {
         let (expected, actual) = (expected.to_string(), actual.to_string());
-        Finding {
+        Comparison {
             what: what.to_string(),
             ok: expected == actual,
             expected,
@@ -35,7 +35,7 @@ impl Finding {
     }
 
     fn present(what: String, ok: bool) -> Self {
-        Finding {
+        Comparison {
             what,
             expected: "present".into(),
             actual: if ok { "present" } else { "missing" }.into(),
@@ -107,33 +107,40 @@ pub fn compare(
     nl: &Netlink,
     record: &Record,
     expected: &Expected,
-) -> Result<Vec<Finding>> {
+) -> Result<Vec<Comparison>> {
     let ifname = expected.ifname.as_str();
     let Some(link) = nl.link_by_name(ifname)? else {
-        return Ok(vec![Finding::present(format!("link {ifname}"), false)]);
+        return Ok(vec![Comparison::present(format!("link {ifname}"), false)]);
     };
     if !is_vf_in_pod(&link, &record.pci, Some(record.saved_vf())) {
-        return Ok(vec![Finding::new(
+        return Ok(vec![Comparison::new(
             "link",
             format!("{ifname} is VF {}", record.pci),
             format!("{ifname} is another device"),
         )]);
     }
-    let mut out = vec![Finding::present(format!("link {ifname}"), true)];
+    let mut out = vec![Comparison::present(format!("link {ifname}"), true)];
     if let Some(mac) = &expected.mac {
-        out.push(Finding::new("link/ether", mac, format_hw_addr(&link.mac)));
+        out.push(Comparison::new(
+            "link/ether",
+            mac,
+            format_hw_addr(&link.mac),
+        ));
     }
     if let Some(mtu) = expected.mtu {
-        out.push(Finding::new("mtu", mtu, link.mtu));
+        out.push(Comparison::new("mtu", mtu, link.mtu));
     }
-    out.push(Finding::new(
+    out.push(Comparison::new(
         "state",
         "UP",
         if link.up { "UP" } else { "DOWN" },
     ));
     let addresses = nl.addresses(link.index)?;
     for a in &expected.addresses {
-        out.push(Finding::present(format!("inet {a}"), addresses.contains(a)));
+        out.push(Comparison::present(
+            format!("inet {a}"),
+            addresses.contains(a),
+        ));
     }
     if let Some(plan) = &record.routing {
         out.extend(compare_routing(pod, nl, ifname, plan)?);
@@ -147,11 +154,11 @@ fn compare_routing(
     nl: &Netlink,
     ifname: &str,
     plan: &crate::routing::RailRoutes,
-) -> Result<Vec<Finding>> {
+) -> Result<Vec<Comparison>> {
     let mut out = Vec::new();
     let rules = nl.rules()?;
     for spec in &plan.rules {
-        out.push(Finding::present(
+        out.push(Comparison::present(
             format!(
                 "rule from {} lookup {} prio {}",
                 spec.src, spec.table, spec.priority
@@ -168,14 +175,14 @@ fn compare_routing(
         } else {
             table.to_string()
         };
-        out.push(Finding::present(
+        out.push(Comparison::present(
             format!("route {}{via} table {name}", spec.dst),
             routes.iter().any(|r| r.matches(spec, MAIN_TABLE)),
         ));
     }
     for s in &plan.sysctls {
         let actual = sysctl::read_in(pod, &s.key.path(ifname))?;
-        out.push(Finding::new(
+        out.push(Comparison::new(
             &format!("sysctl {}", s.key.to_string().replace("IFNAME", ifname)),
             &s.value,
             actual,
@@ -185,7 +192,7 @@ fn compare_routing(
 }
 
 /// The drifted lines, in words, for an error message.
-pub fn drift(findings: &[Finding]) -> Vec<String> {
+pub fn drift(findings: &[Comparison]) -> Vec<String> {
     findings
         .iter()
         .filter(|f| !f.ok)

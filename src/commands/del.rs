@@ -21,14 +21,14 @@ pub struct Named<'a> {
 
 /// DEL of an input ADD refuses (a config that no longer parses or
 /// validates, an environment it rejects): nothing was attached unless a
-/// record says so, and a record holds all teardown needs. So give back what
+/// record says so, and a record holds all detach needs. So detach what
 /// the record says, changing nothing else, and log the input's problem
 /// rather than fail: a failed DEL strands the sandbox (containerd retries
-/// it forever). Only a teardown that left something behind fails.
+/// it forever). Only a detach that left something behind fails.
 pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
     let (cid, ifname) = (named.container_id, named.ifname);
     log_warn!(
-        "DEL of {cid}/{ifname} with an input ADD would refuse ({}); giving back only what a record holds",
+        "DEL of {cid}/{ifname} with an input ADD would refuse ({}); detaching only what a record holds",
         why.details()
     );
     let likely = named.device.and_then(|d| pci::normalize(d).ok());
@@ -38,7 +38,7 @@ pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
         node.store.find_likely(cid, ifname, likely.as_deref())?
     };
     let Some(record) = found else {
-        log_info!("no attachment of {cid}/{ifname} on this node: nothing to give back");
+        log_info!("no attachment of {cid}/{ifname} on this node: nothing to detach");
         return Ok(());
     };
     let _lock = node.store.lock_vf(&record.pci)?;

@@ -1,4 +1,4 @@
-//! GC: give back every attachment of this network the runtime no longer
+//! GC: detach every attachment of this network the runtime no longer
 //! knows (see `detach`), then let IPAM release the same.
 
 use std::path::Path;

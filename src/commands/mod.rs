@@ -53,7 +53,7 @@ impl Ctx {
             .find_likely(&self.env.container_id, &self.env.ifname, likely.as_deref())
     }
 
-    /// How teardown releases leases in this call: through its IPAM.
+    /// How detach releases leases in this call: through its IPAM.
     pub fn release(&self) -> Release<'_> {
         Release::Config(self.ipam())
     }

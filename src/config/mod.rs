@@ -113,8 +113,8 @@ pub struct NetConf {
     pub requested_ips: Vec<IpAddr>,
     pub prev_result: Option<Value>,
     pub routing: RoutingConf,
-    /// What ADD proves about the rail before it answers.
-    pub checks: crate::checks::Checks,
+    /// What ADD proves about the rail before it answers (the config's `checks`).
+    pub probes: crate::probe::Probes,
     /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
     pub vf: VfSettings,
     pub rdma: RdmaPolicy,
@@ -130,8 +130,8 @@ pub struct NetConf {
     /// The config as received, handed unchanged to an external IPAM plugin.
     pub raw: Value,
     /// The embedded IPAM's `staticAllocations`, as the JSON text it came as
-    /// (see `cni::skeleton::split_config`).
-    pub static_allocations: Option<cni::InlineList>,
+    /// (see `railcni_ipam::inline`).
+    pub static_allocations: Option<cni::SetAside>,
 }
 
 impl NetConf {
@@ -171,7 +171,7 @@ impl NetConf {
             ethernet_fields: ethernet_fields(&conf, mac),
             requested_ips: cni::args::requested_ips(&raw, &env.args)?,
             routing,
-            checks: crate::checks::Checks::parse(conf.checks.as_ref())?,
+            probes: crate::probe::Probes::parse(conf.checks.as_ref())?,
             vf,
             device_info_file: conf
                 .runtime_config
@@ -191,7 +191,7 @@ impl NetConf {
     /// The `ipam.staticAllocations` the skeleton left unparsed: the embedded
     /// IPAM reads them as they are; an external plugin gets them back in
     /// its config, as it was sent.
-    pub fn with_static_allocations(mut self, statics: Option<cni::InlineList>) -> Self {
+    pub fn with_static_allocations(mut self, statics: Option<cni::SetAside>) -> Self {
         let Some(statics) = statics else { return self };
         if self.ipam.as_ref().is_some_and(IpamConf::is_embedded) {
             self.static_allocations = Some(statics);

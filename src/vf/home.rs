@@ -1,4 +1,4 @@
-//! Finding a VF's netdev by PCI address wherever it is, and bringing it home.
+//! Finding a VF's netdev by PCI address wherever it is, and moving it home.
 
 use crate::error::Result;
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
@@ -167,7 +167,7 @@ impl Home<'_> {
                 let host = (self.host, self.host_nl);
                 move_home(pod, &link, host, &name, &arrival)?;
                 log_info!(
-                    "returned VF {} from the pod ({}) to the host as {name}",
+                    "moved VF {} home from the pod ({}) to the host as {name}",
                     self.pci,
                     link.name
                 );
@@ -175,7 +175,7 @@ impl Home<'_> {
         }
         let Some(link) = find_in_host(self.host_nl, self.pci, self.sysfs_names, saved)? else {
             log_warn!(
-                "VF {} is neither in the pod as {ifname} nor in the host; nothing to return",
+                "VF {} is neither in the pod as {ifname} nor in the host; nothing to move home",
                 self.pci
             );
             return Ok(None);

@@ -1,5 +1,5 @@
 //! `railcnictl gc`: reconcile this node without a runtime's help. Attachments
-//! whose pod is provably gone are given back (the same detach DEL uses);
+//! whose pod is provably gone are detached (the same detach DEL uses);
 //! leases whose holder is gone and that no attachment claims are released.
 //! A VF a PF driver reload tore out of a live pod and that is back on the
 //! host is put back in its pod (what the agent does by itself). Nothing
@@ -28,7 +28,7 @@ pub struct Report {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Action {
-    /// `detach`, `release` or `put-back`.
+    /// `detach`, `release` or `reattach`.
     pub action: String,
     pub network: String,
     pub container_id: String,
@@ -66,7 +66,7 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
             },
         })
         .collect();
-    actions.extend(put_backs(state, node, apply));
+    actions.extend(reattachments(state, node, apply));
     actions.extend(orphaned_leases(state, &dead).map(|(network, l)| Action {
         action: "release".into(),
         network: network.to_string(),
@@ -89,14 +89,14 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
 
 /// VFs a driver reload tore out of a live pod and that are back on the
 /// host: put back (what the agent does by itself).
-fn put_backs(state: &NodeState, node: &Node, apply: bool) -> Vec<Action> {
+fn reattachments(state: &NodeState, node: &Node, apply: bool) -> Vec<Action> {
     let mut actions = Vec::new();
     for r in state.records.iter().filter(|r| state.alive(r)) {
-        if locate(node, r).ok() != Some(Reattach::PutBack) {
+        if locate(node, r).ok() != Some(Reattach::Reattached) {
             continue;
         }
         actions.push(Action {
-            action: "put-back".into(),
+            action: "reattach".into(),
             network: r.network.clone(),
             container_id: r.container_id.clone(),
             ifname: r.ifname.clone(),

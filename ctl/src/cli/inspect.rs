@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::node::NodeState;
 use super::table::{self, or_dash};
 use super::{emit, Outcome, Usage};
-use railcni::attachment::verify::{self, Expected, Finding};
+use railcni::attachment::verify::{self, Comparison, Expected};
 use railcni::net::{NetNs, Netlink};
 use railcni::state::Record;
 
@@ -29,7 +29,7 @@ pub struct Interface {
     pub vf: String,
     pub netns: Option<String>,
     pub rdma_device: Option<String>,
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Comparison>,
 }
 
 pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usage> {
@@ -54,7 +54,7 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
 fn inspect_one(r: &Record) -> Interface {
     let findings = match findings(r) {
         Ok(f) => f,
-        Err(e) => vec![Finding {
+        Err(e) => vec![Comparison {
             what: "netns".into(),
             expected: r.netns().unwrap_or("?").into(),
             actual: e.details(),
@@ -71,9 +71,9 @@ fn inspect_one(r: &Record) -> Interface {
     }
 }
 
-fn findings(r: &Record) -> railcni::error::Result<Vec<Finding>> {
+fn findings(r: &Record) -> railcni::error::Result<Vec<Comparison>> {
     if r.dpdk {
-        return Ok(vec![Finding {
+        return Ok(vec![Comparison {
             what: "dpdk".into(),
             expected: "bound to a userspace driver, not moved".into(),
             actual: "bound to a userspace driver, not moved".into(),

@@ -29,7 +29,7 @@ use serde::Serialize;
     name = "railcnictl",
     version,
     about = "Day-2 commands for railcni, the SR-IOV rail CNI plugin: what is attached on this node, and the tools around it",
-    long_about = "railcnictl answers what railcni attached on this node, gives back what is stale, \
+    long_about = "railcnictl answers what railcni attached on this node, detaches what is stale, \
                   plans a fabric, installs the plugin and serves its metrics. The plugin itself is \
                   `railcni`, run by container runtimes.\n\nEvery command that reports takes --json (metrics, plan and agent write formats of \
                   their own); each exits 0 when \

@@ -16,9 +16,9 @@ use super::node::NodeState;
 use super::table::{self, or_dash};
 use super::{emit, Outcome, Usage};
 use railcni::attachment::verify::Expected;
-use railcni::checks::arp::ArpSocket;
-use railcni::checks::icmp::{Echo, Pinger};
 use railcni::net::{Link, Mac, NetNs, Netlink};
+use railcni::probe::arp::ArpSocket;
+use railcni::probe::icmp::{Echo, Pinger};
 use railcni::state::Record;
 
 #[derive(clap::Args)]

@@ -74,9 +74,9 @@ pub struct AttachmentRow {
     /// `adding` (interrupted or in progress) or `attached`.
     pub phase: String,
     /// Where the VF is: `in_place` (in its pod), `gone` (a driver reload
-    /// took it and it has not come back), `put_back` (back on the host,
+    /// took it and it has not come back), `reattached` (back on the host,
     /// waiting to be put back in its pod), `home` (on the host after a
-    /// teardown that has yet to finish), `released` (its pod is gone).
+    /// detach that has yet to finish), `released` (its pod is gone).
     pub vf_state: String,
     /// How often a driver reload tore the VF out and it was put back.
     pub reattached: u32,
@@ -242,7 +242,7 @@ fn placement_problem(r: &Record, placed: Option<Reattach>) -> Option<Problem> {
             detail: format!("{what} is no longer in its pod and not back on the host: its PF's driver was reloaded or the VF removed"),
             fix: "wait for the VF to come back (sriov_numvfs); railcnictl agent then puts it back".into(),
         }),
-        Reattach::PutBack => Some(Problem {
+        Reattach::Reattached => Some(Problem {
             kind: "vf-out-of-pod".into(),
             detail: format!("{what} is back on the host after a driver reload, not in its pod"),
             fix: "railcnictl gc --apply (the agent does it by itself)".into(),

@@ -255,7 +255,7 @@ impl Plan {
             .collect();
         self.check_rails()?;
         for rail in &self.rails {
-            railcni::checks::Checks::parse(rail.checks.as_ref())
+            railcni::probe::Probes::parse(rail.checks.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
             if let Some(rdma) = rail.rdma.as_deref() {
                 if !["auto", "required", "off"].contains(&rdma) {

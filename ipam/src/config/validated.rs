@@ -1,6 +1,8 @@
 //! A pool with 16k inline allocations is validated once per node: a mark
 //! named by the config's digest holds this node's own allocations, read
-//! instead of the list on every later call.
+//! instead of the list on every later call. The mark also holds the config
+//! it was made for, byte for byte, and is used only for that same config:
+//! two configs whose digests collide are each validated whole.
 
 use std::path::Path;
 
@@ -11,9 +13,8 @@ use crate::IpamError;
 
 /// Names a config this node has validated: FNV-1a's mix over 8-byte
 /// words, in four lanes that run side by side (a pool of 16k allocations
-/// is 1.4 MB, read on every call), folded into one at the end. Not a
-/// defence against a crafted collision: a hit still checks this node's own
-/// entry, so the most a collision could skip is the pool-wide overlap check.
+/// is 1.4 MB, read on every call), folded into one at the end. Only a
+/// name: a mark is used for the config it holds, not for its digest.
 fn digest(parts: &[&[u8]]) -> u64 {
     use cni::fnv::{mix, BASIS};
     let mut lanes = [BASIS, mix(BASIS, 1), mix(BASIS, 2), mix(BASIS, 3)];
@@ -33,12 +34,29 @@ fn digest(parts: &[&[u8]]) -> u64 {
     lanes.into_iter().fold(BASIS, mix)
 }
 
-/// Mark a validated config with this node's own allocations, keeping the
-/// latest few marks per network (a node may see several configs of one
-/// network while a NAD is updated); best effort: a missing mark only means
-/// validating again.
-fn remember_validated(cache: &Path, network: &str, marker: &Path, own: &[StaticAllocation]) {
-    const KEEP: usize = 8;
+/// A mark's text: this node's allocations as one line of JSON, then the
+/// config's parts, each as its length and its bytes.
+fn mark_text(own: &[StaticAllocation], parts: &[&[u8]]) -> Option<Vec<u8>> {
+    let mut text = serde_json::to_vec(own).ok()?;
+    for part in parts {
+        text.extend_from_slice(format!("\n{}\n", part.len()).as_bytes());
+        text.extend_from_slice(part);
+    }
+    Some(text)
+}
+
+/// Mark a validated config (`parts`) with this node's own allocations,
+/// keeping the latest few marks per network (a node may see several
+/// configs of one network while a NAD is updated); best effort: a missing
+/// mark only means validating again.
+fn remember_validated(
+    cache: &Path,
+    network: &str,
+    marker: &Path,
+    own: &[StaticAllocation],
+    parts: &[&[u8]],
+) {
+    const KEEP: usize = 4;
     if cni::files::private_dir(cache).is_err() {
         return;
     }
@@ -56,14 +74,25 @@ fn remember_validated(cache: &Path, network: &str, marker: &Path, own: &[StaticA
     for (_, old) in marks.into_iter().take(excess) {
         let _ = std::fs::remove_file(old);
     }
-    if let Ok(text) = serde_json::to_vec(own) {
+    if let Some(text) = mark_text(own, parts) {
         let _ = cni::files::replace_atomic(marker, &text);
     }
 }
 
-/// This node's allocations as a mark recorded them (`None`: no usable mark).
-fn recall_validated(marker: &Path) -> Option<Vec<StaticAllocation>> {
-    serde_json::from_slice(&std::fs::read(marker).ok()?).ok()
+/// This node's allocations as the mark recorded them, when the mark was
+/// made for exactly this config (`None`: no usable mark).
+fn recall_validated(marker: &Path, parts: &[&[u8]]) -> Option<Vec<StaticAllocation>> {
+    let text = std::fs::read(marker).ok()?;
+    let line = text.iter().position(|b| *b == b'\n')?;
+    let mut rest = &text[line..];
+    for part in parts {
+        let head = format!("\n{}\n", part.len());
+        rest = rest.strip_prefix(head.as_bytes())?.strip_prefix(*part)?;
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    serde_json::from_slice(&text[..line]).ok()
 }
 
 impl PoolConfig {
@@ -79,12 +108,14 @@ impl PoolConfig {
         cache: &Path,
         network: &str,
     ) -> Result<Self, IpamError> {
+        let config = v.to_string();
+        let parts = [config.as_bytes(), raw.as_bytes(), node.as_bytes()];
         let marker = cache.join(format!(
             "{}.{:016x}",
             cni::files::file_safe(network),
-            digest(&[v.to_string().as_bytes(), raw.as_bytes(), node.as_bytes()])
+            digest(&parts)
         ));
-        if let Some(own) = recall_validated(&marker) {
+        if let Some(own) = recall_validated(&marker, &parts) {
             let pool = PoolConfig::parse_with(v, Some(own), false)?;
             for (i, a) in pool.static_allocations.iter().enumerate() {
                 check_allocation(
@@ -103,7 +134,7 @@ impl PoolConfig {
             .filter(|a| a.node_name == node)
             .cloned()
             .collect();
-        remember_validated(cache, network, &marker, &own);
+        remember_validated(cache, network, &marker, &own, &parts);
         Ok(PoolConfig {
             static_allocations: own,
             ..pool
@@ -116,6 +147,13 @@ mod tests {
     use super::*;
     use cni::Reply;
     use serde_json::json;
+
+    /// The mark's file name for a config, as `parse_split` names it.
+    fn cache_name(v: &Value, raw: &str, node: &str, network: &str) -> String {
+        let config = v.to_string();
+        let parts = [config.as_bytes(), raw.as_bytes(), node.as_bytes()];
+        format!("{network}.{:016x}", digest(&parts))
+    }
 
     #[test]
     fn the_digest_sees_every_byte_and_where_parts_end() {
@@ -173,6 +211,18 @@ mod tests {
             7
         );
         assert_eq!(marks().len(), 2, "only valid configs are marked, per node");
+        // A mark found under another config's name (a digest collision) is
+        // not used: that config is validated whole, and its overlap refused.
+        let gpu1 = (marks().into_iter())
+            .map(|m| m.path())
+            .find(|p| std::fs::read_to_string(p).unwrap().contains("gpu-1"))
+            .unwrap();
+        let v_overlap = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
+        let colliding = cache_name(&v_overlap, overlapping, "a", "rail1");
+        std::fs::copy(&gpu1, t.path().join(&colliding)).unwrap();
+        let e =
+            PoolConfig::parse_split(&v_overlap, overlapping, "a", t.path(), "rail1").unwrap_err();
+        assert_eq!(e.code(), 7, "{e}");
         for mark in marks() {
             let mode =
                 std::os::unix::fs::PermissionsExt::mode(&mark.metadata().unwrap().permissions());

@@ -96,10 +96,10 @@ impl<'a> KernelAttach<'a> {
     }
 
     /// The moved VF, as the rail checks name and reach it.
-    fn rail(&self) -> Result<crate::checks::MovedVf<'_>> {
+    fn rail(&self) -> Result<crate::probe::MovedVf<'_>> {
         let moved = self.moved()?;
         let mac = self.ctx.conf.mac.or_else(|| Mac::from_slice(&moved.mac));
-        Ok(crate::checks::MovedVf {
+        Ok(crate::probe::MovedVf {
             network: &self.ctx.conf.name,
             ifname: &self.ctx.env.ifname,
             vf: &self.intent.vf.pci,
@@ -331,10 +331,10 @@ impl AttachSteps for KernelAttach<'_> {
 
     fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
         // Off: no rail to build (an InfiniBand VF has no Ethernet MAC for ARP).
-        if self.ctx.conf.checks.address_conflict == crate::checks::Mode::Off {
+        if self.ctx.conf.probes.address_conflict == crate::probe::Mode::Off {
             return Ok(());
         }
-        crate::checks::address_conflict(&self.ctx.conf.checks, &self.rail()?, &result.ips)
+        crate::probe::address_conflict(&self.ctx.conf.probes, &self.rail()?, &result.ips)
     }
 
     fn address(&mut self, result: &mut CniResult) -> Result<()> {
@@ -368,10 +368,10 @@ impl AttachSteps for KernelAttach<'_> {
     }
 
     fn check_gateways(&mut self, result: &CniResult) -> Result<()> {
-        if self.ctx.conf.checks.gateway == crate::checks::Mode::Off {
+        if self.ctx.conf.probes.gateway == crate::probe::Mode::Off {
             return Ok(());
         }
-        crate::checks::gateway(&self.ctx.conf.checks, &self.rail()?, &result.ips)
+        crate::probe::gateway(&self.ctx.conf.probes, &self.rail()?, &result.ips)
     }
 
     /// The interface as the kernel confirms it (a DPDK VF: its PCI address).

@@ -1,7 +1,7 @@
 //! VF settings: the attributes a NAD asks for on the PF (MAC, VLAN, spoof
 //! check, trust, link state, rates, InfiniBand GUID), all in this module:
 //! the type, read from the NAD (`nad`), set on the PF on ADD and restored
-//! on teardown (`pf`). Their netlink messages are `net::vf_info`'s and
+//! on detach (`pf`). Their netlink messages are `net::vf_info`'s and
 //! their on-disk form `state::record_v1`'s.
 //!
 //! To add a setting: a `VfAttr` variant with its message (`net::vf_info`),

@@ -1,10 +1,10 @@
-//! VF settings set on ADD, and on teardown restored to what the record
+//! VF settings set on ADD, and on detach restored to what the record
 //! saved, and only that.
 //! An InfiniBand GUID takes effect only when the VF's driver binds again.
 //!
 //! The order is the drivers' (igb, found on the emulated SR-IOV node): an
 //! untrusted VF may change its own MAC only while the PF holds no admin MAC
-//! for it. So ADD sets the netdev's MAC before the admin MAC, and teardown
+//! for it. So ADD sets the netdev's MAC before the admin MAC, and detach
 //! clears the admin MAC (`restore_admin_mac`), then puts the netdev's MAC
 //! back, then the rest (`restore`), `trust off` last among them.
 
@@ -101,7 +101,7 @@ fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfAttr, e: Error) -> Error {
 }
 
 /// Clear or restore the PF-side MAC the record saved (`saved`; first of
-/// teardown's VF steps: until it is cleared an untrusted VF cannot change
+/// detach's VF steps: until it is cleared an untrusted VF cannot change
 /// its MAC).
 pub fn restore_admin_mac(hw: &dyn Hardware, vf: &Vf, saved: Option<&VfSettings>) -> Result<()> {
     match saved.and_then(|s| s.mac) {

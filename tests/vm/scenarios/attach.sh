@@ -32,7 +32,7 @@ same "status: 8 attachments" 8 "$(jq '[.attachments[]] | length' <<<"$status" 2>
 check "inspect: every rail OK (exit 0)" railcnictl inspect /run/netns/pod1
 check "probe: every rail answers (exit 0)" railcnictl probe /run/netns/pod1
 gc=$(railcnictl gc --json); rc=$?
-same "gc: nothing to give back while the pod lives" "0 0" "$rc $(jq '[.attachments[]?] | length' <<<"$gc" 2>&1)"
+same "gc: nothing to detach while the pod lives" "0 0" "$rc $(jq '[.attachments[]?] | length' <<<"$gc" 2>&1)"
 metrics=$(railcnictl metrics)
 for ((r = 1; r <= n; r++)); do
   check "metrics: rail$r's received bytes from the VF's counters" \

@@ -59,6 +59,8 @@ check "healthy: every link holds" grep -q "every link holds" <<<"$out"
 same "healthy: the IOMMU link holds (emulated intel-iommu)" ok "$(result kernel/iommu)"
 same "healthy: rail1's VFs are igbvf's" "2 VFs, driver igbvf" "$(doctor --json | jq -r '.checks[] | select(.check == "rail1/vf-drivers") | .found')"
 same "healthy: no RDMA in use, so its links do not apply" skipped "$(result rdma/netns-mode)"
+# For the README (tests/emulated_sriov.rs compares it): the run as a person sees it.
+echo "# readme: healthy"
 printf '%s\n' "$out" | sed 's/^/#   /'
 
 # A pod on rail1 holds one VF.
@@ -80,7 +82,10 @@ same "sriov_numvfs 2 again: every link holds" none "$(settle none)"
 # 2. The PF's MTU below the rail's.
 ip link set "$pf1" mtu 1500
 broken "PF mtu 1500" rail1/pf-mtu "ip link set $pf1 mtu 9000"
-doctor | sed 's/^/#   /'   # for the README: a broken run as a person sees it
+out=$(doctor); rc=$?
+same "PF mtu 1500: doctor exits 1" 1 "$rc"
+echo "# readme: pf-mtu"
+printf '%s\n' "$out" | sed 's/^/#   /'
 ip link set "$pf1" mtu 9000
 wait_carrier "$pf1"
 same "PF mtu 9000 again: every link holds" none "$(settle none)"

@@ -55,7 +55,7 @@ same "numvfs back: net1's MTU is 9000" 9000 "$(cat /sys/class/net/lo/mtu >/dev/n
 check "numvfs back: the rule and the rail table are back" ip -n pod1 route get 172.16.0.1 from 172.16.0.0
 same "numvfs back: status shows no problem" "" "$(railcnictl status --json | jq -r '.problems[].kind')"
 same "numvfs back: the attachment was put back once" 1 "$(railcnictl status --json | jq '[.attachments[] | select(.ifname == "net1")][0].reattached')"
-check "numvfs back: metrics count it" grep -q 'railcni_reattach_total{network="rail1",result="put_back"} 1' <<<"$(railcnictl metrics)"
+check "numvfs back: metrics count it" grep -q 'railcni_reattach_total{network="rail1",result="reattached"} 1' <<<"$(railcnictl metrics)"
 
 # 2. rmmod igbvf; modprobe igbvf: every VF netdev goes, on both rails.
 rmmod igbvf

@@ -78,7 +78,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
         .map_err(|e| Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     log_info!("serving /metrics and /healthz on {}", args.listen);
     if let Err(e) = watch::start(settings) {
-        log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not put back: {e}");
+        log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not re-attached: {e}");
     }
     let checks = NodeChecks::default();
     let passes = Passes::start(settings.clone(), Arc::clone(&checks))
@@ -112,7 +112,7 @@ async fn stopped() {
 
 /// `railcnictl doctor` with its defaults; the first broken link is logged.
 fn run_doctor(settings: &Settings, shared: &NodeChecks) {
-    let checks = doctor::checks(&doctor::Where::defaults(settings));
+    let checks = doctor::findings(&doctor::Where::defaults(settings));
     if let Some(c) = checks.iter().find(|c| c.result == doctor::Verdict::Broken) {
         log_warn!(
             "doctor: first broken link: {}: {} (fix: {})",

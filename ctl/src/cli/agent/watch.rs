@@ -35,8 +35,8 @@ fn sweep(node: &Node) {
     match node.store.list() {
         Ok(records) => {
             for r in records {
-                if locate(node, &r).ok() == Some(Reattach::PutBack) {
-                    put_back(node, &r.pci);
+                if locate(node, &r).ok() == Some(Reattach::Reattached) {
+                    reattach_vf(node, &r.pci);
                 }
             }
         }
@@ -51,7 +51,7 @@ fn watch(node: &Node, events: &LinkEvents) {
             Ok(devices) => {
                 for pci in devices {
                     if node.store.load(&pci).ok().flatten().is_some() {
-                        put_back(node, &pci);
+                        reattach_vf(node, &pci);
                     }
                 }
             }
@@ -66,17 +66,17 @@ fn watch(node: &Node, events: &LinkEvents) {
     }
 }
 
-fn put_back(node: &Node, pci: &str) {
+fn reattach_vf(node: &Node, pci: &str) {
     let Ok(Some(record)) = node.store.load(pci) else {
         return;
     };
     let outcome = reattach(node, pci);
     let result = match outcome {
-        Ok(done @ (Reattach::PutBack | Reattach::Released)) => done.name(),
+        Ok(done @ (Reattach::Reattached | Reattach::Released)) => done.name(),
         Ok(_) => return,
         Err(e) => {
             log_warn!(
-                "VF {pci} of {}/{}: cannot put it back: {e}",
+                "VF {pci} of {}/{}: cannot re-attach it: {e}",
                 record.network,
                 record.ifname
             );

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use railcni_ipam::config::NodeFile;
 
-use super::{Check, Where};
+use super::{Finding, Where};
 use crate::cli::node::NodeState;
 use railcni::state::AttachmentStore;
 
@@ -21,7 +21,7 @@ pub fn read_node_file(path: &Path) -> Result<NodeFile, String> {
     NodeFile::parse(&bytes).map_err(|e| format!("{} is invalid: {e}", path.display()))
 }
 
-pub fn checks(w: &Where) -> Vec<Check> {
+pub fn findings(w: &Where) -> Vec<Finding> {
     vec![
         binary(w, "railcni"),
         binary(w, "railcni-ipam"),
@@ -31,7 +31,7 @@ pub fn checks(w: &Where) -> Vec<Check> {
 }
 
 /// Present, executable, and of this release (its first line says which).
-fn binary(w: &Where, name: &str) -> Check {
+fn binary(w: &Where, name: &str) -> Finding {
     let id = format!("cni/{name}");
     let expected = format!("{name} {VERSION}, executable");
     let path = w.cni_bin_dir.join(name);
@@ -41,10 +41,12 @@ fn binary(w: &Where, name: &str) -> Check {
     );
     let mode = match std::fs::metadata(&path) {
         Ok(m) => m.permissions().mode(),
-        Err(e) => return Check::broken(id, format!("{}: {e}", path.display()), &expected, install),
+        Err(e) => {
+            return Finding::broken(id, format!("{}: {e}", path.display()), &expected, install)
+        }
     };
     if mode & 0o111 == 0 {
-        return Check::broken(
+        return Finding::broken(
             id,
             format!(
                 "{} is not executable (mode {:o})",
@@ -63,14 +65,14 @@ fn binary(w: &Where, name: &str) -> Check {
         .nth(1)
         .map(|v| v.trim_end_matches(':').to_string());
     match version {
-        Some(v) if v == VERSION => Check::ok(id, format!("{} {v}", path.display()), &expected),
-        Some(v) => Check::broken(
+        Some(v) if v == VERSION => Finding::ok(id, format!("{} {v}", path.display()), &expected),
+        Some(v) => Finding::broken(
             id,
             format!("{} is {name} {v}, railcnictl is {VERSION}", path.display()),
             &expected,
             install,
         ),
-        None => Check::broken(
+        None => Finding::broken(
             id,
             format!(
                 "{} does not say it is {name} (a release before 0.1.0, or another program)",
@@ -109,14 +111,14 @@ fn first_words(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn node_file(w: &Where) -> Check {
+fn node_file(w: &Where) -> Finding {
     let expected = format!("present, naming {}", w.node);
     let fix = "railcnictl install (it writes this node's entry of the plan ConfigMap), or \
                railcnictl plan PLAN --emit node-file --node NODE > /etc/cni/railcni/node.json";
     match &w.expected {
-        Err(why) => Check::broken("cni/node-file", why.clone(), &expected, fix),
+        Err(why) => Finding::broken("cni/node-file", why.clone(), &expected, fix),
         Ok(file) => match &file.node_name {
-            Some(name) if *name == w.node => Check::ok(
+            Some(name) if *name == w.node => Finding::ok(
                 "cni/node-file",
                 format!(
                     "{}: node {name}, {} networks",
@@ -125,7 +127,7 @@ fn node_file(w: &Where) -> Check {
                 ),
                 &expected,
             ),
-            named => Check::broken(
+            named => Finding::broken(
                 "cni/node-file",
                 format!(
                     "{} names node {}, this node is {} (RAILCNI_NODE_NAME or the host name)",
@@ -141,7 +143,7 @@ fn node_file(w: &Where) -> Check {
 }
 
 /// Records and lease files load; nothing stale or orphaned (`status`'s problems).
-fn state(w: &Where) -> Check {
+fn state(w: &Where) -> Finding {
     const EXPECTED: &str = "all load, none stale";
     let store = AttachmentStore::new(&w.settings);
     let dir = w.settings.state_dir.join("attachments");
@@ -150,7 +152,7 @@ fn state(w: &Where) -> Check {
             continue;
         };
         if let Err(e) = store.load(pci) {
-            return Check::broken(
+            return Finding::broken(
                 "cni/state",
                 e.to_string(),
                 EXPECTED,
@@ -164,7 +166,7 @@ fn state(w: &Where) -> Check {
     let state = match NodeState::load(&w.settings) {
         Ok(state) => state,
         Err(super::Usage(why)) => {
-            return Check::broken(
+            return Finding::broken(
                 "cni/state",
                 why,
                 EXPECTED,
@@ -177,7 +179,7 @@ fn state(w: &Where) -> Check {
     };
     let report = crate::cli::status::build(&w.settings, &state, None);
     match report.problems.first() {
-        None => Check::ok(
+        None => Finding::ok(
             "cni/state",
             format!(
                 "{} records, {} lease files, nothing stale",
@@ -186,7 +188,7 @@ fn state(w: &Where) -> Check {
             ),
             EXPECTED,
         ),
-        Some(p) => Check::broken(
+        Some(p) => Finding::broken(
             "cni/state",
             format!(
                 "{} problem(s); first: {} ({})",

@@ -6,11 +6,11 @@ use std::net::IpAddr;
 use serde_json::Value;
 
 use super::rails::Rail;
-use super::{Check, Where};
+use super::{Finding, Where};
 use railcni::vf::sysfs::list_dir;
 
 /// Multus's own config in the CNI conf dir, and railcni in its bin dir.
-pub fn multus(w: &Where) -> Vec<Check> {
+pub fn multus(w: &Where) -> Vec<Finding> {
     const EXPECTED: &str = "Multus (optional)";
     let found = list_dir(&w.cni_conf_dir).into_iter().find_map(|name| {
         let text = std::fs::read_to_string(w.cni_conf_dir.join(&name)).ok()?;
@@ -21,7 +21,7 @@ pub fn multus(w: &Where) -> Vec<Check> {
         Some((name, kind, conf))
     });
     let Some((name, kind, conf)) = found else {
-        return vec![Check::skipped(
+        return vec![Finding::skipped(
             "multus/config",
             format!("no Multus config in {}", w.cni_conf_dir.display()),
             EXPECTED,
@@ -31,20 +31,20 @@ pub fn multus(w: &Where) -> Vec<Check> {
         .get("binDir")
         .and_then(Value::as_str)
         .map_or_else(|| w.cni_bin_dir.clone(), Into::into);
-    let config = Check::ok(
+    let config = Finding::ok(
         "multus/config",
         format!("{} (type {kind})", w.cni_conf_dir.join(&name).display()),
         EXPECTED,
     );
     let expected = "railcni there";
     let bin = if bin_dir.join("railcni").exists() {
-        Check::ok(
+        Finding::ok(
             "multus/bin-dir",
             format!("{} holds railcni", bin_dir.display()),
             expected,
         )
     } else {
-        Check::broken(
+        Finding::broken(
             "multus/bin-dir",
             format!("{} (Multus's binDir) has no railcni", bin_dir.display()),
             expected,
@@ -71,7 +71,7 @@ fn plugin_types(conf: &Value) -> Vec<String> {
 
 /// Strict reverse-path filtering on a PF that carries host traffic drops
 /// replies that come back over another rail.
-pub fn rp_filter(w: &Where, rail: &Rail) -> Option<Check> {
+pub fn rp_filter(w: &Where, rail: &Rail) -> Option<Finding> {
     let pf = rail.pf.as_ref()?;
     let id = format!("{}/rp-filter", rail.name);
     const EXPECTED: &str = "0 or 2 (loose) with host addresses";
@@ -82,7 +82,7 @@ pub fn rp_filter(w: &Where, rail: &Rail) -> Option<Check> {
         .filter_map(|i| i.address?.as_sockaddr_in().map(|a| IpAddr::V4(a.ip())))
         .collect();
     if addresses.is_empty() {
-        return Some(Check::skipped(
+        return Some(Finding::skipped(
             id,
             format!("{pf} has no IPv4 address: no host traffic"),
             EXPECTED,
@@ -97,7 +97,7 @@ pub fn rp_filter(w: &Where, rail: &Rail) -> Option<Check> {
     let effective = read(pf).max(read("all"))?;
     let found = format!("{pf} ({}) rp_filter {effective}", addresses[0]);
     Some(if effective == 1 {
-        Check::broken(
+        Finding::broken(
             id,
             format!("{found}: strict"),
             EXPECTED,
@@ -106,6 +106,6 @@ pub fn rp_filter(w: &Where, rail: &Rail) -> Option<Check> {
             ),
         )
     } else {
-        Check::ok(id, found, EXPECTED)
+        Finding::ok(id, found, EXPECTED)
     })
 }

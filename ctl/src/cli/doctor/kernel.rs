@@ -2,10 +2,10 @@
 //! for host devices. A netdev VF moved into a pod does not: there its
 //! absence is advice, not a broken link.
 
-use super::{Check, Where};
+use super::{Finding, Where};
 
 /// `dpdk`: whether any rail hands its VFs to vfio-pci.
-pub fn iommu(w: &Where, dpdk: bool) -> Check {
+pub fn iommu(w: &Where, dpdk: bool) -> Finding {
     const EXPECTED: &str = "IOMMU groups (intel_iommu=on iommu=pt)";
     let groups = std::fs::read_dir(w.sysfs.join("kernel/iommu_groups")).map_or(0, Iterator::count);
     let cmdline = std::fs::read_to_string(w.host_path("/proc/cmdline")).unwrap_or_default();
@@ -23,7 +23,7 @@ pub fn iommu(w: &Where, dpdk: bool) -> Check {
         format!("kernel command line: {}", flags.join(" "))
     };
     if groups > 0 {
-        return Check::ok(
+        return Finding::ok(
             "kernel/iommu",
             format!("{groups} IOMMU groups; {said}"),
             EXPECTED,
@@ -36,9 +36,9 @@ pub fn iommu(w: &Where, dpdk: bool) -> Check {
     const FIX: &str = "enable VT-d/AMD-Vi in the BIOS and add intel_iommu=on (or amd_iommu=on) iommu=pt to \
          the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub and reboot)";
     if dpdk {
-        return Check::broken("kernel/iommu", found, EXPECTED, FIX);
+        return Finding::broken("kernel/iommu", found, EXPECTED, FIX);
     }
-    Check::advice(
+    Finding::advice(
         "kernel/iommu",
         format!("{found}; no rail is a DPDK (vfio-pci) rail, so pods attach without it"),
         EXPECTED,

@@ -1,6 +1,6 @@
 //! `railcnictl doctor`: the node checked link by link, in the order a pod's
 //! rails depend on them (kernel, NICs and VFs, RDMA, the CNI binaries and
-//! files, Multus, host settings), read-only. Each link is one `Check`; the
+//! files, Multus, host settings), read-only. Each link is one `Finding`; the
 //! first broken one is named with the one thing to do about it.
 
 mod cni_files;
@@ -73,7 +73,7 @@ impl Verdict {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
+pub struct Finding {
     /// Stable name: `kernel/iommu`, `rail1/pf-link`, `cni/railcni`, ...
     pub check: String,
     pub result: Verdict,
@@ -84,13 +84,13 @@ pub struct Check {
     pub fix: Option<String>,
 }
 
-impl Check {
+impl Finding {
     pub fn ok(check: impl Into<String>, found: impl Into<String>, expected: &str) -> Self {
-        Check::new(check, Verdict::Ok, found, expected, None)
+        Finding::new(check, Verdict::Ok, found, expected, None)
     }
 
     pub fn skipped(check: impl Into<String>, found: impl Into<String>, expected: &str) -> Self {
-        Check::new(check, Verdict::Skipped, found, expected, None)
+        Finding::new(check, Verdict::Skipped, found, expected, None)
     }
 
     /// Not needed for pods to attach here, but worth knowing: shown as –,
@@ -101,7 +101,7 @@ impl Check {
         expected: &str,
         fix: impl Into<String>,
     ) -> Self {
-        Check::new(check, Verdict::Skipped, found, expected, Some(fix.into()))
+        Finding::new(check, Verdict::Skipped, found, expected, Some(fix.into()))
     }
 
     pub fn broken(
@@ -110,7 +110,7 @@ impl Check {
         expected: &str,
         fix: impl Into<String>,
     ) -> Self {
-        Check::new(check, Verdict::Broken, found, expected, Some(fix.into()))
+        Finding::new(check, Verdict::Broken, found, expected, Some(fix.into()))
     }
 
     fn new(
@@ -120,7 +120,7 @@ impl Check {
         expected: &str,
         fix: Option<String>,
     ) -> Self {
-        Check {
+        Finding {
             check: check.into(),
             result,
             found: found.into(),
@@ -214,7 +214,7 @@ fn expected_from_plan(plan: &Path, node: &str) -> Result<NodeFile, String> {
 }
 
 /// Every link, in chain order.
-pub fn checks(w: &Where) -> Vec<Check> {
+pub fn findings(w: &Where) -> Vec<Finding> {
     let rails = rails::expected(w);
     let mut out = vec![kernel::iommu(w, rails.iter().any(|r| r.dpdk))];
     // Read once for every rail's free VFs.
@@ -225,8 +225,8 @@ pub fn checks(w: &Where) -> Vec<Check> {
     for rail in &rails {
         out.extend(rails::check(w, rail, &held));
     }
-    out.extend(rdma::checks(w, &rails));
-    out.extend(cni_files::checks(w));
+    out.extend(rdma::findings(w, &rails));
+    out.extend(cni_files::findings(w));
     out.extend(host::multus(w));
     for rail in &rails {
         out.extend(host::rp_filter(w, rail));
@@ -240,8 +240,8 @@ struct Report {
     node: String,
     checked_against: String,
     healthy: bool,
-    checks: Vec<Check>,
-    first_broken: Option<Check>,
+    checks: Vec<Finding>,
+    first_broken: Option<Finding>,
 }
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
@@ -256,7 +256,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     if let (Some(plan), Err(why)) = (&args.plan, &w.expected) {
         return Err(Usage(format!("plan {}: {why}", plan.display())));
     }
-    let checks = checks(&w);
+    let checks = findings(&w);
     let first_broken = checks.iter().find(|c| c.result == Verdict::Broken).cloned();
     let report = Report {
         node: w.node.clone(),

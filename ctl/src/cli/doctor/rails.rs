@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{Check, Where};
+use super::{Finding, Where};
 use crate::cli::node::rail_order;
 use railcni::config::DEFAULT_MTU;
 use railcni::vf::sysfs::{link_target_name, list_dir, DPDK_DRIVERS};
@@ -39,10 +39,10 @@ pub fn expected(w: &Where) -> Vec<Rail> {
 
 /// The rail's links, stopping at the first that leaves nothing to check after it.
 /// `held`: the VFs attachment records hold.
-pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Check> {
+pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
     let id = |what: &str| format!("{}/{what}", rail.name);
     let Some(pf) = &rail.pf else {
-        return vec![Check::skipped(
+        return vec![Finding::skipped(
             id("pf"),
             "no PF named for this rail",
             "the rail's `pf` in the plan",
@@ -50,7 +50,7 @@ pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Check> {
     };
     let dir = w.sysfs.join("class/net").join(pf);
     if !dir.exists() {
-        return vec![Check::broken(
+        return vec![Finding::broken(
             id("pf"),
             format!("no netdev {pf} ({} is missing)", dir.display()),
             "present, with a driver",
@@ -66,7 +66,7 @@ pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Check> {
         Some("32") => "InfiniBand",
         _ => "Ethernet",
     };
-    let mut out = vec![Check::ok(
+    let mut out = vec![Finding::ok(
         id("pf"),
         format!(
             "{pf}, driver {}, {layer}",
@@ -89,7 +89,7 @@ fn read(path: &Path) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
-fn link(dir: &Path, pf: &str, id: String) -> Check {
+fn link(dir: &Path, pf: &str, id: String) -> Finding {
     const EXPECTED: &str = "up, carrier";
     const IFF_UP: u32 = 0x1;
     let up = read(&dir.join("flags"))
@@ -99,14 +99,14 @@ fn link(dir: &Path, pf: &str, id: String) -> Check {
     let carrier = read(&dir.join("carrier")).as_deref() == Some("1");
     let state = read(&dir.join("operstate")).unwrap_or_else(|| "unknown".into());
     match (up, carrier) {
-        (true, true) => Check::ok(id, format!("{pf} up, carrier, state {state}"), EXPECTED),
-        (false, _) => Check::broken(
+        (true, true) => Finding::ok(id, format!("{pf} up, carrier, state {state}"), EXPECTED),
+        (false, _) => Finding::broken(
             id,
             format!("{pf} is down"),
             EXPECTED,
             format!("ip link set {pf} up (and keep it up in the node's network config: netplan, NetworkManager, systemd-networkd)"),
         ),
-        (true, false) => Check::broken(
+        (true, false) => Finding::broken(
             id,
             format!("{pf} is up without carrier (state {state})"),
             EXPECTED,
@@ -115,11 +115,11 @@ fn link(dir: &Path, pf: &str, id: String) -> Check {
     }
 }
 
-fn mtu(dir: &Path, pf: &str, rail: &Rail, id: String) -> Check {
+fn mtu(dir: &Path, pf: &str, rail: &Rail, id: String) -> Finding {
     let expected = format!("mtu >= {} (the rail's)", rail.mtu);
     match read(&dir.join("mtu")).and_then(|m| m.parse::<u32>().ok()) {
-        Some(m) if m >= rail.mtu => Check::ok(id, format!("{pf} mtu {m}"), &expected),
-        Some(m) => Check::broken(
+        Some(m) if m >= rail.mtu => Finding::ok(id, format!("{pf} mtu {m}"), &expected),
+        Some(m) => Finding::broken(
             id,
             format!(
                 "{pf} mtu {m}, below the rail's {}: a VF cannot exceed its PF",
@@ -131,7 +131,7 @@ fn mtu(dir: &Path, pf: &str, rail: &Rail, id: String) -> Check {
                 rail.mtu
             ),
         ),
-        None => Check::broken(
+        None => Finding::broken(
             id,
             format!("cannot read {}", dir.join("mtu").display()),
             &expected,
@@ -140,13 +140,13 @@ fn mtu(dir: &Path, pf: &str, rail: &Rail, id: String) -> Check {
     }
 }
 
-fn numvfs(dir: &Path, pf: &str, id: String) -> Check {
+fn numvfs(dir: &Path, pf: &str, id: String) -> Finding {
     const EXPECTED: &str = "sriov_numvfs > 0";
     let file = dir.join("device/sriov_numvfs");
     let total = read(&dir.join("device/sriov_totalvfs")).unwrap_or_else(|| "?".into());
     match read(&file).and_then(|n| n.parse::<u32>().ok()) {
-        Some(n) if n > 0 => Check::ok(id, format!("{n} of {total} VFs enabled on {pf}"), EXPECTED),
-        Some(_) => Check::broken(
+        Some(n) if n > 0 => Finding::ok(id, format!("{n} of {total} VFs enabled on {pf}"), EXPECTED),
+        Some(_) => Finding::broken(
             id,
             format!("no VFs on {pf} (sriov_numvfs 0 of {total})"),
             EXPECTED,
@@ -155,7 +155,7 @@ fn numvfs(dir: &Path, pf: &str, id: String) -> Check {
                  network operator's SriovNetworkNodePolicy for {pf}"
             ),
         ),
-        None => Check::broken(
+        None => Finding::broken(
             id,
             format!("{pf} is not SR-IOV capable ({} is missing)", file.display()),
             EXPECTED,
@@ -177,7 +177,7 @@ pub fn vf_pcis(pf_device: &Path) -> Vec<String> {
     links.into_iter().map(|(_, pci)| pci).collect()
 }
 
-fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Check {
+fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Finding {
     let expected = if rail.dpdk {
         "all bound to vfio-pci (DPDK)"
     } else {
@@ -204,7 +204,7 @@ fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Check {
         }
     );
     let Some((pci, driver)) = bound.iter().find(|(_, d)| wrong(d)) else {
-        return Check::ok(id, found, expected);
+        return Finding::ok(id, found, expected);
     };
     let usual = names.iter().find(|d| rail.dpdk == DPDK_DRIVERS.contains(d));
     let fix = match (driver, rail.dpdk, usual) {
@@ -219,16 +219,16 @@ fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Check {
         None => format!("VF {pci} is bound to no driver"),
         Some(d) => format!("VF {pci} is bound to {d}"),
     };
-    Check::broken(id, format!("{found}; {what}"), expected, fix)
+    Finding::broken(id, format!("{found}; {what}"), expected, fix)
 }
 
 fn pci_dir(w: &Where, pci: &str) -> PathBuf {
     w.sysfs.join("bus/pci/devices").join(pci)
 }
 
-fn free(vfs: &[String], held: &[String], id: String) -> Check {
+fn free(vfs: &[String], held: &[String], id: String) -> Finding {
     let free = vfs.iter().filter(|p| !held.contains(p)).count();
-    Check::ok(
+    Finding::ok(
         id,
         format!(
             "{free} of {} VFs free, {} attached",

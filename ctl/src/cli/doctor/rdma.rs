@@ -3,7 +3,7 @@
 //! rail's VFs' RDMA devices where the rail wants them.
 
 use super::rails::Rail;
-use super::{Check, Where};
+use super::{Finding, Where};
 use railcni::hw;
 use railcni::net::rdma::RdmaNetnsMode;
 use railcni::vf::sysfs::list_dir;
@@ -30,11 +30,11 @@ fn devices(w: &Where, rail: &Rail) -> Option<(usize, usize)> {
     Some((with, vfs.len()))
 }
 
-pub fn checks(w: &Where, rails: &[Rail]) -> Vec<Check> {
+pub fn findings(w: &Where, rails: &[Rail]) -> Vec<Finding> {
     let required = wanting(rails).any(|r| r.rdma == "required");
     let any_device = wanting(rails).any(|r| devices(w, r).is_some_and(|(with, _)| with > 0));
     if !required && !any_device {
-        return vec![Check::skipped(
+        return vec![Finding::skipped(
             "rdma/netns-mode",
             "no VF has an RDMA device; no rail requires one",
             "exclusive, where RDMA is used",
@@ -47,11 +47,11 @@ pub fn checks(w: &Where, rails: &[Rail]) -> Vec<Check> {
     out
 }
 
-fn mode(required: bool) -> Check {
+fn mode(required: bool) -> Finding {
     const EXPECTED: &str = "exclusive";
     match hw::backend().rdma_netns_mode() {
-        Ok(RdmaNetnsMode::Exclusive) => Check::ok("rdma/netns-mode", "exclusive", EXPECTED),
-        Ok(RdmaNetnsMode::Shared) => Check::broken(
+        Ok(RdmaNetnsMode::Exclusive) => Finding::ok("rdma/netns-mode", "exclusive", EXPECTED),
+        Ok(RdmaNetnsMode::Shared) => Finding::broken(
             "rdma/netns-mode",
             "shared: every pod sees every RDMA device, and none moves with its VF",
             EXPECTED,
@@ -59,13 +59,13 @@ fn mode(required: bool) -> Check {
              changes the mode only while no network namespace but the host's exists, so `rdma system set \
              netns exclusive` works only before any pod (or other namespace) starts",
         ),
-        Err(e) if required => Check::broken(
+        Err(e) if required => Finding::broken(
             "rdma/netns-mode",
             format!("cannot read the RDMA namespace mode ({e}): is the RDMA core loaded?"),
             EXPECTED,
             "modprobe ib_core and the NIC's RDMA driver (mlx5_ib for ConnectX), or set the rail's rdma to auto",
         ),
-        Err(e) => Check::skipped(
+        Err(e) => Finding::skipped(
             "rdma/netns-mode",
             format!("cannot read the RDMA namespace mode ({e}); rdma: auto attaches without"),
             EXPECTED,
@@ -74,7 +74,7 @@ fn mode(required: bool) -> Check {
 }
 
 /// `options ib_core netns_mode=0` in modprobe.d: the mode after a reboot.
-fn persisted(w: &Where) -> Check {
+fn persisted(w: &Where) -> Finding {
     const EXPECTED: &str = "ib_core netns_mode=0 in modprobe.d";
     let dir = w.host_path("/etc/modprobe.d");
     let found = list_dir(&dir).into_iter().find(|name| {
@@ -88,8 +88,8 @@ fn persisted(w: &Where) -> Check {
         })
     });
     match found {
-        Some(name) => Check::ok("rdma/netns-mode-persisted", format!("in /etc/modprobe.d/{name}"), EXPECTED),
-        None => Check::broken(
+        Some(name) => Finding::ok("rdma/netns-mode-persisted", format!("in /etc/modprobe.d/{name}"), EXPECTED),
+        None => Finding::broken(
             "rdma/netns-mode-persisted",
             "not in /etc/modprobe.d: a reboot brings back shared mode",
             EXPECTED,
@@ -99,20 +99,20 @@ fn persisted(w: &Where) -> Check {
     }
 }
 
-fn rail_devices(w: &Where, rail: &Rail) -> Option<Check> {
+fn rail_devices(w: &Where, rail: &Rail) -> Option<Finding> {
     let (with, vfs) = devices(w, rail)?;
     let id = format!("{}/rdma-devices", rail.name);
     let expected = format!("one per VF (rdma: {})", rail.rdma);
     Some(match (with, rail.rdma.as_str()) {
-        (n, _) if n == vfs && n > 0 => Check::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
-        (0, "auto") => Check::skipped(id, format!("none of {vfs} VFs has one; rdma: auto attaches without"), &expected),
-        (n, "required") => Check::broken(
+        (n, _) if n == vfs && n > 0 => Finding::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
+        (0, "auto") => Finding::skipped(id, format!("none of {vfs} VFs has one; rdma: auto attaches without"), &expected),
+        (n, "required") => Finding::broken(
             id,
             format!("{n} of {vfs} VFs have one; rdma: required fails ADD on the others"),
             &expected,
             "load the NIC's RDMA driver (modprobe mlx5_ib for ConnectX); a NIC without RDMA cannot serve \
              rdma: required (set the rail's rdma to auto)",
         ),
-        (n, _) => Check::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
+        (n, _) => Finding::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
     })
 }

@@ -185,16 +185,26 @@ fn reclaims(e: &mut Exposition, network: &str, s: &NetworkStats) {
         &labels,
         s.reclaimed_leases as f64,
     );
-    let help = "VFs a PF driver reload tore out of a live pod, by what the agent did: put_back, released (the pod was gone), error.";
+    let help = "VFs a PF driver reload tore out of a live pod, by what the agent did: reattached, released (the pod was gone), error.";
     e.declare("railcni_reattach_total", help, Kind::Counter);
+    // Earlier builds counted a re-attach as `put_back`: one series.
+    let mut by_result: std::collections::BTreeMap<&str, u64> = Default::default();
     for (result, n) in &s.reattached {
-        let labels = [("network", network), ("result", result.as_str())];
+        let result = if result == "put_back" {
+            "reattached"
+        } else {
+            result
+        };
+        *by_result.entry(result).or_default() += n;
+    }
+    for (result, n) in by_result {
+        let labels = [("network", network), ("result", result)];
         e.sample(
             "railcni_reattach_total",
             help,
             Kind::Counter,
             &labels,
-            *n as f64,
+            n as f64,
         );
     }
 }

@@ -1,4 +1,4 @@
-//! Proving a rail before and after ADD (`checks` in the network config) and
+//! Rail probes: proving a rail before and after ADD (`checks` in the network config) and
 //! on demand (`railcnictl probe`): ARP for the gateway and for a second holder
 //! of our address, and ICMP echoes with don't-fragment at full size. All of
 //! it through sockets opened in the pod's namespace: no external binary
@@ -17,7 +17,7 @@ use nix::sys::socket::{recv, MsgFlags};
 
 use cni::IpConfig;
 
-pub use conf::{Checks, Mode};
+pub use conf::{Mode, Probes};
 
 use crate::error::{Error, Result};
 use crate::log_warn;
@@ -83,7 +83,7 @@ fn v4(addresses: impl Iterator<Item = IpAddr>) -> Vec<Ipv4Addr> {
 }
 
 /// Before the addresses go on: does anyone else answer for one of them?
-pub fn address_conflict(checks: &Checks, rail: &MovedVf<'_>, ips: &[IpConfig]) -> Result<()> {
+pub fn address_conflict(checks: &Probes, rail: &MovedVf<'_>, ips: &[IpConfig]) -> Result<()> {
     if checks.address_conflict == Mode::Off {
         return Ok(());
     }
@@ -103,7 +103,7 @@ pub fn address_conflict(checks: &Checks, rail: &MovedVf<'_>, ips: &[IpConfig]) -
 }
 
 /// With the interface up and addressed: does each gateway answer ARP?
-pub fn gateway(checks: &Checks, rail: &MovedVf<'_>, ips: &[IpConfig]) -> Result<()> {
+pub fn gateway(checks: &Probes, rail: &MovedVf<'_>, ips: &[IpConfig]) -> Result<()> {
     if checks.gateway == Mode::Off {
         return Ok(());
     }

@@ -23,7 +23,7 @@ pub enum Mode {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Checks {
+pub struct Probes {
     pub gateway: Mode,
     pub address_conflict: Mode,
     /// The whole check's budget, all tries together.
@@ -31,9 +31,9 @@ pub struct Checks {
     pub retries: u32,
 }
 
-impl Default for Checks {
+impl Default for Probes {
     fn default() -> Self {
-        Checks {
+        Probes {
             gateway: Mode::Off,
             address_conflict: Mode::Off,
             timeout_ms: 300,
@@ -51,15 +51,15 @@ struct RawChecks {
     retries: Option<Value>,
 }
 
-impl Checks {
+impl Probes {
     pub fn parse(v: Option<&Value>) -> Result<Self> {
         let Some(v) = v else {
-            return Ok(Checks::default());
+            return Ok(Probes::default());
         };
         let raw: RawChecks = serde_json::from_value(v.clone())
             .map_err(|e| Error::config("checks", e.to_string()))?;
-        let d = Checks::default();
-        Ok(Checks {
+        let d = Probes::default();
+        Ok(Probes {
             gateway: mode(raw.gateway.as_ref(), "checks.gateway")?,
             address_conflict: mode(raw.address_conflict.as_ref(), "checks.addressConflict")?,
             timeout_ms: positive(raw.timeout_ms.as_ref(), "checks.timeoutMs", 60_000)?
@@ -113,8 +113,8 @@ mod tests {
 
     #[test]
     fn defaults_and_values() {
-        assert_eq!(Checks::parse(None).unwrap(), Checks::default());
-        let c = Checks::parse(Some(&json!({"gateway": "require", "addressConflict": "warn", "timeoutMs": 600, "retries": 2}))).unwrap();
+        assert_eq!(Probes::parse(None).unwrap(), Probes::default());
+        let c = Probes::parse(Some(&json!({"gateway": "require", "addressConflict": "warn", "timeoutMs": 600, "retries": 2}))).unwrap();
         assert_eq!((c.gateway, c.address_conflict), (Mode::Require, Mode::Warn));
         assert_eq!(c.per_try(), Duration::from_millis(300));
     }
@@ -129,7 +129,7 @@ mod tests {
             (json!({"retries": 0}), "checks.retries"),
             (json!({"gatway": "warn"}), "checks"),
         ] {
-            let e = Checks::parse(Some(&v)).unwrap_err();
+            let e = Probes::parse(Some(&v)).unwrap_err();
             assert_eq!(e.code(), 7, "{v}");
             assert!(e.details().contains(field), "{v}: {e}");
         }
