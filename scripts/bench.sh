@@ -41,7 +41,7 @@ command -v strace >/dev/null && command -v go >/dev/null && [ -x /usr/lib/cni/sb
 scripts/build-static.sh >/dev/null
 static=target/x86_64-unknown-linux-gnu/release
 cargo build --release --locked --quiet -p railcni-ipam --example ipam-bench
-cargo build --release --locked --quiet -p railcni-cni --example stats-bench
+cargo build --release --locked --quiet -p railcni-base --example stats-bench
 work=$(mktemp -d /tmp/railcni-bench.XXXXXX)
 prefix="bn$$"
 out_dir=target/bench

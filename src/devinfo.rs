@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path};
 
-use cni::files::replace_atomic;
+use base::files::replace_atomic;
 use serde_json::json;
 
 use crate::vf::Vf;
@@ -71,7 +71,7 @@ mod tests {
 
     #[test]
     fn only_multus_devinfo_paths_are_written() {
-        let dir = Path::new(cni::settings::DEFAULT_DEVINFO_DIR);
+        let dir = Path::new(base::settings::DEFAULT_DEVINFO_DIR);
         assert!(is_allowed(
             Path::new("/var/run/k8s.cni.cncf.io/devinfo/net1-abc.json"),
             dir

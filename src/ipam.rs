@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Proc, Stdio};
 
-use cni::{CniResult, Env, Settings};
+use base::Settings;
+use cni::{CniResult, Env};
 
 use serde_json::Value;
 
@@ -296,7 +297,7 @@ pub fn count_reclaimed(settings: &Settings, network: &str, n: usize) {
     if !settings.stats {
         return;
     }
-    if let Err(e) = cni::stats::record_reclaimed(settings, network, n as u64) {
+    if let Err(e) = base::stats::record_reclaimed(settings, network, n as u64) {
         crate::log_warn!("cannot count reclaimed leases for railcnictl metrics: {e}");
     }
 }

@@ -21,5 +21,5 @@ pub mod state;
 mod timing;
 pub mod vf;
 
-// The one logger every railcni binary shares (`cni::log`), as `crate::log_info!` ….
-pub(crate) use cni::{log_debug, log_error, log_info, log_warn};
+// The one logger every railcni binary shares (`base::log`), as `crate::log_info!` ….
+pub(crate) use base::{log_debug, log_error, log_info, log_warn};

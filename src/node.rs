@@ -2,7 +2,7 @@
 //! are reached, and the namespace VFs go home to. CNI verbs add the request
 //! to it (`commands::Ctx`); detach and the day-2 commands need only this.
 
-use cni::Settings;
+use base::Settings;
 
 use crate::error::Result;
 use crate::hw::Hardware;

@@ -2,6 +2,8 @@
 //! environment and stdin and starts logging; this runs the verb on the
 //! plugin's context.
 
+use base::log::Level;
+use base::Settings;
 use cni::{Request, Verb};
 use serde_json::Value;
 
@@ -14,16 +16,35 @@ use crate::node::Node;
 /// Returns the process exit code.
 pub fn cni_main() -> i32 {
     crate::timing::start();
+    let settings = Settings::from_env();
+    // stderr only until the config says more.
+    base::log::init(
+        PROGRAM,
+        Level::Info,
+        None,
+        &settings.log_dirs(),
+        String::new(),
+    );
+    let plugin = cni::Plugin {
+        name: PROGRAM,
+        read_config: railcni_ipam::inline::read_config,
+        on_config: &|env, config| base::log::start_for_call(PROGRAM, env, config, &settings),
+        report: &|e| crate::log_error!("{e}"),
+    };
     cni::plugin_main(
-        "railcni",
-        railcni_ipam::inline::read_config,
-        |request| dispatch(request).inspect_err(|e| crate::log_error!("{e}")),
-        |refused| refused_del(refused).inspect_err(|e| crate::log_error!("{e}")),
+        plugin,
+        |request| dispatch(request, settings.clone()).inspect_err(|e| crate::log_error!("{e}")),
+        |refused| {
+            crate::log_warn!("{}", refused.error);
+            refused_del(refused, settings.clone()).inspect_err(|e| crate::log_error!("{e}"))
+        },
     )
 }
 
+const PROGRAM: &str = "railcni";
+
 /// A DEL whose environment or stdin ADD would refuse (`commands::del::del_refused`).
-fn refused_del(refused: cni::RefusedDel) -> Result<()> {
+fn refused_del(refused: cni::RefusedDel, settings: Settings) -> Result<()> {
     let text = |key: &str| refused.config.as_ref()?.get(key)?.as_str();
     let named = commands::del::Named {
         container_id: &refused.container_id,
@@ -31,24 +52,24 @@ fn refused_del(refused: cni::RefusedDel) -> Result<()> {
         netns: refused.netns.as_deref(),
         device: text("deviceID"),
     };
-    let node = Node::new(refused.settings)?;
+    let node = Node::new(settings)?;
     let why = Error::from(refused.error);
     commands::del::del_refused(&node, &named, &why)
 }
 
 /// Run the verb and count it for `railcnictl metrics` (never failing the call).
-fn dispatch(request: Request) -> Result<Option<Value>> {
-    let (verb, settings) = (request.verb, request.settings.clone());
+fn dispatch(request: Request, settings: Settings) -> Result<Option<Value>> {
+    let verb = request.verb;
     let network = request
         .config
         .get("name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let outcome = run(request);
+    let outcome = run(request, settings.clone());
     if settings.stats {
         let code = outcome.as_ref().err().map_or(0, Error::code);
-        let counted = cni::stats::record_operation(
+        let counted = base::stats::record_operation(
             &settings,
             &network,
             verb.name(),
@@ -91,12 +112,11 @@ fn require_capabilities(verb: Verb) -> Result<()> {
     Ok(())
 }
 
-fn run(request: Request) -> Result<Option<Value>> {
+fn run(request: Request, settings: Settings) -> Result<Option<Value>> {
     require_capabilities(request.verb)?;
     let Request {
         verb,
         env,
-        settings,
         config,
         set_aside: static_allocations,
         version,

@@ -62,3 +62,46 @@ fn the_plugin_package_links_none_of_the_tools_crates() {
         assert!(tool.iter().any(|c| c == crate_name), "{tool:?}");
     }
 }
+
+/// The `cni` crate is the CNI protocol: it links no railcni crate, and none
+/// of its sources reads a `RAILCNI_*` variable or a railcni state file
+/// (those are `railcni-base`'s).
+#[test]
+fn the_cni_crate_is_the_protocol_and_nothing_of_railcni() {
+    let cni = normal_dependencies("railcni-cni", &[]);
+    let ours: Vec<&String> = (cni.iter())
+        .filter(|c| c.starts_with("railcni") && *c != "railcni-cni")
+        .collect();
+    assert!(ours.is_empty(), "railcni-cni links {ours:?}");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cni/src");
+    let mut modules = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        for word in ["RAILCNI_", "state_dir", "boot_id", "railcni-ipam"] {
+            assert!(
+                !text.contains(word),
+                "{} names {word}",
+                entry.path().display()
+            );
+        }
+        modules.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    modules.sort();
+    assert_eq!(
+        modules,
+        [
+            "args.rs",
+            "env.rs",
+            "error.rs",
+            "io_failure.rs",
+            "lib.rs",
+            "result.rs",
+            "skeleton.rs",
+            "version.rs"
+        ]
+    );
+    // And the split holds the other way: the base crate is where they went.
+    assert!(normal_dependencies("railcni", &[])
+        .iter()
+        .any(|c| c == "railcni-base"));
+}

@@ -224,10 +224,10 @@ fn the_v1_node_file_still_reads() {
         railcni_ipam::config::NodeFile::load(&Path::new(FIXTURES).join("v1/node.json")).unwrap();
     assert_eq!(file.node_name.as_deref(), Some("gpu-0"));
     let state = tempfile::tempdir().unwrap();
-    let settings = cni::Settings {
+    let settings = base::Settings {
         node_config: Path::new(FIXTURES).join("v1/node.json"),
         state_dir: state.path().to_path_buf(),
-        ..cni::Settings::default()
+        ..base::Settings::default()
     };
     let pool = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
     let ipam = railcni_ipam::Ipam::load("rail1", &pool, &settings).unwrap();

@@ -10,7 +10,7 @@ use nix::errno::Errno;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IoFailure {
-    /// What was being done: `cannot write /var/lib/cni/railcni/…`.
+    /// What was being done: `cannot write /var/lib/cni/…`.
     pub what: String,
     /// The system's errno; `None` when the failure had none (a file that
     /// does not decode, a value that is not what it should be).
@@ -41,10 +41,10 @@ impl IoFailure {
     /// What an operator does about it, where the errno says.
     pub fn advice(&self) -> Option<&'static str> {
         Some(match self.errno? {
-            Errno::EROFS => "the file system is mounted read-only: remount it read-write (or give railcni a writable state dir)",
+            Errno::EROFS => "the file system is mounted read-only: remount it read-write (or point the plugin at a writable directory)",
             Errno::ENOSPC | Errno::EDQUOT => "the file system is full: free space on it",
             Errno::EACCES | Errno::EPERM => {
-                "permission denied: railcni runs as root and its state is root's (dirs 0700, files 0600); check owner, mode and the security module"
+                "permission denied: check the owner and mode of the path and its directories, and the security module"
             }
             Errno::EIO => "the disk failed the I/O: check the device (dmesg)",
             Errno::EMFILE | Errno::ENFILE => "out of file descriptors",
@@ -73,7 +73,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_read_only_a_full_and_a_forbidden_state_dir_are_told_apart() {
+    fn a_read_only_a_full_and_a_forbidden_directory_are_told_apart() {
         let of = |errno: Errno| {
             IoFailure::new(
                 "cannot write /s/x.json",

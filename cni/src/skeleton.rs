@@ -12,8 +12,6 @@ use serde_json::{json, Value};
 use crate::env::{Command, Env};
 use crate::error::{reply_json, Error, Reply, Result};
 use crate::io_failure::IoFailure;
-use crate::log::{self, Level, LogConf};
-use crate::settings::Settings;
 use crate::version::{Version, LATEST, SUPPORTED};
 
 /// The verbs a binary dispatches: VERSION is answered by the skeleton.
@@ -55,7 +53,6 @@ impl Verb {
 pub struct Request {
     pub verb: Verb,
     pub env: Env,
-    pub settings: Settings,
     /// The network config: a JSON object (without the member the binary's
     /// `ReadConfig` set aside).
     pub config: Value,
@@ -67,7 +64,7 @@ pub struct Request {
 
 /// How a binary reads its config from stdin: the JSON object and, when
 /// the binary keeps one aside, a member as the JSON text it came as,
-/// borrowed from stdin (railcni-ipam keeps a pool's 16k inline
+/// borrowed from stdin (an IPAM may keep a pool of 16k inline
 /// allocations so: a tree of them costs more than the rest of a call).
 pub type ReadConfig = for<'a> fn(&'a [u8]) -> Result<(Value, Option<&'a RawValue>)>;
 
@@ -101,7 +98,6 @@ pub struct RefusedDel {
     pub netns: Option<std::path::PathBuf>,
     /// stdin, when it was a JSON object.
     pub config: Option<Value>,
-    pub settings: Settings,
     /// Why the input was refused.
     pub error: Error,
 }
@@ -118,7 +114,6 @@ impl RefusedDel {
                 .filter(|n| !n.is_empty())
                 .map(Into::into),
             config: stdin.and_then(|s| parse_config(s).ok()),
-            settings: Settings::from_env(),
             error,
         }
     }
@@ -130,30 +125,35 @@ pub fn is_cni_invocation() -> bool {
     std::env::vars_os().any(|(k, _)| k.to_str().is_some_and(|k| k.starts_with("CNI_")))
 }
 
-/// Run one invocation; returns the process exit code. `read_config` reads
-/// stdin (`whole_config`, or one that sets a member aside). `dispatch` logs
-/// its own failures; failures before it (environment, stdin, version) are
-/// written to stderr here, and a DEL that failed there goes to
-/// `refused_del` instead (see `RefusedDel`).
+/// What a binary brings to the skeleton beside its verbs.
+pub struct Plugin<'a> {
+    /// As logs and errors name it.
+    pub name: &'static str,
+    /// How stdin becomes the config: `whole_config`, or one that sets a
+    /// member aside.
+    pub read_config: ReadConfig,
+    /// The config as read, before anything in it is checked (railcni starts
+    /// its log here, so that a config error reaches the log file too). An
+    /// error refuses the call.
+    pub on_config: &'a dyn Fn(&Env, &Value) -> Result<()>,
+    /// A failure before `dispatch` (environment, stdin, version), for the
+    /// binary's log; the reply goes to stdout.
+    pub report: &'a dyn Fn(&Error),
+}
+
+/// Run one invocation; returns the process exit code. `dispatch` logs its
+/// own failures; failures before it (environment, stdin, version) go to
+/// `plugin.report`, and a DEL that failed there goes to `refused_del`
+/// instead (see `RefusedDel`).
 pub fn plugin_main<E>(
-    program: &'static str,
-    read_config: ReadConfig,
+    plugin: Plugin<'_>,
     dispatch: impl FnOnce(Request) -> std::result::Result<Option<Value>, E>,
     refused_del: impl FnOnce(RefusedDel) -> std::result::Result<(), E>,
 ) -> i32
 where
     E: Reply + From<Error>,
 {
-    let settings = Settings::from_env();
-    // stderr only until the config says more.
-    log::init(
-        program,
-        Level::Info,
-        None,
-        &settings.log_dirs(),
-        String::new(),
-    );
-    let prepared = read_and_prepare(program, settings, read_config);
+    let prepared = read_and_prepare(&plugin);
     let (out, code) = match prepared {
         Ok(Prepared::Version(reply)) => (Some(reply), 0),
         Ok(Prepared::Request(request)) => {
@@ -164,14 +164,13 @@ where
             }
         }
         Err((error, version, stdin)) if is_del() => {
-            crate::log_warn!("{error}");
             match refused_del(RefusedDel::read(error, stdin.as_deref())) {
                 Ok(()) => (None, 0),
                 Err(e) => (Some(reply_json(&e, version)), 1),
             }
         }
         Err((e, version, _)) => {
-            crate::log_error!("{e}");
+            (plugin.report)(&e);
             (Some(reply_json(&E::from(e), version)), 1)
         }
     };
@@ -190,9 +189,7 @@ fn print(v: Value) -> std::io::Result<()> {
 /// stdin read and the request prepared from it. Refused input keeps its
 /// stdin: a DEL reads what it still can of it.
 fn read_and_prepare(
-    program: &'static str,
-    settings: Settings,
-    read_config: ReadConfig,
+    plugin: &Plugin<'_>,
 ) -> std::result::Result<Prepared, (Error, Version, Option<Bytes>)> {
     match read_stdin() {
         Err(e) => Err((
@@ -202,8 +199,7 @@ fn read_and_prepare(
         )),
         Ok(stdin) => {
             let stdin = Bytes::from(stdin);
-            prepare(program, &stdin, settings, read_config)
-                .map_err(|(e, version)| (e, version, Some(stdin)))
+            prepare(plugin, &stdin).map_err(|(e, version)| (e, version, Some(stdin)))
         }
     }
 }
@@ -214,8 +210,16 @@ fn refuse_own_netns(env: &Env) -> Result<()> {
     let Some(netns) = &env.netns else {
         return Ok(());
     };
-    let own = crate::liveness::NsId::of(std::path::Path::new("/proc/self/ns/net"));
-    if own.is_some() && crate::liveness::NsId::of(netns) == own {
+    // A namespace is its file's device and inode.
+    let id = |p: &std::path::Path| {
+        let m = std::fs::metadata(p).ok()?;
+        Some((
+            std::os::unix::fs::MetadataExt::dev(&m),
+            std::os::unix::fs::MetadataExt::ino(&m),
+        ))
+    };
+    let own = id(std::path::Path::new("/proc/self/ns/net"));
+    if own.is_some() && id(netns) == own {
         return Err(Error::InvalidEnv(format!(
             "CNI_NETNS {} is the plugin's own network namespace, not a container's",
             netns.display()
@@ -241,12 +245,7 @@ enum Prepared {
 
 /// The invocation, or why not with the version to answer in (the caller's
 /// when it is one we speak).
-fn prepare(
-    program: &'static str,
-    stdin: &Bytes,
-    settings: Settings,
-    read_config: ReadConfig,
-) -> std::result::Result<Prepared, (Error, Version)> {
+fn prepare(plugin: &Plugin<'_>, stdin: &Bytes) -> std::result::Result<Prepared, (Error, Version)> {
     let env = Env::from_process()
         .and_then(|env| refuse_own_netns(&env).map(|()| env))
         .map_err(|e| (e, reply_version(stdin)))?;
@@ -257,11 +256,11 @@ fn prepare(
         ));
     };
     // Not a JSON object: there is no version to answer in.
-    let (config, aside) = read_config(stdin).map_err(|e| (e, LATEST))?;
+    let (config, aside) = (plugin.read_config)(stdin).map_err(|e| (e, LATEST))?;
     let set_aside = aside.map(|raw| SetAside(stdin.slice_ref(raw.get().as_bytes())));
     let asked = asked_in(&config);
     let with_asked = |e| (e, asked);
-    start_logging(program, &env, &config, &settings).map_err(with_asked)?;
+    (plugin.on_config)(&env, &config).map_err(with_asked)?;
     let version = config_version(&config).map_err(with_asked)?;
     env.command
         .gate(version)
@@ -270,51 +269,11 @@ fn prepare(
     let request = Request {
         verb,
         env,
-        settings,
         config,
         set_aside,
         version,
     };
     Ok(Prepared::Request(Box::new(request)))
-}
-
-/// Logging as the config asks, before anything else is validated, so config
-/// errors reach the log file too. Every line names the verb, network, pod
-/// (or container), interface and VF.
-fn start_logging(
-    program: &'static str,
-    env: &Env,
-    config: &Value,
-    settings: &Settings,
-) -> Result<()> {
-    let conf = LogConf::of(config);
-    let (file, level) = match &conf {
-        Ok(c) => (c.log_file.as_deref(), c.level()),
-        Err(_) => (None, Ok(Level::Info)),
-    };
-    let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or("");
-    let device = config
-        .pointer("/runtimeConfig/deviceID")
-        .and_then(Value::as_str)
-        .unwrap_or(text("deviceID"));
-    let pod = env.args.pod().unwrap_or_else(|| env.container_id.clone());
-    let command = format!("{:?}", env.command);
-    let parts = [command.as_str(), text("name"), &pod, &env.ifname, device];
-    let context = parts
-        .iter()
-        .filter(|p| !p.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let path = file.map(std::path::Path::new);
-    log::init(
-        program,
-        *level.as_ref().unwrap_or(&Level::Info),
-        path,
-        &settings.log_dirs(),
-        context,
-    );
-    conf.and(level).map(drop)
 }
 
 /// stdin as a JSON object (code 6 otherwise).

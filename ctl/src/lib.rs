@@ -5,5 +5,5 @@
 pub mod cli;
 mod fabric;
 
-// The one logger every railcni binary shares (`cni::log`), as `crate::log_info!` ….
-pub(crate) use cni::{log_info, log_warn};
+// The one logger every railcni binary shares (`base::log`), as `crate::log_info!` ….
+pub(crate) use base::{log_info, log_warn};

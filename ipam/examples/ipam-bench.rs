@@ -58,11 +58,11 @@ fn main() {
         }
         "pairs" => {
             let worker = args.get(4).cloned().unwrap_or_default();
-            let settings = cni::Settings {
+            let settings = base::Settings {
                 state_dir: dir.clone(),
                 node_name: Some("gpu-0".into()),
                 node_config: dir.join("none.json"),
-                ..cni::Settings::default()
+                ..base::Settings::default()
             };
             let conf = json!({"cidr": "10.0.0.0/8", "perNodePrefix": 24, "nodes": ["gpu-0"]});
             let ipam = Ipam::load("rail1", &conf, &settings).unwrap_or_else(|e| panic!("{e}"));
@@ -126,7 +126,7 @@ fn main() {
             let _ = dir;
         }
         "fill" => {
-            let store = LeaseStore::new(&dir, "rail1", cni::settings::DEFAULT_LOCK_TIMEOUT);
+            let store = LeaseStore::new(&dir, "rail1", base::settings::DEFAULT_LOCK_TIMEOUT);
             let leases = (0..count)
                 .map(|i| Lease {
                     container_id: format!("{i:064x}"),
@@ -139,9 +139,9 @@ fn main() {
                     pod_name: Some(format!("llm-pretrain-worker-{i}")),
                     pod_uid: Some(format!("{i:08x}-1b2c-4d5e-8f90-123456789abc")),
                     allocated_unix: 1_795_000_000,
-                    proof: cni::liveness::Proof {
+                    proof: base::liveness::Proof {
                         netns: Some(format!("/var/run/netns/cni-{i:08x}-1b2c-4d5e-8f90")),
-                        netns_id: Some(cni::liveness::NsId {
+                        netns_id: Some(base::liveness::NsId {
                             dev: 4,
                             ino: 4_026_532_000 + i as u64,
                         }),
@@ -178,11 +178,11 @@ fn main() {
 /// IPv6 /64, the last two with 3 live leases.
 /// Prints each pool's median pair in microseconds and its ratio to the /31.
 fn prefixes(dir: &std::path::Path, rounds: usize) {
-    let settings = cni::Settings {
+    let settings = base::Settings {
         state_dir: dir.to_path_buf(),
         node_name: Some("gpu-0".into()),
         node_config: dir.join("none.json"),
-        ..cni::Settings::default()
+        ..base::Settings::default()
     };
     let pools = [
         (

@@ -11,8 +11,9 @@ use crate::master;
 use crate::pool::{self, NodePool};
 use crate::store::{Lease, LeaseStore, Leases, PoolInfo};
 use crate::IpamError;
-use cni::liveness::Proof;
-use cni::{CniResult, IpConfig, Route, Settings};
+use base::liveness::Proof;
+use base::Settings;
+use cni::{CniResult, IpConfig, Route};
 
 /// Who holds an address: the CNI attachment key plus the pod, when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

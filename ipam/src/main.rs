@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use base::log::Level;
 use cni::args::{requested_ips, valid_attachments};
 use cni::{Error, Reply, Request, Verb};
 use railcni_ipam::{Holder, Ipam, IpamError, Released};
@@ -24,16 +25,30 @@ fn main() {
         eprintln!("{HELP}");
         std::process::exit(if asked_help { 0 } else { 2 });
     }
+    let settings = base::Settings::from_env();
+    // stderr only until the config says more.
+    base::log::init(
+        PROGRAM,
+        Level::Info,
+        None,
+        &settings.log_dirs(),
+        String::new(),
+    );
+    let plugin = cni::Plugin {
+        name: PROGRAM,
+        read_config: railcni_ipam::inline::read_config,
+        on_config: &|env, config| base::log::start_for_call(PROGRAM, env, config, &settings),
+        report: &|e| base::log_error!("{e}"),
+    };
     std::process::exit(cni::plugin_main(
-        "railcni-ipam",
-        railcni_ipam::inline::read_config,
+        plugin,
         |request| {
-            let outcome = run(&request);
+            let outcome = run(&request, &settings);
             match outcome {
                 // Refused input (config, version, decode): as ADD would.
                 Err(e) if request.verb == Verb::Del && matches!(e.code(), 1 | 2 | 4 | 6 | 7) => {
                     release_refused(
-                        &request.settings,
+                        &settings,
                         &request.config,
                         &request.env.container_id,
                         &request.env.ifname,
@@ -43,11 +58,12 @@ fn main() {
                 }
                 other => other,
             }
-            .inspect_err(|e| cni::log_error!("{e}"))
+            .inspect_err(|e| base::log_error!("{e}"))
         },
         |refused| {
+            base::log_warn!("{}", refused.error);
             let Some(config) = &refused.config else {
-                cni::log_warn!(
+                base::log_warn!(
                     "DEL with no readable config ({}): nothing to release",
                     refused.error
                 );
@@ -55,13 +71,13 @@ fn main() {
             };
             let why = IpamError::from(refused.error.clone());
             release_refused(
-                &refused.settings,
+                &settings,
                 config,
                 &refused.container_id,
                 &refused.ifname,
                 &why,
             )
-            .inspect_err(|e| cni::log_error!("{e}"))
+            .inspect_err(|e| base::log_error!("{e}"))
         },
     ));
 }
@@ -71,13 +87,13 @@ fn main() {
 /// whatever the pool config says; no lease, nothing to do. A failed DEL
 /// would strand the runtime's sandbox.
 fn release_refused(
-    settings: &cni::Settings,
+    settings: &base::Settings,
     config: &Value,
     container_id: &str,
     ifname: &str,
     why: &IpamError,
 ) -> Result<(), IpamError> {
-    cni::log_warn!(
+    base::log_warn!(
         "DEL with an input ADD would refuse ({why}); releasing only this attachment's lease"
     );
     let network = config.get("name").and_then(Value::as_str).unwrap_or("");
@@ -87,12 +103,14 @@ fn release_refused(
     if let Released::StoreUnreadable(why) =
         railcni_ipam::release_lease(settings, network, container_id, ifname)?
     {
-        cni::log_error!("DEL cannot release: {why}");
+        base::log_error!("DEL cannot release: {why}");
     }
     Ok(())
 }
 
-fn run(request: &Request) -> Result<Option<Value>, IpamError> {
+const PROGRAM: &str = "railcni-ipam";
+
+fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, IpamError> {
     let conf = &request.config;
     let env = &request.env;
     let network = conf
@@ -112,19 +130,19 @@ fn run(request: &Request) -> Result<Option<Value>, IpamError> {
                 .filter(|d| !d.is_empty())
         });
     let statics = request.set_aside.as_ref().map(cni::SetAside::text);
-    let ipam = Ipam::load_split(network, ipam_conf, statics, &request.settings, device)?;
+    let ipam = Ipam::load_split(network, ipam_conf, statics, settings, device)?;
     match request.verb {
         Verb::Add => {
             let requested = requested_ips(conf, &env.args)?;
             let allocation = ipam.allocate(&Holder::of(env), &requested)?;
             for lease in &allocation.reclaimed {
-                cni::log_info!("reclaimed {lease}");
+                base::log_info!("reclaimed {lease}");
             }
             Ok(Some(allocation.to_result().to_json(request.version)))
         }
         Verb::Del => {
             if let Released::StoreUnreadable(why) = ipam.release(&env.container_id, &env.ifname)? {
-                cni::log_error!("DEL cannot release: {why}");
+                base::log_error!("DEL cannot release: {why}");
             }
             Ok(None)
         }

@@ -1,7 +1,7 @@
 //! What the operator commands do to lease files without a pool config:
 //! list every store, release one lease, rebuild a damaged file.
 
-use cni::Settings;
+use base::Settings;
 
 use crate::allocator::{now_unix, release_from, Released};
 use crate::store::{self, Lease, LeaseStore, Leases};

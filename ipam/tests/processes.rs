@@ -42,7 +42,7 @@ fn assert_store_sound(state: &Path) -> usize {
     let data = LeaseStore::new(
         &state.join("ipam"),
         "rail1",
-        cni::settings::DEFAULT_LOCK_TIMEOUT,
+        base::settings::DEFAULT_LOCK_TIMEOUT,
     )
     .read()
     .expect("lease file loads and verifies");

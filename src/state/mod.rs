@@ -7,9 +7,10 @@ use std::time::Duration;
 
 mod record_v1;
 
-use cni::files::{self, LockError};
-use cni::liveness::Proof;
-use cni::{CniResult, Settings};
+use base::files::{self, LockError};
+use base::liveness::Proof;
+use base::Settings;
+use cni::CniResult;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};

@@ -20,7 +20,7 @@ use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
 use crate::vf::settings::{LinkState, Rate, VfSettings, Vlan, VlanProto};
-use cni::liveness::ProofV1;
+use base::liveness::ProofV1;
 use cni::CniResult;
 
 pub const VERSION: u32 = 1;

@@ -6,7 +6,7 @@
 //! else whose namespace is alive is touched. Without `--apply` it only
 //! says what it would do.
 
-use cni::Settings;
+use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;
@@ -109,7 +109,7 @@ fn reattachments(state: &NodeState, node: &Node, apply: bool) -> Vec<Action> {
                 match reattach(node, &r.pci) {
                     Ok(done) => {
                         let _ =
-                            cni::stats::record_reattach(&node.settings, &r.network, done.name());
+                            base::stats::record_reattach(&node.settings, &r.network, done.name());
                         "done".into()
                     }
                     Err(e) => e.to_string(),

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cni::Settings;
+use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;

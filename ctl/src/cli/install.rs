@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cni::{files, Settings};
+use base::{files, Settings};
 use serde::Serialize;
 
 use super::plan_dir::{self, Targets};

@@ -20,8 +20,8 @@ mod repair;
 mod status;
 mod table;
 
+use base::Settings;
 use clap::{Parser, Subcommand};
-use cni::Settings;
 use serde::Serialize;
 
 #[derive(Parser)]

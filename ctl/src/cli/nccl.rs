@@ -2,7 +2,7 @@
 //! and the environment a training launcher needs. A rail without an RDMA
 //! device would silently drop out of NCCL_IB_HCA, so it is a problem.
 
-use cni::Settings;
+use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;

@@ -1,6 +1,6 @@
 //! This node's railcni state, read once for a day-2 command.
 
-use cni::Settings;
+use base::Settings;
 use railcni_ipam::config::NodeFile;
 use railcni_ipam::StoreView;
 

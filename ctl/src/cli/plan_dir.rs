@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use cni::{files, Settings};
+use base::{files, Settings};
 use railcni_ipam::config::NodeFile;
 
 use super::Usage;

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::time::Duration;
 
-use cni::Settings;
+use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;

@@ -3,7 +3,7 @@
 //! pod namespace is alive, plus (when the old file still reads) its leases
 //! whose holders are not gone. The damaged file is kept beside it.
 
-use cni::Settings;
+use base::Settings;
 use railcni_ipam::store::Lease;
 use serde::Serialize;
 

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use cni::liveness::Proof;
-use cni::Settings;
+use base::liveness::Proof;
+use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;

@@ -119,7 +119,7 @@ impl NodeFile {
     /// This node's name: RAILCNI_NODE_NAME, else the node file's
     /// `nodeName`, else NODE_NAME (a driver's pod knows its node from the
     /// downward API; its host name is the pod's), else the host name.
-    pub fn node_name(&self, settings: &cni::Settings) -> Option<String> {
+    pub fn node_name(&self, settings: &base::Settings) -> Option<String> {
         settings
             .node_name
             .clone()

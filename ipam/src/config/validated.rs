@@ -16,7 +16,7 @@ use crate::IpamError;
 /// is 1.4 MB, read on every call), folded into one at the end. Only a
 /// name: a mark is used for the config it holds, not for its digest.
 fn digest(parts: &[&[u8]]) -> u64 {
-    use cni::fnv::{mix, BASIS};
+    use base::fnv::{mix, BASIS};
     let mut lanes = [BASIS, mix(BASIS, 1), mix(BASIS, 2), mix(BASIS, 3)];
     for part in parts {
         let (blocks, rest) = part.as_chunks::<32>();
@@ -57,10 +57,10 @@ fn remember_validated(
     parts: &[&[u8]],
 ) {
     const KEEP: usize = 4;
-    if cni::files::private_dir(cache).is_err() {
+    if base::files::private_dir(cache).is_err() {
         return;
     }
-    let prefix = format!("{}.", cni::files::file_safe(network));
+    let prefix = format!("{}.", base::files::file_safe(network));
     let mut marks: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(cache)
         .map(|rd| {
             rd.flatten()
@@ -75,7 +75,7 @@ fn remember_validated(
         let _ = std::fs::remove_file(old);
     }
     if let Some(text) = mark_text(own, parts) {
-        let _ = cni::files::replace_atomic(marker, &text);
+        let _ = base::files::replace_atomic(marker, &text);
     }
 }
 
@@ -112,7 +112,7 @@ impl PoolConfig {
         let parts = [config.as_bytes(), raw.as_bytes(), node.as_bytes()];
         let marker = cache.join(format!(
             "{}.{:016x}",
-            cni::files::file_safe(network),
+            base::files::file_safe(network),
             digest(&parts)
         ));
         if let Some(own) = recall_validated(&marker, &parts) {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::{Lease, Leases, PoolInfo};
-use cni::liveness::ProofV1;
+use base::liveness::ProofV1;
 
 pub const VERSION: u32 = 1;
 
@@ -171,7 +171,7 @@ mod tests {
                 in_string || !c.is_whitespace()
             })
             .collect();
-        let sum = format!("fnv1a64:{:016x}", cni::fnv::fnv1a64(compact.as_bytes()));
+        let sum = format!("fnv1a64:{:016x}", base::fnv::fnv1a64(compact.as_bytes()));
         text.replace("@CHECKSUM@", &sum).into_bytes()
     }
 

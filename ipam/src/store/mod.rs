@@ -7,8 +7,8 @@ use std::time::Duration;
 
 mod file_v1;
 
-use cni::files::{self, FileLock, LockError};
-use cni::liveness::Proof;
+use base::files::{self, FileLock, LockError};
+use base::liveness::Proof;
 use serde::Deserialize;
 
 use crate::IpamError;
@@ -74,7 +74,7 @@ pub fn checksum(data: &Leases) -> String {
 fn checksum_v1(data: &LeasesV1) -> String {
     // Over the canonical encoding of the data, so a flipped byte anywhere in it shows.
     let bytes = serde_json::to_vec(data).unwrap_or_default();
-    format!("fnv1a64:{:016x}", cni::fnv::fnv1a64(&bytes))
+    format!("fnv1a64:{:016x}", base::fnv::fnv1a64(&bytes))
 }
 
 pub struct LeaseStore {
@@ -213,13 +213,13 @@ impl Locked<'_> {
     pub fn read(&self) -> Result<Leases, IpamError> {
         let path = &self.store.path;
         self.store.read_then(|why| match files::set_aside(path) {
-            Ok(aside) => cni::log_warn!(
+            Ok(aside) => base::log_warn!(
                 "lease file {} is unreadable ({why}) and was written before this boot: an OS crash \
                  left it, and its leases died with that boot; kept as {}",
                 path.display(),
                 aside.display()
             ),
-            Err(e) => cni::log_warn!("cannot set aside {}: {e}", path.display()),
+            Err(e) => base::log_warn!("cannot set aside {}: {e}", path.display()),
         })
     }
 

@@ -5,7 +5,7 @@
 //!
 //! 1. lease the address (undo: release it); like every state write it
 //!    neither waits for the disk nor starts writing to it (see
-//!    `cni::files::replace_atomic`): disk I/O in flight while the kernel
+//!    `base::files::replace_atomic`): disk I/O in flight while the kernel
 //!    moves the VF made each move wait about 7 ms longer for its RCU grace
 //!    period (measured: 22.7 against 15.3 ms p50);
 //! 2. write the record before the first host change, with the routing

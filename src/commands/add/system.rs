@@ -2,7 +2,7 @@
 //! preparation before them: the VF's host link and the checks that need
 //! the system but change nothing.
 
-use cni::liveness::Proof;
+use base::liveness::Proof;
 use cni::{CniResult, Interface};
 
 use super::intent::Intent;

@@ -13,8 +13,8 @@ mod periodic;
 mod serve;
 mod watch;
 
-use cni::log::Level;
-use cni::Settings;
+use base::log::Level;
+use base::Settings;
 
 use super::node::NodeState;
 use super::{doctor, gc, Outcome, Usage};
@@ -62,7 +62,7 @@ pub struct Args {
 pub type NodeChecks = Arc<Mutex<Vec<(String, &'static str)>>>;
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
-    cni::log::init(
+    base::log::init(
         "railcni",
         Level::Info,
         None,

@@ -10,7 +10,7 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cni::Settings;
+use base::Settings;
 use tokio::sync::watch;
 
 use super::NodeChecks;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cni::{files, Settings};
+use base::{files, Settings};
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use super::passes::{Answer, Passes};

@@ -6,7 +6,7 @@
 //! record is looked at once: a VF that came back while the agent was down
 //! is put back too (dead pods stay `gc`'s business there).
 
-use cni::Settings;
+use base::Settings;
 
 use crate::{log_info, log_warn};
 use railcni::attachment::reattach::{locate, reattach, Reattach};
@@ -83,7 +83,7 @@ fn reattach_vf(node: &Node, pci: &str) {
             "error"
         }
     };
-    if let Err(e) = cni::stats::record_reattach(&node.settings, &record.network, result) {
+    if let Err(e) = base::stats::record_reattach(&node.settings, &record.network, result) {
         log_warn!("cannot count the re-attach for railcnictl metrics: {e}");
     }
     if result == Reattach::Released.name() && record.ipam_type.is_some() {

@@ -11,7 +11,7 @@ mod rdma;
 
 use std::path::{Path, PathBuf};
 
-use cni::Settings;
+use base::Settings;
 use railcni_ipam::config::NodeFile;
 use serde::Serialize;
 

@@ -13,8 +13,8 @@ mod rdma;
 
 use std::collections::BTreeSet;
 
-use cni::stats::{self, NetworkStats, BUCKETS};
-use cni::Settings;
+use base::stats::{self, NetworkStats, BUCKETS};
+use base::Settings;
 
 use super::node::NodeState;
 use super::{Outcome, Usage};

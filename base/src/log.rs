@@ -11,6 +11,9 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde::Deserialize;
+use serde_json::Value;
+
+use crate::settings::Settings;
 
 /// The config's logging fields, read once by the skeleton.
 #[derive(Debug, Default, Deserialize)]
@@ -22,14 +25,11 @@ pub struct LogConf {
 
 impl LogConf {
     /// From the network config; a field of the wrong type is error 7 naming it.
-    pub fn of(config: &serde_json::Value) -> crate::error::Result<Self> {
+    pub fn of(config: &serde_json::Value) -> cni::error::Result<Self> {
         let field = |key: &str| match config.get(key) {
             None | Some(serde_json::Value::Null) => Ok(None),
             Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(crate::Error::config(
-                key,
-                format!("{other} must be a string"),
-            )),
+            Some(other) => Err(cni::Error::config(key, format!("{other} must be a string"))),
         };
         Ok(LogConf {
             log_file: field("logFile")?.filter(|f| !f.is_empty()),
@@ -38,11 +38,11 @@ impl LogConf {
     }
 
     /// The level asked for (info when none); a bad one is error 7.
-    pub fn level(&self) -> crate::error::Result<Level> {
+    pub fn level(&self) -> cni::error::Result<Level> {
         match self.log_level.as_deref() {
             None => Ok(Level::Info),
             Some(l) => Level::parse(l).ok_or_else(|| {
-                crate::Error::config(
+                cni::Error::config(
                     "logLevel",
                     format!("{l:?} is not one of error, warning, info, debug"),
                 )
@@ -190,6 +190,46 @@ pub fn escape(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Logging as a CNI call's config asks (`logFile`, `logLevel`), started
+/// before anything else in it is validated, so config errors reach the log
+/// file too. Every line names the verb, network, pod (or container),
+/// interface and VF.
+pub fn start_for_call(
+    program: &'static str,
+    env: &cni::Env,
+    config: &Value,
+    settings: &Settings,
+) -> cni::error::Result<()> {
+    let conf = LogConf::of(config);
+    let (file, level) = match &conf {
+        Ok(c) => (c.log_file.as_deref(), c.level()),
+        Err(_) => (None, Ok(Level::Info)),
+    };
+    let text = |key: &str| config.get(key).and_then(Value::as_str).unwrap_or("");
+    let device = config
+        .pointer("/runtimeConfig/deviceID")
+        .and_then(Value::as_str)
+        .unwrap_or(text("deviceID"));
+    let pod = env.args.pod().unwrap_or_else(|| env.container_id.clone());
+    let command = format!("{:?}", env.command);
+    let parts = [command.as_str(), text("name"), &pod, &env.ifname, device];
+    let context = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let path = file.map(std::path::Path::new);
+    init(
+        program,
+        *level.as_ref().unwrap_or(&Level::Info),
+        path,
+        &settings.log_dirs(),
+        context,
+    );
+    conf.and(level).map(drop)
 }
 
 #[macro_export]

@@ -1,4 +1,4 @@
-//! What counting one CNI call costs in-process (`cni::stats`), for
+//! What counting one CNI call costs in-process (`base::stats`), for
 //! scripts/bench.sh: `stats-bench <state-dir> <calls>` prints the median
 //! nanoseconds of `record_operation`.
 
@@ -13,17 +13,21 @@ fn main() {
         eprintln!("usage: stats-bench <state-dir> <calls>");
         std::process::exit(2);
     };
-    let settings = cni::Settings {
+    let settings = base::Settings {
         state_dir: dir.into(),
-        ..cni::Settings::default()
+        ..base::Settings::default()
     };
     let mut took: Vec<u128> = (0..calls.max(1))
         .map(|i| {
             let t0 = Instant::now();
             let verb = if i % 2 == 0 { "ADD" } else { "DEL" };
-            if let Err(e) =
-                cni::stats::record_operation(&settings, "rail1", verb, 0, Duration::from_millis(20))
-            {
+            if let Err(e) = base::stats::record_operation(
+                &settings,
+                "rail1",
+                verb,
+                0,
+                Duration::from_millis(20),
+            ) {
                 eprintln!("stats-bench: {e}");
                 std::process::exit(1);
             }
