@@ -156,9 +156,10 @@ impl Hardware for Recorder {
         match self.load()?.rdma_mode.as_deref() {
             Some("exclusive") => Ok(RdmaNetnsMode::Exclusive),
             Some("shared") => Ok(RdmaNetnsMode::Shared),
-            _ => Err(Error::Netlink(
-                "query the RDMA netns mode: Protocol not supported (is ib_core loaded?)".into(),
-            )),
+            _ => Err(Error::Kernel {
+                what: "query the RDMA netns mode (is ib_core loaded?)".into(),
+                errno: nix::errno::Errno::EPROTONOSUPPORT,
+            }),
         }
     }
 

@@ -51,10 +51,13 @@ fn pci_devices_announced(datagram: &[u8]) -> Result<Vec<String>> {
                     _ => None,
                 }));
             }
-            NetlinkPayload::Error(e) if e.code.is_some() => {
-                return Err(Error::Netlink(format!(
-                    "the link event stream reported {e}"
-                )));
+            NetlinkPayload::Error(e) => {
+                if let Some(code) = e.code {
+                    return Err(Error::Kernel {
+                        what: "the link event stream".into(),
+                        errno: nix::errno::Errno::from_raw(-code.get()),
+                    });
+                }
             }
             _ => {}
         }

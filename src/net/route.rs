@@ -139,7 +139,8 @@ impl Netlink {
         let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
         let table = r.table.map(|t| format!(" table {t}")).unwrap_or_default();
         let what = format!("add route {}{via}{table} on link #{index}", r.dst);
-        let bad = |e: &dyn std::fmt::Display| Error::Netlink(format!("{what}: {e}"));
+        // The builder refuses a route whose parts mix address families.
+        let bad = |e: &dyn std::fmt::Display| Error::internal(format!("{what}: {e}"));
         let mut b = RouteMessageBuilder::<IpAddr>::new()
             .destination_prefix(r.dst.addr(), r.dst.prefix_len())
             .map_err(|e| bad(&e))?
