@@ -229,4 +229,25 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
     }
+
+    #[test]
+    fn a_later_call_with_the_same_config_reads_the_mark_not_the_list() {
+        let t = tempfile::tempdir().unwrap();
+        let v = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15"});
+        let list = r#"[{"nodeName":"gpu-1","prefix":"172.16.0.2/31"}]"#;
+        let pool = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
+        assert_eq!(pool.static_allocations.len(), 1);
+        // The mark's first line is this node's allocations: emptied, a later
+        // call finds none, so it read the mark.
+        let mark = std::fs::read_dir(t.path()).unwrap().flatten().next().unwrap().path();
+        let text = std::fs::read(&mark).unwrap();
+        let line = text.iter().position(|b| *b == b'\n').unwrap();
+        std::fs::write(&mark, [&b"[]"[..], &text[line..]].concat()).unwrap();
+        let pool = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
+        assert!(pool.static_allocations.is_empty(), "the mark was not read");
+        // Another node's call is another config: validated and marked anew.
+        let other = PoolConfig::parse_split(&v, list, "gpu-2", t.path(), "rail1").unwrap();
+        assert!(other.static_allocations.is_empty());
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 2);
+    }
 }
