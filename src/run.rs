@@ -2,7 +2,6 @@
 //! environment and stdin and starts logging; this runs the verb on the
 //! plugin's context.
 
-use base::log::Level;
 use base::Settings;
 use cni::{Request, Verb};
 use serde_json::Value;
@@ -17,31 +16,14 @@ use crate::node::Node;
 pub fn cni_main() -> i32 {
     crate::timing::start();
     let settings = Settings::from_env();
-    // stderr only until the config says more.
-    base::log::init(
-        PROGRAM,
-        Level::Info,
-        None,
-        &settings.log_dirs(),
-        String::new(),
-    );
-    let plugin = cni::Plugin {
-        name: PROGRAM,
-        read_config: railcni_ipam::inline::read_config,
-        on_config: &|env, config| base::log::start_for_call(PROGRAM, env, config, &settings),
-        report: &|e| crate::log_error!("{e}"),
-    };
-    cni::plugin_main(
-        plugin,
-        |request| dispatch(request, settings.clone()).inspect_err(|e| crate::log_error!("{e}")),
-        |refused| {
-            crate::log_warn!("{}", refused.error);
-            refused_del(refused, settings.clone()).inspect_err(|e| crate::log_error!("{e}"))
-        },
+    base::plugin::run(
+        "railcni",
+        railcni_ipam::inline::read_config,
+        &settings,
+        |request| dispatch(request, settings.clone()),
+        |refused| refused_del(refused, settings.clone()),
     )
 }
-
-const PROGRAM: &str = "railcni";
 
 /// A DEL whose environment or stdin ADD would refuse (`commands::del::del_refused`).
 fn refused_del(refused: cni::RefusedDel, settings: Settings) -> Result<()> {

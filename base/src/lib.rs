@@ -9,6 +9,7 @@ pub mod files;
 pub mod fnv;
 pub mod liveness;
 pub mod log;
+pub mod plugin;
 pub mod settings;
 pub mod stats;
 

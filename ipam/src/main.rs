@@ -4,7 +4,6 @@
 
 use serde_json::Value;
 
-use base::log::Level;
 use cni::args::{requested_ips, valid_attachments};
 use cni::{Error, Reply, Request, Verb};
 use railcni_ipam::{Holder, Ipam, IpamError, Released};
@@ -26,42 +25,25 @@ fn main() {
         std::process::exit(if asked_help { 0 } else { 2 });
     }
     let settings = base::Settings::from_env();
-    // stderr only until the config says more.
-    base::log::init(
-        PROGRAM,
-        Level::Info,
-        None,
-        &settings.log_dirs(),
-        String::new(),
-    );
-    let plugin = cni::Plugin {
-        name: PROGRAM,
-        read_config: railcni_ipam::inline::read_config,
-        on_config: &|env, config| base::log::start_for_call(PROGRAM, env, config, &settings),
-        report: &|e| base::log_error!("{e}"),
-    };
-    std::process::exit(cni::plugin_main(
-        plugin,
-        |request| {
-            let outcome = run(&request, &settings);
-            match outcome {
-                // Refused input (config, version, decode): as ADD would.
-                Err(e) if request.verb == Verb::Del && matches!(e.code(), 1 | 2 | 4 | 6 | 7) => {
-                    release_refused(
-                        &settings,
-                        &request.config,
-                        &request.env.container_id,
-                        &request.env.ifname,
-                        &e,
-                    )
-                    .map(|()| None)
-                }
-                other => other,
+    std::process::exit(base::plugin::run(
+        "railcni-ipam",
+        railcni_ipam::inline::read_config,
+        &settings,
+        |request| match run(&request, &settings) {
+            // Refused input (config, version, decode): as ADD would.
+            Err(e) if request.verb == Verb::Del && matches!(e.code(), 1 | 2 | 4 | 6 | 7) => {
+                release_refused(
+                    &settings,
+                    &request.config,
+                    &request.env.container_id,
+                    &request.env.ifname,
+                    &e,
+                )
+                .map(|()| None)
             }
-            .inspect_err(|e| base::log_error!("{e}"))
+            other => other,
         },
         |refused| {
-            base::log_warn!("{}", refused.error);
             let Some(config) = &refused.config else {
                 base::log_warn!(
                     "DEL with no readable config ({}): nothing to release",
@@ -77,7 +59,6 @@ fn main() {
                 &refused.ifname,
                 &why,
             )
-            .inspect_err(|e| base::log_error!("{e}"))
         },
     ));
 }
@@ -107,8 +88,6 @@ fn release_refused(
     }
     Ok(())
 }
-
-const PROGRAM: &str = "railcni-ipam";
 
 fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, IpamError> {
     let conf = &request.config;

@@ -70,7 +70,6 @@ fn pci_devices_announced(datagram: &[u8]) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_core::{NetlinkHeader, NetlinkMessage};
     use netlink_packet_route::link::LinkMessage;
 
     fn event(parent: Option<&str>) -> Vec<u8> {
@@ -78,14 +77,8 @@ mod tests {
         if let Some(p) = parent {
             link.attributes.push(LinkAttribute::ParentDevName(p.into()));
         }
-        let mut nl = NetlinkMessage::new(
-            NetlinkHeader::default(),
-            NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)),
-        );
-        nl.finalize();
-        let mut buf = vec![0; nl.buffer_len()];
-        nl.serialize(&mut buf);
-        buf
+        let new_link = RouteNetlinkMessage::NewLink(link);
+        crate::net::wire::tests::message(NetlinkPayload::InnerMessage(new_link), 0, 0)
     }
 
     #[test]

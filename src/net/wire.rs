@@ -174,14 +174,15 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use netlink_packet_core::{DoneMessage, NLM_F_MULTIPART};
     use netlink_packet_route::RouteNetlinkMessage;
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
     use std::os::fd::AsFd;
 
-    fn message(payload: NetlinkPayload<RouteNetlinkMessage>, seq: u32, flags: u16) -> Vec<u8> {
+    /// One message's bytes, as the kernel would send it.
+    pub fn message(payload: NetlinkPayload<RouteNetlinkMessage>, seq: u32, flags: u16) -> Vec<u8> {
         let mut header = NetlinkHeader::default();
         header.sequence_number = seq;
         header.flags = flags;

@@ -239,7 +239,12 @@ mod tests {
         assert_eq!(pool.static_allocations.len(), 1);
         // The mark's first line is this node's allocations: emptied, a later
         // call finds none, so it read the mark.
-        let mark = std::fs::read_dir(t.path()).unwrap().flatten().next().unwrap().path();
+        let mark = std::fs::read_dir(t.path())
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path();
         let text = std::fs::read(&mark).unwrap();
         let line = text.iter().position(|b| *b == b'\n').unwrap();
         std::fs::write(&mark, [&b"[]"[..], &text[line..]].concat()).unwrap();
