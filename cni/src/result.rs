@@ -20,18 +20,10 @@ pub struct Interface {
     pub sandbox: Option<String>,
     #[serde(default, rename = "pciID", skip_serializing_if = "Option::is_none")]
     pub pci_id: Option<String>,
-    /// The VF's RDMA device (railcni's addition beside pciID, 1.1 only).
-    #[serde(
-        default,
-        rename = "rdmaDevice",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub rdma_device: Option<String>,
-    /// An InfiniBand VF's GUID and partition key (railcni's additions, 1.1 only).
-    #[serde(default, rename = "guid", skip_serializing_if = "Option::is_none")]
-    pub guid: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pkey: Option<String>,
+    /// Members a plugin adds beside the spec's (an RDMA device's name, an
+    /// InfiniBand GUID), printed for 1.1 only.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,9 +116,7 @@ impl CniResult {
         if version < Version::V1_1 {
             for i in &mut interfaces {
                 i.pci_id = None;
-                i.rdma_device = None;
-                i.guid = None;
-                i.pkey = None;
+                i.extra.clear();
             }
             // Before 1.1 a route cannot name its table: report main-table routes only.
             routes.retain(|r| r.table.is_none());
@@ -176,9 +166,7 @@ mod tests {
                 mtu: Some(9000),
                 sandbox: Some("/var/run/netns/pod".into()),
                 pci_id: Some("0000:3b:02.0".into()),
-                rdma_device: Some("mlx5_3".into()),
-                guid: None,
-                pkey: None,
+                extra: Map::from_iter([("rdmaDevice".into(), json!("mlx5_3"))]),
             }],
             ips: vec![IpConfig {
                 address: "172.16.0.0/31".parse().unwrap(),

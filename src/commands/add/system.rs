@@ -396,10 +396,23 @@ impl AttachSteps for KernelAttach<'_> {
                 };
                 iface.mac = Some(format_hw_addr(&now.mac));
                 iface.mtu = Some(now.mtu);
-                iface.rdma_device = self.record.rdma_device.clone();
-                if self.intent.vf.infiniband {
-                    iface.guid = ctx.conf.vf.ib_guid.map(|g| g.to_string());
-                    iface.pkey = ctx.conf.pkey.map(|k| format!("{k:#06x}"));
+                // railcni's additions beside pciID (1.1 results only).
+                let infiniband = self.intent.vf.infiniband;
+                let extras = [
+                    ("rdmaDevice", self.record.rdma_device.clone()),
+                    (
+                        "guid",
+                        (ctx.conf.vf.ib_guid.filter(|_| infiniband)).map(|g| g.to_string()),
+                    ),
+                    (
+                        "pkey",
+                        (ctx.conf.pkey.filter(|_| infiniband)).map(|k| format!("{k:#06x}")),
+                    ),
+                ];
+                for (key, value) in extras {
+                    if let Some(v) = value {
+                        iface.extra.insert(key.into(), v.into());
+                    }
                 }
             }
             None => {

@@ -213,3 +213,25 @@ fn reclaims(e: &mut Exposition, network: &str, s: &NetworkStats) {
 fn pod_label(r: &Record) -> String {
     r.pod.clone().unwrap_or_else(|| r.container_id.clone())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_builds_put_back_count_is_read_as_reattached() {
+        let mut s = NetworkStats::default();
+        s.reattached.insert("put_back".into(), 2);
+        s.reattached.insert("reattached".into(), 1);
+        s.reattached.insert("released".into(), 4);
+        let mut e = Exposition::default();
+        reclaims(&mut e, "rail1", &s);
+        let text = e.text_format();
+        assert!(
+            text.contains(r#"railcni_reattach_total{network="rail1",result="reattached"} 3"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"result="released"} 4"#), "{text}");
+        assert!(!text.contains("put_back"), "{text}");
+    }
+}
