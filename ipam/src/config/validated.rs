@@ -4,6 +4,8 @@
 //! it was made for, byte for byte, and is used only for that same config:
 //! two configs whose digests collide are each validated whole.
 
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde_json::Value;
@@ -35,14 +37,30 @@ fn digest(parts: &[&[u8]]) -> u64 {
 }
 
 /// A mark's text: this node's allocations as one line of JSON, then the
-/// config's parts, each as its length and its bytes.
+/// config's parts, each as a line with its length and then its bytes.
 fn mark_text(own: &[StaticAllocation], parts: &[&[u8]]) -> Option<Vec<u8>> {
     let mut text = serde_json::to_vec(own).ok()?;
+    text.push(b'\n');
     for part in parts {
-        text.extend_from_slice(format!("\n{}\n", part.len()).as_bytes());
+        text.extend_from_slice(format!("{}\n", part.len()).as_bytes());
         text.extend_from_slice(part);
     }
     Some(text)
+}
+
+/// Whether `r` goes on with exactly `want`, which it consumes; read a
+/// buffer at a time (a pool's text is 1.4 MB: no copy of it is made).
+fn continues_with(r: &mut impl BufRead, mut want: &[u8]) -> bool {
+    while !want.is_empty() {
+        let Ok(buf) = r.fill_buf() else { return false };
+        let n = buf.len().min(want.len());
+        if n == 0 || buf[..n] != want[..n] {
+            return false;
+        }
+        r.consume(n);
+        want = &want[n..];
+    }
+    true
 }
 
 /// Mark a validated config (`parts`) with this node's own allocations,
@@ -82,17 +100,19 @@ fn remember_validated(
 /// This node's allocations as the mark recorded them, when the mark was
 /// made for exactly this config (`None`: no usable mark).
 fn recall_validated(marker: &Path, parts: &[&[u8]]) -> Option<Vec<StaticAllocation>> {
-    let text = std::fs::read(marker).ok()?;
-    let line = text.iter().position(|b| *b == b'\n')?;
-    let mut rest = &text[line..];
+    let mut mark = BufReader::with_capacity(64 * 1024, File::open(marker).ok()?);
+    let mut own = Vec::new();
+    mark.read_until(b'\n', &mut own).ok()?;
     for part in parts {
-        let head = format!("\n{}\n", part.len());
-        rest = rest.strip_prefix(head.as_bytes())?.strip_prefix(*part)?;
+        let head = format!("{}\n", part.len());
+        if !(continues_with(&mut mark, head.as_bytes()) && continues_with(&mut mark, part)) {
+            return None;
+        }
     }
-    if !rest.is_empty() {
+    if !mark.fill_buf().ok()?.is_empty() {
         return None;
     }
-    serde_json::from_slice(&text[..line]).ok()
+    serde_json::from_slice(own.strip_suffix(b"\n")?).ok()
 }
 
 impl PoolConfig {
