@@ -6,28 +6,11 @@
 //! restarts and reboots, so railcni reclaims what is provably dead by
 //! itself, and never what might be alive.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-/// Identity of a network namespace file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NsId {
-    pub dev: u64,
-    pub ino: u64,
-}
-
-impl NsId {
-    /// `None` when the path does not exist (or cannot be read).
-    pub fn of(path: &Path) -> Option<NsId> {
-        let m = std::fs::metadata(path).ok()?;
-        Some(NsId {
-            dev: m.dev(),
-            ino: m.ino(),
-        })
-    }
-}
+pub use cni::env::NsId;
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`, or where the settings
 /// point), `None` when it cannot be read.

@@ -1,6 +1,6 @@
 //! The `CNI_*` environment of one invocation, validated per command.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::args::CniArgs;
 use crate::error::{Error, Result};
@@ -46,6 +46,25 @@ impl Command {
                     "CNI_COMMAND {other:?} is not one of ADD, DEL, CHECK, VERSION, STATUS, GC"
                 )))
             }
+        })
+    }
+}
+
+/// Identity of a network namespace file: its nsfs device and inode (a
+/// path can be reused by another namespace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NsId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl NsId {
+    /// `None` when the path does not exist (or cannot be read).
+    pub fn of(path: &Path) -> Option<NsId> {
+        let m = std::fs::metadata(path).ok()?;
+        Some(NsId {
+            dev: std::os::unix::fs::MetadataExt::dev(&m),
+            ino: std::os::unix::fs::MetadataExt::ino(&m),
         })
     }
 }

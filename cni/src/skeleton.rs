@@ -9,7 +9,7 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::env::{Command, Env};
+use crate::env::{Command, Env, NsId};
 use crate::error::{reply_json, Error, Reply, Result};
 use crate::io_failure::IoFailure;
 use crate::version::{Version, LATEST, SUPPORTED};
@@ -210,16 +210,8 @@ fn refuse_own_netns(env: &Env) -> Result<()> {
     let Some(netns) = &env.netns else {
         return Ok(());
     };
-    // A namespace is its file's device and inode.
-    let id = |p: &std::path::Path| {
-        let m = std::fs::metadata(p).ok()?;
-        Some((
-            std::os::unix::fs::MetadataExt::dev(&m),
-            std::os::unix::fs::MetadataExt::ino(&m),
-        ))
-    };
-    let own = id(std::path::Path::new("/proc/self/ns/net"));
-    if own.is_some() && id(netns) == own {
+    let own = NsId::of(std::path::Path::new("/proc/self/ns/net"));
+    if own.is_some() && NsId::of(netns) == own {
         return Err(Error::InvalidEnv(format!(
             "CNI_NETNS {} is the plugin's own network namespace, not a container's",
             netns.display()

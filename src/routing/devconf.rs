@@ -18,16 +18,18 @@ pub struct Split<'a> {
 }
 
 pub fn split(sysctls: &[Sysctl]) -> Split<'_> {
-    let mut out = Split::default();
+    let (mut inet, mut in_message, mut files) = (InetConf::default(), false, Vec::new());
     for sysctl in sysctls {
         let value = sysctl.value.trim().parse::<i32>().ok().filter(|v| *v != 0);
-        let mut conf = out.inet.clone().unwrap_or_default();
         match (sysctl.key.family, value) {
-            (Family::Ipv4, Some(v)) if conf.set(&sysctl.key.key, v) => out.inet = Some(conf),
-            _ => out.files.push(sysctl),
+            (Family::Ipv4, Some(v)) if inet.set(&sysctl.key.key, v) => in_message = true,
+            _ => files.push(sysctl),
         }
     }
-    out
+    Split {
+        inet: in_message.then_some(inet),
+        files,
+    }
 }
 
 #[cfg(test)]
