@@ -15,7 +15,8 @@
 # Environment: RAILCNI_VM_NICS (rail PFs besides the leaf's, default 4),
 # RAILCNI_VM_CACHE (default /var/cache/railcni-vm), RAILCNI_BIN_DIR (where
 # railcni, railcnictl and railcni-ipam are; default target/debug),
-# RAILCNI_VM_ACCEL (tcg, or kvm where KVM really runs guest code).
+# RAILCNI_VM_ACCEL (tcg, or kvm where KVM really runs guest code),
+# RAILCNI_VM_SMP (vCPUs, default 1), RAILCNI_VM_BOOT_TIMEOUT (default 60 s).
 # The guest's root is this machine's root, read-only over 9p: the guest runs
 # this machine's bash and iproute2; the repository and the binaries are
 # shared at /run/repo and /run/bin, and OUT (read-write) carries the
@@ -115,7 +116,11 @@ boot() {
     cmdline+=" intel_iommu=on iommu=pt"
     [ "$accel" = tcg ] && accel=tcg,thread=single
   fi
-  local args=(-machine q35 -accel "$accel" -cpu "$cpu" -smp 2 -m 1536 -nographic -no-reboot
+  # One vCPU by default: two TCG vCPU threads on a 2-core host that is also
+  # running the test suite starve one another, and a guest whose vCPU is not
+  # scheduled misses its timer ticks in early boot (rcu_preempt "timer
+  # wakeup didn't happen"); the scenarios run one process at a time anyway.
+  local args=(-machine q35 -accel "$accel" -cpu "$cpu" -smp "${RAILCNI_VM_SMP:-1}" -m 1536 -nographic -no-reboot
     "${iommu[@]}"
     -kernel "$kdir/vmlinux" -initrd "$cache/initramfs-$ver.cpio.gz"
     -append "$cmdline"
@@ -134,27 +139,33 @@ boot() {
 }
 
 # boot, with a watchdog: a guest that has not started its scenario within
-# RAILCNI_VM_BOOT_TIMEOUT s (default 120; it takes about 5 s) is ended, and
+# RAILCNI_VM_BOOT_TIMEOUT s (default 60; it takes about 5 s) is ended, and
 # one whose scenario has not ended within RAILCNI_VM_TIMEOUT s (default 900).
+# The verdict is the return code, never a line in the console file (QEMU
+# holds that file open and its last words land over anything appended):
+# 0 the guest ran and ended, 10 it never started the scenario, 11 the
+# scenario ran past its time.
 watched_boot() { # <out>
-  local out=$1 qemu t=0
+  local out=$1 qemu t=0 verdict=0
   boot "$out" > "$out/console" 2>&1 < /dev/null &
   qemu=$!
   while kill -0 "$qemu" 2>/dev/null; do
     sleep 1
     t=$((t + 1))
-    if [ ! -s "$out/log" ] && ((t > ${RAILCNI_VM_BOOT_TIMEOUT:-120})); then
-      echo "vm.sh: no scenario line after $t s; ending the guest" >> "$out/console"
-      pkill -P "$qemu" 2>/dev/null; kill "$qemu" 2>/dev/null
-      break
+    if [ ! -s "$out/log" ] && ((t > ${RAILCNI_VM_BOOT_TIMEOUT:-60})); then
+      echo "vm.sh: no scenario line after $t s; ending the guest" >&2
+      verdict=10
+    elif ((t > ${RAILCNI_VM_TIMEOUT:-900})); then
+      echo "vm.sh: the scenario ran past $t s; ending the guest" >&2
+      verdict=11
+    else
+      continue
     fi
-    if ((t > ${RAILCNI_VM_TIMEOUT:-900})); then
-      echo "vm.sh: the scenario ran past $t s; ending the guest" >> "$out/console"
-      pkill -P "$qemu" 2>/dev/null; kill "$qemu" 2>/dev/null
-      break
-    fi
+    pkill -P "$qemu" 2>/dev/null; kill "$qemu" 2>/dev/null
+    break
   done
   wait "$qemu" 2>/dev/null || true
+  return "$verdict"
 }
 
 run() {
@@ -179,12 +190,14 @@ run() {
   local started=$SECONDS try
   for try in 1 2 3; do
     rm -f "$out/log" "$out/rc"
-    watched_boot "$out"
-    # QEMU died or hung before the scenario's first line (an emulator
-    # abort, or a guest whose timers stopped in early boot: not a test's
-    # failure): boot again, at most three times.
+    local verdict=0
+    watched_boot "$out" || verdict=$?
+    # A scenario that started is the scenario's: its result stands.
     [ -s "$out/log" ] && break
-    grep -q "Assertion\|Aborted\|core dumped\|vm.sh: no scenario line" "$out/console" || break
+    # QEMU died or hung before the scenario's first line (the watchdog
+    # ended it, or the emulator aborted): not a test's failure, so boot
+    # again, at most three times.
+    ((verdict == 10)) || grep -q "Assertion\|Aborted\|core dumped" "$out/console" || break
     echo "vm.sh: the guest did not start the scenario (try $try); booting again" >&2
     tail -n 3 "$out/console" >&2
   done

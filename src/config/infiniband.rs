@@ -1,8 +1,8 @@
 //! What an InfiniBand rail's config may and may not say.
 
-use super::RawConf;
 use crate::error::{Error, Result};
 use crate::net::Mac;
+use crate::vf::settings::nad;
 
 pub(super) fn parse_pkey(p: Option<&str>) -> Result<Option<u16>> {
     let Some(p) = p else { return Ok(None) };
@@ -14,15 +14,8 @@ pub(super) fn parse_pkey(p: Option<&str>) -> Result<Option<u16>> {
 }
 
 /// The Ethernet-only fields the config sets (refused on InfiniBand VFs).
-pub(super) fn ethernet_fields(conf: &RawConf, mac: Option<Mac>) -> Vec<&'static str> {
-    [
-        ("mac", mac.is_some()),
-        ("vlan", conf.vlan.is_some()),
-        ("vlanQoS", conf.vlan_qos.is_some()),
-        ("vlanProto", conf.vlan_proto.is_some()),
-        ("spoofchk", conf.spoofchk.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(f, set)| set.then_some(f))
-    .collect()
+pub(super) fn ethernet_fields(conf: &nad::Conf, mac: Option<Mac>) -> Vec<&'static str> {
+    (mac.map(|_| "mac").into_iter())
+        .chain(nad::ethernet_keys(conf))
+        .collect()
 }

@@ -15,7 +15,7 @@ mod runtime;
 use crate::error::{Error, Result};
 use crate::net::Mac;
 use crate::routing::RoutingConf;
-use crate::vf::settings::nad::{self, NadFields};
+use crate::vf::settings::nad;
 use crate::vf::settings::VfSettings;
 use cni::Env;
 use infiniband::{ethernet_fields, parse_pkey};
@@ -54,38 +54,11 @@ struct RawConf {
     prev_result: Option<Value>,
     routing: Option<Value>,
     checks: Option<Value>,
-    vlan: Option<Value>,
-    #[serde(rename = "vlanQoS")]
-    vlan_qos: Option<Value>,
-    vlan_proto: Option<String>,
-    spoofchk: Option<String>,
-    trust: Option<String>,
-    #[serde(rename = "link_state")]
-    link_state: Option<String>,
-    #[serde(rename = "min_tx_rate")]
-    min_tx_rate: Option<Value>,
-    #[serde(rename = "max_tx_rate")]
-    max_tx_rate: Option<Value>,
     rdma: Option<String>,
     guid: Option<String>,
     pkey: Option<String>,
     #[serde(default)]
     runtime_config: RawRuntimeConfig,
-}
-
-impl RawConf {
-    fn vf_fields(&self) -> NadFields<'_> {
-        NadFields {
-            vlan: self.vlan.as_ref(),
-            vlan_qos: self.vlan_qos.as_ref(),
-            vlan_proto: self.vlan_proto.as_deref(),
-            spoofchk: self.spoofchk.as_deref(),
-            trust: self.trust.as_deref(),
-            link_state: self.link_state.as_deref(),
-            min_tx_rate: self.min_tx_rate.as_ref(),
-            max_tx_rate: self.max_tx_rate.as_ref(),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -149,7 +122,9 @@ impl NetConf {
             return Err(Error::config("type", "is required"));
         }
         let mac = pick_mac(&conf, env)?;
-        let vf = nad::parse(&conf.vf_fields(), mac, pick_guid(&conf, env)?)?;
+        let no_fields = serde_json::Map::new();
+        let object = raw.as_object().unwrap_or(&no_fields);
+        let vf = nad::parse(object, mac, pick_guid(&conf, env)?)?;
         let ipam = ipam_conf(conf.ipam.as_ref())?;
         let device_id = pick_device(&conf)?;
         let mut routing =
@@ -168,7 +143,7 @@ impl NetConf {
             mtu: parse_mtu(conf.mtu.as_ref())?,
             rdma: parse_rdma(conf.rdma.as_deref())?,
             pkey: parse_pkey(conf.pkey.as_deref())?,
-            ethernet_fields: ethernet_fields(&conf, mac),
+            ethernet_fields: ethernet_fields(object, mac),
             requested_ips: cni::args::requested_ips(&raw, &env.args)?,
             routing,
             probes: crate::probe::Probes::parse(conf.checks.as_ref())?,
@@ -298,7 +273,7 @@ fn wrong_type(raw: &Value, e: &serde_json::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vf::settings::{LinkState, Rate, Vlan, VlanProto};
+    use crate::vf::settings::{LinkState, Rate, VfAttr, Vlan, VlanProto};
     use cni::skeleton::{config_version, parse_config};
     use cni::{CniArgs, Command};
 
@@ -450,31 +425,31 @@ mod tests {
         let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","vlan":100,"vlanQoS":5,"vlanProto":"802.1AD",
             "spoofchk":"off","trust":"on","link_state":"enable","min_tx_rate":100,"max_tx_rate":1000,"rdma":"required"}"#).unwrap();
         assert_eq!(
-            c.vf.vlan,
-            Some(Vlan {
-                id: 100,
-                qos: 5,
-                proto: VlanProto::Dot1Ad
-            })
-        );
-        assert_eq!((c.vf.spoofchk, c.vf.trust), (Some(false), Some(true)));
-        assert_eq!(c.vf.link_state, Some(LinkState::Enable));
-        assert_eq!(
-            c.vf.rate,
-            Some(Rate {
-                min_mbps: 100,
-                max_mbps: 1000
-            })
+            c.vf.attrs(),
+            [
+                VfAttr::Vlan(Vlan {
+                    id: 100,
+                    qos: 5,
+                    proto: VlanProto::Dot1Ad
+                }),
+                VfAttr::Spoofchk(false),
+                VfAttr::Trust(true),
+                VfAttr::LinkState(LinkState::Enable),
+                VfAttr::Rate(Rate {
+                    min_mbps: 100,
+                    max_mbps: 1000
+                }),
+            ]
         );
         assert_eq!(c.rdma, RdmaPolicy::Required);
         let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","max_tx_rate":500}"#)
             .unwrap();
         assert_eq!(
-            c.vf.rate,
-            Some(Rate {
+            c.vf.attrs(),
+            [VfAttr::Rate(Rate {
                 min_mbps: 0,
                 max_mbps: 500
-            })
+            })]
         );
         assert!(
             parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni"}"#)

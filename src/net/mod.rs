@@ -6,8 +6,8 @@
 //!
 //! A `Netlink` is a rtnetlink socket created inside one namespace (entered
 //! from the caller's thread, see `NetNs::run`); the socket stays bound to
-//! its namespace. Messages are built with netlink-packet-route's types (and
-//! rtnetlink's builders) and exchanged through `exchange`: one blocking
+//! its namespace. Messages are built with netlink-packet-route's types (no
+//! async builder crate: `link`, `route` fill them in) and exchanged through `exchange`: one blocking
 //! send and read on the socket (`wire`, which the hardware layer shares),
 //! since the kernel answers an rtnetlink request within the send. A request
 //! is done only when the kernel answered it (`answer`); a socket that closes

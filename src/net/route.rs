@@ -1,14 +1,16 @@
 //! Addresses, routes and policy rules on a link.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 use ipnet::IpNet;
 use netlink_packet_core::{NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST};
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
+use netlink_packet_route::route::{
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteVia,
+};
+use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
-use rtnetlink::packet_route::address::{AddressAttribute, AddressMessage};
-use rtnetlink::packet_route::route::{RouteAttribute, RouteMessage, RouteScope};
-use rtnetlink::packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
-use rtnetlink::{AddressMessageBuilder, RouteMessageBuilder};
 
 use nix::errno::Errno;
 
@@ -85,25 +87,83 @@ pub enum RouteAdded {
     Conflict(String),
 }
 
+/// `ip address add <addr> dev <index>`: the address as both IFA_ADDRESS
+/// and IFA_LOCAL, an IPv4 broadcast below /31, and IPv6 without duplicate
+/// detection (a rail address is the pool's to give, so nothing should hold
+/// it tentative, and unusable, first).
+fn address_message(index: u32, addr: IpNet) -> AddressMessage {
+    let mut m = AddressMessage::default();
+    m.header.family = family_of(addr.addr());
+    m.header.index = index;
+    m.header.prefix_len = addr.prefix_len();
+    let a = &mut m.attributes;
+    a.push(AddressAttribute::Address(addr.addr()));
+    a.push(AddressAttribute::Local(addr.addr()));
+    match addr {
+        IpNet::V4(v4) if v4.prefix_len() < 31 => {
+            a.push(AddressAttribute::Broadcast(v4.broadcast()))
+        }
+        IpNet::V4(_) => {}
+        IpNet::V6(_) => a.push(AddressAttribute::Flags(AddressFlags::Nodad)),
+    }
+    m
+}
+
+/// The parts of a route that cannot travel together.
+#[derive(Debug, PartialEq, Eq)]
+struct MixedFamilies(&'static str, IpAddr);
+
+impl std::fmt::Display for MixedFamilies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} is of another address family than the destination",
+            self.0, self.1
+        )
+    }
+}
+
+/// `ip route add <dst> [via <gw>] dev <index> [table T] [scope S] [src A]`
+/// as a static unicast route (an IPv6 gateway of an IPv4 route as RTA_VIA;
+/// a table above 255 only in RTA_TABLE).
+fn route_message(index: u32, r: &RouteSpec) -> std::result::Result<RouteMessage, MixedFamilies> {
+    let family = family_of(r.dst.addr());
+    let mut m = RouteMessage::default();
+    m.header.address_family = family;
+    m.header.destination_prefix_length = r.dst.prefix_len();
+    m.header.table = RouteHeader::RT_TABLE_MAIN;
+    m.header.protocol = RouteProtocol::Static;
+    m.header.scope = RouteScope::from(r.scope);
+    m.header.kind = RouteType::Unicast;
+    let a = &mut m.attributes;
+    a.push(RouteAttribute::Destination(r.dst.addr().into()));
+    a.push(RouteAttribute::Oif(index));
+    match (r.gw, r.dst.addr()) {
+        (None, _) => {}
+        (Some(gw), dst) if gw.is_ipv4() == dst.is_ipv4() => {
+            a.push(RouteAttribute::Gateway(gw.into()))
+        }
+        (Some(IpAddr::V6(gw)), IpAddr::V4(_)) => a.push(RouteAttribute::Via(RouteVia::Inet6(gw))),
+        (Some(gw), _) => return Err(MixedFamilies("gateway", gw)),
+    }
+    if let Some(src) = r.src {
+        if family_of(src) != family {
+            return Err(MixedFamilies("preferred source", src));
+        }
+        a.push(RouteAttribute::PrefSource(src.into()));
+    }
+    if let Some(t) = r.table {
+        match u8::try_from(t) {
+            Ok(t) => m.header.table = t,
+            Err(_) => a.push(RouteAttribute::Table(t)),
+        }
+    }
+    Ok(m)
+}
+
 impl Netlink {
     pub fn add_address(&self, index: u32, addr: IpNet) -> Result<()> {
-        let mut msg = match addr.addr() {
-            IpAddr::V4(a) => AddressMessageBuilder::<Ipv4Addr>::new()
-                .index(index)
-                .address(a, addr.prefix_len())
-                .build(),
-            IpAddr::V6(a) => AddressMessageBuilder::<Ipv6Addr>::new()
-                .index(index)
-                .address(a, addr.prefix_len())
-                .build(),
-        };
-        if addr.addr().is_ipv6() {
-            // Usable at once: a rail address is the pool's to give, so no
-            // duplicate detection holds it tentative (and unusable) first.
-            use netlink_packet_route::address::{AddressAttribute, AddressFlags};
-            msg.attributes
-                .push(AddressAttribute::Flags(AddressFlags::Nodad));
-        }
+        let msg = address_message(index, addr);
         match self.exchange(RouteNetlinkMessage::NewAddress(msg), ADD) {
             Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
             Err(f) => Err(nl_err(format!("add address {addr} on link #{index}"), f)),
@@ -139,23 +199,8 @@ impl Netlink {
         let via = r.gw.map(|g| format!(" via {g}")).unwrap_or_default();
         let table = r.table.map(|t| format!(" table {t}")).unwrap_or_default();
         let what = format!("add route {}{via}{table} on link #{index}", r.dst);
-        // The builder refuses a route whose parts mix address families.
-        let bad = |e: &dyn std::fmt::Display| Error::internal(format!("{what}: {e}"));
-        let mut b = RouteMessageBuilder::<IpAddr>::new()
-            .destination_prefix(r.dst.addr(), r.dst.prefix_len())
-            .map_err(|e| bad(&e))?
-            .output_interface(index)
-            .scope(RouteScope::from(r.scope));
-        if let Some(gw) = r.gw {
-            b = b.gateway(gw).map_err(|e| bad(&e))?;
-        }
-        if let Some(src) = r.src {
-            b = b.pref_source(src).map_err(|e| bad(&e))?;
-        }
-        if let Some(t) = r.table {
-            b = b.table_id(t);
-        }
-        match self.exchange(RouteNetlinkMessage::NewRoute(b.build()), ADD) {
+        let msg = route_message(index, r).map_err(|e| Error::internal(format!("{what}: {e}")))?;
+        match self.exchange(RouteNetlinkMessage::NewRoute(msg), ADD) {
             Ok(_) => Ok(RouteAdded::Added),
             Err(Failure::Kernel(Errno::EEXIST)) => {
                 let table = r.table.unwrap_or(MAIN_TABLE);
@@ -314,7 +359,7 @@ impl InstalledRoute {
             }
         }
         if dst.is_none() {
-            let any = if m.header.address_family == rtnetlink::packet_route::AddressFamily::Inet6 {
+            let any = if m.header.address_family == AddressFamily::Inet6 {
                 "::/0"
             } else {
                 "0.0.0.0/0"
@@ -346,11 +391,71 @@ impl InstalledRoute {
     }
 }
 
-fn route_addr(a: &rtnetlink::packet_route::route::RouteAddress) -> Option<IpAddr> {
-    use rtnetlink::packet_route::route::RouteAddress;
+fn route_addr(a: &RouteAddress) -> Option<IpAddr> {
     match a {
         RouteAddress::Inet(v4) => Some(IpAddr::V4(*v4)),
         RouteAddress::Inet6(v6) => Some(IpAddr::V6(*v6)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netlink_packet_core::Emitable;
+
+    fn hex(m: &impl Emitable) -> String {
+        let mut b = vec![0; m.buffer_len()];
+        m.emit(&mut b);
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    /// Each message as rtnetlink 0.24's builders made it (the release that
+    /// used them, c79d173), byte for byte.
+    #[test]
+    fn addresses_are_the_bytes_they_always_were() {
+        let cases = [
+            ("172.16.0.0/31", "021f00000700000008000100ac10000008000200ac100000"),
+            ("10.1.2.3/24", "0218000007000000080001000a010203080002000a010203080004000a0102ff"),
+            ("fd00::1/64", "0a4000000700000014000100fd00000000000000000000000000000114000200fd0000000000000000000000000000010800080002000000"),
+            ("172.16.0.1/32", "022000000700000008000100ac10000108000200ac100001"),
+        ];
+        for (addr, bytes) in cases {
+            assert_eq!(
+                hex(&address_message(7, addr.parse().unwrap())),
+                bytes,
+                "{addr}"
+            );
+        }
+    }
+
+    #[test]
+    fn routes_are_the_bytes_they_always_were_and_mixed_families_are_refused() {
+        let r = |dst: &str, gw: Option<&str>, table: Option<u32>, scope: u8, src: Option<&str>| {
+            RouteSpec {
+                dst: dst.parse().unwrap(),
+                gw: gw.map(|g| g.parse().unwrap()),
+                table,
+                scope,
+                src: src.map(|g| g.parse().unwrap()),
+            }
+        };
+        let cases = [
+            (r("172.16.0.0/31", None, Some(1001), 253, Some("172.16.0.0")), Some("021f0000fe04fd010000000008000100ac100000080004000700000008000700ac10000008000f00e9030000")),
+            (r("172.16.0.0/12", Some("172.16.0.1"), Some(1001), 0, None), Some("020c0000fe0400010000000008000100ac100000080004000700000008000500ac10000108000f00e9030000")),
+            (r("172.16.0.0/15", Some("172.16.0.1"), None, 0, None), Some("020f0000fe0400010000000008000100ac100000080004000700000008000500ac100001")),
+            (r("172.16.0.0/15", Some("172.16.0.1"), Some(100), 0, None), Some("020f0000640400010000000008000100ac100000080004000700000008000500ac100001")),
+            (r("fd00::/64", None, Some(1001), 253, Some("fd00::1")), Some("0a400000fe04fd010000000014000100fd000000000000000000000000000000080004000700000014000700fd00000000000000000000000000000108000f00e9030000")),
+            (r("fd00::/40", Some("fd00::2"), Some(1001), 0, None), Some("0a280000fe0400010000000014000100fd000000000000000000000000000000080004000700000014000500fd00000000000000000000000000000208000f00e9030000")),
+            // An IPv6 next hop for IPv4 (RFC 5549) travels as RTA_VIA.
+            (r("10.0.0.0/8", Some("fe80::1"), Some(7), 0, None), Some("020800000704000100000000080001000a0000000800040007000000160012000a00fe8000000000000000000000000000010000")),
+            (r("fd00::/40", Some("10.0.0.1"), Some(1001), 0, None), None),
+            (r("fd00::/40", None, Some(1001), 0, Some("10.0.0.1")), None),
+            (r("10.0.0.0/8", None, Some(1001), 0, Some("fd00::1")), None),
+        ];
+        for (spec, bytes) in cases {
+            let got = route_message(7, &spec).ok().map(|m| hex(&m));
+            assert_eq!(got.as_deref(), bytes, "{spec:?}");
+        }
     }
 }

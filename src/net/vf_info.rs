@@ -72,6 +72,34 @@ impl VfAttr {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 
+    /// Where it comes when several are set: the admin MAC first (some
+    /// drivers check a VF's later settings against it), as declared.
+    pub fn apply_rank(&self) -> u8 {
+        match self {
+            VfAttr::Mac(_) => 0,
+            VfAttr::Vlan(_) => 1,
+            VfAttr::Spoofchk(_) => 2,
+            VfAttr::Trust(_) => 3,
+            VfAttr::LinkState(_) => 4,
+            VfAttr::Rate(_) => 5,
+            VfAttr::IbGuid(_) => 6,
+        }
+    }
+
+    /// Its name where users read it (`railcnictl status`; sriov-cni's words,
+    /// `guid` for InfiniBand).
+    pub fn name(&self) -> &'static str {
+        match self {
+            VfAttr::Mac(_) => "mac",
+            VfAttr::Vlan(_) => "vlan",
+            VfAttr::Spoofchk(_) => "spoofchk",
+            VfAttr::Trust(_) => "trust",
+            VfAttr::LinkState(_) => "link_state",
+            VfAttr::Rate(_) => "rate",
+            VfAttr::IbGuid(_) => "guid",
+        }
+    }
+
     /// As `ip link set … vf N` names it (`vlan 100 qos 3 proto 802.1ad`).
     pub fn describe(&self) -> String {
         let on_off = |b: bool| if b { "on" } else { "off" };

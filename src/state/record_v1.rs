@@ -19,7 +19,7 @@ use crate::net::Mac;
 use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
-use crate::vf::settings::{LinkState, Rate, VfSettings, Vlan, VlanProto};
+use crate::vf::settings::{LinkState, Rate, VfAttr, VfSettings, Vlan, VlanProto};
 use base::liveness::ProofV1;
 use cni::CniResult;
 
@@ -86,23 +86,23 @@ enum PhaseV1 {
     Attached,
 }
 
-#[derive(Default, Serialize, Deserialize)]
+/// A VF's settings as a v1 record holds them (`vfRestore`, `vfApplied`):
+/// one JSON object whose keys are the attributes' tags, in apply order
+/// (`{"vlan": {...}, "trust": false}`). Keys a later release may add are
+/// passed over, as they always were.
+struct VfSettingsV1(Vec<VfAttrV1>);
+
+/// One VF attribute: its tag and its value as v1 writes them.
+#[derive(Clone, Copy, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct VfSettingsV1 {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    mac: Option<Mac>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    vlan: Option<VlanV1>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    spoofchk: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    trust: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    link_state: Option<LinkStateV1>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    rate: Option<RateV1>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    ib_guid: Option<Guid>,
+enum VfAttrV1 {
+    Mac(Mac),
+    Vlan(VlanV1),
+    Spoofchk(bool),
+    Trust(bool),
+    LinkState(LinkStateV1),
+    Rate(RateV1),
+    IbGuid(Guid),
 }
 
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -257,9 +257,21 @@ impl From<RecordV1> for Record {
 
 impl From<&VfSettings> for VfSettingsV1 {
     fn from(s: &VfSettings) -> Self {
-        VfSettingsV1 {
-            mac: s.mac,
-            vlan: s.vlan.map(|v| VlanV1 {
+        VfSettingsV1(s.attrs().iter().map(VfAttrV1::from).collect())
+    }
+}
+
+impl From<VfSettingsV1> for VfSettings {
+    fn from(s: VfSettingsV1) -> Self {
+        VfSettings::from_attrs(s.0.into_iter().map(VfAttr::from))
+    }
+}
+
+impl From<&VfAttr> for VfAttrV1 {
+    fn from(a: &VfAttr) -> Self {
+        match *a {
+            VfAttr::Mac(m) => VfAttrV1::Mac(m),
+            VfAttr::Vlan(v) => VfAttrV1::Vlan(VlanV1 {
                 id: v.id,
                 qos: v.qos,
                 proto: match v.proto {
@@ -267,27 +279,27 @@ impl From<&VfSettings> for VfSettingsV1 {
                     VlanProto::Dot1Ad => VlanProtoV1::Dot1Ad,
                 },
             }),
-            spoofchk: s.spoofchk,
-            trust: s.trust,
-            link_state: s.link_state.map(|l| match l {
+            VfAttr::Spoofchk(on) => VfAttrV1::Spoofchk(on),
+            VfAttr::Trust(on) => VfAttrV1::Trust(on),
+            VfAttr::LinkState(l) => VfAttrV1::LinkState(match l {
                 LinkState::Auto => LinkStateV1::Auto,
                 LinkState::Enable => LinkStateV1::Enable,
                 LinkState::Disable => LinkStateV1::Disable,
             }),
-            rate: s.rate.map(|r| RateV1 {
+            VfAttr::Rate(r) => VfAttrV1::Rate(RateV1 {
                 min_mbps: r.min_mbps,
                 max_mbps: r.max_mbps,
             }),
-            ib_guid: s.ib_guid,
+            VfAttr::IbGuid(g) => VfAttrV1::IbGuid(g),
         }
     }
 }
 
-impl From<VfSettingsV1> for VfSettings {
-    fn from(s: VfSettingsV1) -> Self {
-        VfSettings {
-            mac: s.mac,
-            vlan: s.vlan.map(|v| Vlan {
+impl From<VfAttrV1> for VfAttr {
+    fn from(a: VfAttrV1) -> Self {
+        match a {
+            VfAttrV1::Mac(m) => VfAttr::Mac(m),
+            VfAttrV1::Vlan(v) => VfAttr::Vlan(Vlan {
                 id: v.id,
                 qos: v.qos,
                 proto: match v.proto {
@@ -295,19 +307,55 @@ impl From<VfSettingsV1> for VfSettings {
                     VlanProtoV1::Dot1Ad => VlanProto::Dot1Ad,
                 },
             }),
-            spoofchk: s.spoofchk,
-            trust: s.trust,
-            link_state: s.link_state.map(|l| match l {
+            VfAttrV1::Spoofchk(on) => VfAttr::Spoofchk(on),
+            VfAttrV1::Trust(on) => VfAttr::Trust(on),
+            VfAttrV1::LinkState(l) => VfAttr::LinkState(match l {
                 LinkStateV1::Auto => LinkState::Auto,
                 LinkStateV1::Enable => LinkState::Enable,
                 LinkStateV1::Disable => LinkState::Disable,
             }),
-            rate: s.rate.map(|r| Rate {
+            VfAttrV1::Rate(r) => VfAttr::Rate(Rate {
                 min_mbps: r.min_mbps,
                 max_mbps: r.max_mbps,
             }),
-            ib_guid: s.ib_guid,
+            VfAttrV1::IbGuid(g) => VfAttr::IbGuid(g),
         }
+    }
+}
+
+/// Each attribute is a one-key object as serde tags it; the record holds
+/// their members side by side in one object, in apply order, each value's
+/// text as serde wrote it (its fields in declared order).
+impl Serialize for VfSettingsV1 {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let mut object = out.serialize_map(Some(self.0.len()))?;
+        for attr in &self.0 {
+            let text = serde_json::to_string(attr).map_err(S::Error::custom)?;
+            let one: std::collections::HashMap<String, Box<serde_json::value::RawValue>> =
+                serde_json::from_str(&text).map_err(S::Error::custom)?;
+            for (tag, value) in &one {
+                object.serialize_entry(tag, value)?;
+            }
+        }
+        object.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for VfSettingsV1 {
+    fn deserialize<D: serde::Deserializer<'de>>(input: D) -> std::result::Result<Self, D::Error> {
+        let object = serde_json::Map::<String, Value>::deserialize(input)?;
+        let mut attrs = Vec::with_capacity(object.len());
+        for (tag, value) in object {
+            let one = Value::Object(serde_json::Map::from_iter([(tag, value)]));
+            match serde_json::from_value::<VfAttrV1>(one) {
+                Ok(attr) => attrs.push(attr),
+                // A tag this release does not know: passed over.
+                Err(e) if e.to_string().starts_with("unknown variant") => {}
+                Err(e) => return Err(serde::de::Error::custom(e)),
+            }
+        }
+        Ok(VfSettingsV1(attrs))
     }
 }
 
@@ -414,22 +462,7 @@ mod tests {
     #[test]
     fn every_vf_setting_survives_the_round_trip() {
         let mut record = Record::sample();
-        let settings = VfSettings {
-            mac: Some("02:00:00:00:00:09".parse().unwrap()),
-            vlan: Some(Vlan {
-                id: 100,
-                qos: 3,
-                proto: VlanProto::Dot1Ad,
-            }),
-            spoofchk: Some(false),
-            trust: Some(true),
-            link_state: Some(LinkState::Disable),
-            rate: Some(Rate {
-                min_mbps: 10,
-                max_mbps: 100,
-            }),
-            ib_guid: Some(Guid(0x0011_2233_4455_6677)),
-        };
+        let settings = VfSettings::from_attrs(every_vf_attr());
         record.vf_restore = Some(VfSettings::default());
         record.vf_applied = Some(settings);
         record.reattached = 2;
@@ -440,5 +473,44 @@ mod tests {
         let text = serde_json::to_string(&RecordV1::from(&record)).unwrap();
         let back = Record::from(serde_json::from_str::<RecordV1>(&text).unwrap());
         assert_eq!(back, record);
+    }
+
+    fn every_vf_attr() -> [VfAttr; 7] {
+        [
+            VfAttr::Mac("02:00:00:00:00:09".parse().unwrap()),
+            VfAttr::Vlan(Vlan {
+                id: 100,
+                qos: 3,
+                proto: VlanProto::Dot1Ad,
+            }),
+            VfAttr::Spoofchk(false),
+            VfAttr::Trust(true),
+            VfAttr::LinkState(LinkState::Disable),
+            VfAttr::Rate(Rate {
+                min_mbps: 10,
+                max_mbps: 100,
+            }),
+            VfAttr::IbGuid(Guid(0x0011_2233_4455_6677)),
+        ]
+    }
+
+    /// `vfApplied` with every setting, byte for byte as the release before
+    /// the settings became one keyed set (c79d173) wrote it.
+    const EARLIER_RELEASE_SETTINGS: &str =
+        include_str!("../../tests/fixtures/state/v1/vf-settings.json");
+
+    #[test]
+    fn settings_an_earlier_release_wrote_read_and_write_back_unchanged() {
+        let on_disk: Value = serde_json::from_str(EARLIER_RELEASE_SETTINGS).unwrap();
+        let read =
+            VfSettings::from(serde_json::from_value::<VfSettingsV1>(on_disk.clone()).unwrap());
+        assert_eq!(read.attrs(), every_vf_attr());
+        let written = serde_json::to_string(&VfSettingsV1::from(&read)).unwrap();
+        assert_eq!(written, EARLIER_RELEASE_SETTINGS.trim_end());
+        // A tag this release does not know is passed over, as a field was.
+        let mut later = on_disk;
+        later["qosClass"] = serde_json::json!(3);
+        let read_later = VfSettings::from(serde_json::from_value::<VfSettingsV1>(later).unwrap());
+        assert_eq!(read_later, read);
     }
 }

@@ -61,7 +61,7 @@ impl<'a> Intent<'a> {
     /// An InfiniBand VF whose GUID ADD sets: its driver is rebound, and its
     /// netdev comes back under a new name and ifindex.
     pub fn rebinds(&self, ctx: &Ctx) -> bool {
-        self.vf.infiniband && ctx.conf.vf.ib_guid.is_some()
+        self.vf.infiniband && ctx.conf.vf.ib_guid().is_some()
     }
 }
 
@@ -77,14 +77,14 @@ fn check_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
                 ),
             ));
         }
-        match ctx.conf.vf.ib_guid {
+        match ctx.conf.vf.ib_guid() {
             Some(g) => log_info!("setting GUID {g} on InfiniBand VF {}", vf.pci),
             None => log_info!(
                 "no GUID given: leaving InfiniBand VF {}'s GUID as it is",
                 vf.pci
             ),
         }
-    } else if ctx.conf.vf.ib_guid.is_some() {
+    } else if ctx.conf.vf.ib_guid().is_some() {
         return Err(Error::config(
             "guid",
             format!(

@@ -13,7 +13,7 @@ pub fn attached(ctx: &Ctx, intent: &Intent<'_>, record: &Record, result: &CniRes
     let vf = &intent.vf;
     if let Some(path) = &ctx.conf.device_info_file {
         let ib = vf.infiniband.then_some(devinfo::Infiniband {
-            guid: ctx.conf.vf.ib_guid,
+            guid: ctx.conf.vf.ib_guid(),
             pkey: ctx.conf.pkey,
         });
         let rdma = record.rdma_device.as_deref();

@@ -402,7 +402,7 @@ impl AttachSteps for KernelAttach<'_> {
                     ("rdmaDevice", self.record.rdma_device.clone()),
                     (
                         "guid",
-                        (ctx.conf.vf.ib_guid.filter(|_| infiniband)).map(|g| g.to_string()),
+                        (ctx.conf.vf.ib_guid().filter(|_| infiniband)).map(|g| g.to_string()),
                     ),
                     (
                         "pkey",

@@ -1,33 +1,92 @@
 //! The VF settings a NAD asks for on the PF (sriov-cni's fields, and the
-//! InfiniBand GUID), checked as sriov-cni checks them.
+//! InfiniBand GUID), checked as sriov-cni checks them: one parser per
+//! setting, in a table (`FIELDS`), over the config object as it came.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::{LinkState, Rate, VfSettings, Vlan, VlanProto};
+use super::{LinkState, Rate, VfAttr, VfSettings, Vlan, VlanProto};
 use crate::error::{Error, Result};
 use crate::net::{Guid, Mac};
 
-/// The NAD's VF-settings fields as the config gave them.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NadFields<'a> {
-    pub vlan: Option<&'a Value>,
-    /// `vlanQoS`
-    pub vlan_qos: Option<&'a Value>,
-    /// `vlanProto`
-    pub vlan_proto: Option<&'a str>,
-    pub spoofchk: Option<&'a str>,
-    pub trust: Option<&'a str>,
-    pub link_state: Option<&'a str>,
-    pub min_tx_rate: Option<&'a Value>,
-    pub max_tx_rate: Option<&'a Value>,
+/// One VF setting as a NAD spells it.
+pub struct NadField {
+    /// The config's top-level keys it reads.
+    pub keys: &'static [&'static str],
+    /// Only an Ethernet VF has it (refused on InfiniBand VFs).
+    pub ethernet_only: bool,
+    /// The setting those keys ask for, if any.
+    pub parse: fn(&Conf) -> Result<Option<VfAttr>>,
+}
+
+/// The config object.
+pub type Conf = Map<String, Value>;
+
+/// Every VF setting a NAD can ask for, besides the MAC and the GUID (the
+/// runtime may override those: `config::runtime`).
+pub const FIELDS: &[NadField] = &[
+    NadField {
+        keys: &["vlan", "vlanQoS", "vlanProto"],
+        ethernet_only: true,
+        parse: vlan,
+    },
+    NadField {
+        keys: &["spoofchk"],
+        ethernet_only: true,
+        parse: |c| Ok(on_off(c, "spoofchk")?.map(VfAttr::Spoofchk)),
+    },
+    NadField {
+        keys: &["trust"],
+        ethernet_only: false,
+        parse: |c| Ok(on_off(c, "trust")?.map(VfAttr::Trust)),
+    },
+    NadField {
+        keys: &["link_state"],
+        ethernet_only: false,
+        parse: link_state,
+    },
+    NadField {
+        keys: &["min_tx_rate", "max_tx_rate"],
+        ethernet_only: false,
+        parse: rate,
+    },
+];
+
+/// Every setting the config asks for; `mac` and `guid` as the runtime's
+/// overrides left them.
+pub fn parse(conf: &Conf, mac: Option<Mac>, guid: Option<Guid>) -> Result<VfSettings> {
+    let mut out = VfSettings::from_attrs(
+        mac.map(VfAttr::Mac)
+            .into_iter()
+            .chain(guid.map(VfAttr::IbGuid)),
+    );
+    for field in FIELDS {
+        if let Some(attr) = (field.parse)(conf)? {
+            out.set(attr);
+        }
+    }
+    Ok(out)
+}
+
+/// The Ethernet-only keys the config sets.
+pub fn ethernet_keys(conf: &Conf) -> impl Iterator<Item = &'static str> + '_ {
+    (FIELDS.iter().filter(|f| f.ethernet_only))
+        .flat_map(|f| f.keys.iter().copied())
+        .filter(|k| given(conf, k).is_some())
+}
+
+/// A key's value; `null` is not given.
+fn given<'a>(conf: &'a Conf, key: &str) -> Option<&'a Value> {
+    conf.get(key).filter(|v| !v.is_null())
 }
 
 /// A whole number 0..=`max` of the field's own type.
-fn whole<T>(v: Option<&Value>, field: &str, max: T) -> Result<Option<T>>
+fn whole<T>(conf: &Conf, field: &str, max: T) -> Result<Option<T>>
 where
     T: TryFrom<u64> + Into<u64> + Copy + std::fmt::Display,
 {
-    let Some(v) = v else { return Ok(None) };
+    let Some(v) = given(conf, field) else {
+        return Ok(None);
+    };
     match v.as_u64().filter(|n| *n <= max.into()).map(T::try_from) {
         Some(Ok(n)) => Ok(Some(n)),
         _ => Err(Error::config(
@@ -37,31 +96,42 @@ where
     }
 }
 
-fn on_off(v: Option<&str>, field: &str) -> Result<Option<bool>> {
-    match v {
+/// One of `words`, as a string.
+fn word<'a>(conf: &'a Conf, field: &str, words: &str) -> Result<Option<&'a str>> {
+    match given(conf, field) {
         None => Ok(None),
-        Some("on") => Ok(Some(true)),
-        Some("off") => Ok(Some(false)),
-        Some(other) => Err(Error::config(
-            field,
-            format!("{other:?} must be \"on\" or \"off\""),
-        )),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(Error::config(field, format!("{other} must be {words}"))),
     }
 }
 
-/// sriov-cni's VF fields, with the combinations it rejects rejected here
-/// too; `mac` and `guid` as the runtime's overrides left them.
-pub fn parse(conf: &NadFields, mac: Option<Mac>, guid: Option<Guid>) -> Result<VfSettings> {
-    let vlan = whole(conf.vlan, "vlan", 4094u16)?;
-    let qos = whole(conf.vlan_qos, "vlanQoS", 7u8)?;
-    let proto = match conf.vlan_proto.map(str::to_ascii_lowercase).as_deref() {
+fn on_off(conf: &Conf, field: &str) -> Result<Option<bool>> {
+    const WORDS: &str = "\"on\" or \"off\"";
+    match word(conf, field, WORDS)? {
+        None => Ok(None),
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        Some(other) => Err(Error::config(field, format!("{other:?} must be {WORDS}"))),
+    }
+}
+
+/// `vlan`, `vlanQoS`, `vlanProto`, with the combinations sriov-cni rejects
+/// rejected here too.
+fn vlan(conf: &Conf) -> Result<Option<VfAttr>> {
+    let vlan = whole(conf, "vlan", 4094u16)?;
+    let qos = whole(conf, "vlanQoS", 7u8)?;
+    let words = "802.1q or 802.1ad";
+    let proto = match word(conf, "vlanProto", words)?
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         None => None,
         Some("802.1q") => Some(VlanProto::Dot1Q),
         Some("802.1ad") => Some(VlanProto::Dot1Ad),
         Some(other) => {
             return Err(Error::config(
                 "vlanProto",
-                format!("{other:?} must be 802.1q or 802.1ad"),
+                format!("{other:?} must be {words}"),
             ))
         }
     };
@@ -71,38 +141,36 @@ pub fn parse(conf: &NadFields, mac: Option<Mac>, guid: Option<Guid>) -> Result<V
     if proto.is_some() && vlan.unwrap_or(0) == 0 {
         return Err(Error::config("vlanProto", "needs a non-zero vlan"));
     }
-    Ok(VfSettings {
-        mac,
-        vlan: vlan.map(|id| Vlan {
+    Ok(vlan.map(|id| {
+        VfAttr::Vlan(Vlan {
             id,
             qos: qos.unwrap_or(0),
             proto: proto.unwrap_or(VlanProto::Dot1Q),
-        }),
-        spoofchk: on_off(conf.spoofchk, "spoofchk")?,
-        trust: on_off(conf.trust, "trust")?,
-        link_state: parse_link_state(conf.link_state)?,
-        rate: parse_rate(conf)?,
-        ib_guid: guid,
-    })
+        })
+    }))
 }
 
-fn parse_link_state(v: Option<&str>) -> Result<Option<LinkState>> {
-    match v {
-        None => Ok(None),
-        Some("auto") => Ok(Some(LinkState::Auto)),
-        Some("enable") => Ok(Some(LinkState::Enable)),
-        Some("disable") => Ok(Some(LinkState::Disable)),
-        Some(other) => Err(Error::config(
-            "link_state",
-            format!("{other:?} must be auto, enable or disable"),
-        )),
-    }
+fn link_state(conf: &Conf) -> Result<Option<VfAttr>> {
+    let words = "auto, enable or disable";
+    let state = match word(conf, "link_state", words)? {
+        None => return Ok(None),
+        Some("auto") => LinkState::Auto,
+        Some("enable") => LinkState::Enable,
+        Some("disable") => LinkState::Disable,
+        Some(other) => {
+            return Err(Error::config(
+                "link_state",
+                format!("{other:?} must be {words}"),
+            ))
+        }
+    };
+    Ok(Some(VfAttr::LinkState(state)))
 }
 
 /// `min_tx_rate` / `max_tx_rate` in Mbps (0: no limit).
-fn parse_rate(conf: &NadFields) -> Result<Option<Rate>> {
-    let min = whole(conf.min_tx_rate, "min_tx_rate", u32::MAX)?;
-    let max = whole(conf.max_tx_rate, "max_tx_rate", u32::MAX)?;
+fn rate(conf: &Conf) -> Result<Option<VfAttr>> {
+    let min = whole(conf, "min_tx_rate", u32::MAX)?;
+    let max = whole(conf, "max_tx_rate", u32::MAX)?;
     if let (Some(min), Some(max)) = (min, max) {
         if max != 0 && max < min {
             return Err(Error::config(
@@ -111,9 +179,11 @@ fn parse_rate(conf: &NadFields) -> Result<Option<Rate>> {
             ));
         }
     }
-    Ok((min.is_some() || max.is_some()).then(|| Rate {
-        min_mbps: min.unwrap_or(0),
-        max_mbps: max.unwrap_or(0),
+    Ok((min.is_some() || max.is_some()).then(|| {
+        VfAttr::Rate(Rate {
+            min_mbps: min.unwrap_or(0),
+            max_mbps: max.unwrap_or(0),
+        })
     }))
 }
 

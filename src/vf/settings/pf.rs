@@ -34,8 +34,8 @@ pub fn pf_netdev(vf: &Vf) -> Result<&str> {
 /// 00:00:00:00:00:00, which clears an admin MAC on igb and mlx5 alike.
 pub fn originals(request: &VfSettings, current: &VfSettings, netdev_mac: &[u8]) -> VfSettings {
     let mut saved = request.originals(current);
-    if saved.mac.is_some_and(|m| m.0[..] == *netdev_mac) {
-        saved.mac = Some(Mac([0; 6]));
+    if saved.mac().is_some_and(|m| m.0[..] == *netdev_mac) {
+        saved.set(VfAttr::Mac(Mac([0; 6])));
     }
     saved
 }
@@ -55,13 +55,13 @@ pub fn apply(
     let pf = pf_netdev(vf)?;
     let mut applied = VfSettings::default();
     for one in settings.attrs() {
-        if let Err(e) = hw.set_vf(pf, vf.index, &one) {
+        if let Err(e) = hw.set_vf(pf, vf.index, one) {
             restore_originals(hw, pf, vf, &applied.originals(originals));
-            return Err(refusal(sysfs, vf, pf, &one, e));
+            return Err(refusal(sysfs, vf, pf, one, e));
         }
-        applied.set(one);
+        applied.set(*one);
     }
-    if vf.infiniband && settings.ib_guid.is_some() {
+    if vf.infiniband && settings.ib_guid().is_some() {
         if let Err(e) = rebind(sysfs, vf, rebind_timeout) {
             // The GUID never took effect: what was set goes back.
             restore_originals(hw, pf, vf, &applied.originals(originals));
@@ -75,7 +75,7 @@ pub fn apply(
 /// what the caller reports).
 fn restore_originals(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
     for one in saved.attrs() {
-        if let Err(e) = hw.set_vf(pf, vf.index, &one) {
+        if let Err(e) = hw.set_vf(pf, vf.index, one) {
             crate::log_error!(
                 "putting back VF {} setting {} on PF {pf} failed: {}",
                 vf.pci,
@@ -104,7 +104,7 @@ fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfAttr, e: Error) -> Error {
 /// detach's VF steps: until it is cleared an untrusted VF cannot change
 /// its MAC).
 pub fn restore_admin_mac(hw: &dyn Hardware, vf: &Vf, saved: Option<&VfSettings>) -> Result<()> {
-    match saved.and_then(|s| s.mac) {
+    match saved.and_then(VfSettings::mac) {
         Some(mac) => hw.set_vf(pf_netdev(vf)?, vf.index, &VfAttr::Mac(mac)),
         None => Ok(()),
     }
@@ -122,10 +122,11 @@ pub fn restore(
     let Some(saved) = saved else {
         return Ok(());
     };
-    let rest = VfSettings {
-        mac: None,
-        ..saved.clone()
-    };
+    let rest = VfSettings::from_attrs(
+        (saved.attrs().iter())
+            .filter(|a| !matches!(a, VfAttr::Mac(_)))
+            .copied(),
+    );
     if rest.is_empty() {
         return Ok(());
     }
@@ -134,14 +135,14 @@ pub fn restore(
     let pf = pf_netdev(vf)?;
     let mut first_failure = None;
     for one in rest.attrs() {
-        if let Err(e) = hw.set_vf(pf, vf.index, &one) {
-            first_failure.get_or_insert(refusal(sysfs, vf, pf, &one, e));
+        if let Err(e) = hw.set_vf(pf, vf.index, one) {
+            first_failure.get_or_insert(refusal(sysfs, vf, pf, one, e));
         }
     }
     if let Some(e) = first_failure {
         return Err(e);
     }
-    if vf.infiniband && rest.ib_guid.is_some() {
+    if vf.infiniband && rest.ib_guid().is_some() {
         rebind(sysfs, vf, rebind_timeout)?;
     }
     Ok(())
