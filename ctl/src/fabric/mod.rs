@@ -14,7 +14,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use railcni_ipam::config::{default_gateway_index, NodeFile, PoolConfig, StaticAllocation};
+use railcni_ipam::config::{
+    default_gateway_index, default_per_node_prefix, prefixes_in, NodeFile, PoolConfig, PoolRequest,
+    PoolRequest6, RouteConf, StaticAllocation,
+};
 use railcni_ipam::pool::{NodePool, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -351,7 +354,7 @@ impl Rail {
                 .collect(),
             false => indices.to_vec(),
         };
-        let pool = PoolConfig::parse(&self.pool_json(&in_pool))
+        let pool = PoolConfig::new(self.pool_request(&in_pool))
             .map_err(|e| PlanError(format!("rail {}: {e}", self.name)))?;
         let index: HashMap<&str, usize> = in_pool.iter().map(|(n, i)| (n.as_str(), *i)).collect();
         let sides: Vec<(&PoolConfig, HashMap<&str, &StaticAllocation>)> = std::iter::once(&pool)
@@ -418,17 +421,10 @@ impl Rail {
         let Some((node, i)) = indices.iter().max_by_key(|(_, i)| *i) else {
             return Ok(());
         };
-        let v4 = Some((
-            self.cidr,
-            self.per_node_prefix
-                .unwrap_or(self.cidr.max_prefix_len() - 1),
-        ));
-        let v6 = self
-            .cidr6
-            .map(|c| (c, self.per_node_prefix6.unwrap_or(127)));
+        let v4 = Some((self.cidr, self.per_node_prefix()));
+        let v6 = self.cidr6.map(|c| (c, self.per_node_prefix6()));
         for (cidr, prefix) in v4.into_iter().chain(v6) {
-            let bits = u32::from(prefix.saturating_sub(cidr.prefix_len()));
-            let slots = 1u128.checked_shl(bits).unwrap_or(u128::MAX);
+            let slots = prefixes_in(cidr, prefix);
             if (*i as u128) >= slots {
                 return Err(PlanError(format!(
                     "node {node:?} has index {i}, beyond rail {}'s capacity: {cidr} holds {slots} /{prefix} \
@@ -442,30 +438,50 @@ impl Rail {
     }
 
     /// The IPAM pool this rail is, for the IPAM's own arithmetic and checks.
-    fn pool_json(&self, indices: &[(String, usize)]) -> serde_json::Value {
-        let mut pool = json!({"cidr": self.cidr, "gatewayIndex": self.gateway_index()});
-        if let Some(p) = self.per_node_prefix {
-            pool["perNodePrefix"] = json!(p);
+    fn pool_request(&self, indices: &[(String, usize)]) -> PoolRequest {
+        let statics = !self.static_allocations.is_empty();
+        PoolRequest {
+            cidr: Some(self.cidr),
+            per_node_prefix: self.per_node_prefix,
+            gateway_index: Some(self.gateway_index()),
+            shared_subnet: (self.shared_subnet.as_ref()).map(|s| {
+                railcni_ipam::config::SharedSubnet {
+                    gateway: Some(s.gateway),
+                }
+            }),
+            ipv6: self.cidr6.map(|cidr6| PoolRequest6 {
+                cidr: Some(cidr6),
+                per_node_prefix: Some(self.per_node_prefix6()),
+                gateway_index: Some(default_gateway_index(Some(cidr6), self.per_node_prefix6())),
+                routes: vec![RouteConf { dst: cidr6 }],
+                ..Default::default()
+            }),
+            nodes: railcni_ipam::config::Nodes::Map(match statics {
+                true => BTreeMap::new(),
+                false => indices.iter().cloned().collect(),
+            }),
+            static_allocations: match statics {
+                true => (self.static_allocations.iter())
+                    .map(|a| StaticAllocation {
+                        prefix6: None,
+                        gateway6: None,
+                        ..a.clone()
+                    })
+                    .collect(),
+                false => Vec::new(),
+            },
+            ..Default::default()
         }
-        if let Some(shared) = &self.shared_subnet {
-            pool["sharedSubnet"] = json!(shared);
-        }
-        if let Some(ipv6) = self.ipv6_json() {
-            pool["ipv6"] = ipv6;
-        }
-        if self.static_allocations.is_empty() {
-            pool["nodes"] = json!(indices
-                .iter()
-                .map(|(n, i)| (n.clone(), *i))
-                .collect::<BTreeMap<_, _>>());
-        } else {
-            pool["staticAllocations"] = json!(self
-                .static_allocations
-                .iter()
-                .map(|a| json!({"nodeName": a.node_name, "prefix": a.prefix, "gateway": a.gateway}))
-                .collect::<Vec<_>>());
-        }
-        pool
+    }
+
+    /// The rail's per-node prefix length, as given or the IPAM's default.
+    fn per_node_prefix(&self) -> u8 {
+        (self.per_node_prefix).unwrap_or(default_per_node_prefix(self.cidr.addr().is_ipv6()))
+    }
+
+    /// A dual-stack rail's per-node IPv6 prefix length (the IPAM's default: /127).
+    fn per_node_prefix6(&self) -> u8 {
+        (self.per_node_prefix6).unwrap_or(default_per_node_prefix(true))
     }
 
     /// The rail, or one network per plane: `<name>-p<k>` with the k-th
@@ -553,7 +569,7 @@ impl Rail {
     /// The IPAM's `ipv6` object of a dual-stack rail: prefixes of `cidr6`.
     pub fn ipv6_json(&self) -> Option<serde_json::Value> {
         let cidr6 = self.cidr6?;
-        let prefix = self.per_node_prefix6.unwrap_or(127);
+        let prefix = self.per_node_prefix6();
         Some(
             json!({"cidr": cidr6, "perNodePrefix": prefix, "gatewayIndex": default_gateway_index(Some(cidr6), prefix),
                     "routes": [{"dst": cidr6}]}),
@@ -564,13 +580,8 @@ impl Rail {
     /// address of a /31 (the first host of a larger IPv4 prefix) and `::2`
     /// of an IPv6 /64, so the host is `::1`.
     pub fn gateway_index(&self) -> u32 {
-        (self.gateway_index).unwrap_or_else(|| {
-            default_gateway_index(
-                Some(self.cidr),
-                self.per_node_prefix
-                    .unwrap_or(self.cidr.max_prefix_len() - 1),
-            )
-        })
+        (self.gateway_index)
+            .unwrap_or_else(|| default_gateway_index(Some(self.cidr), self.per_node_prefix()))
     }
 
     pub fn route_dsts(&self) -> Vec<IpNet> {

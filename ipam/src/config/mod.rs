@@ -42,46 +42,48 @@ pub struct RouteConf {
     pub dst: IpNet,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// A pool as a config or a planner asks for it, before the checks: the
+/// `ipam` object's fields, typed (`PoolConfig::new` validates it).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawPool {
+pub struct PoolRequest {
     #[serde(rename = "type")]
-    _kind: Option<String>,
-    cidr: Option<IpNet>,
-    per_node_prefix: Option<u8>,
-    gateway_index: Option<u32>,
+    pub kind: Option<String>,
+    pub cidr: Option<IpNet>,
+    pub per_node_prefix: Option<u8>,
+    pub gateway_index: Option<u32>,
     #[serde(default)]
-    static_allocations: Vec<StaticAllocation>,
+    pub static_allocations: Vec<StaticAllocation>,
     #[serde(default)]
-    nodes: Nodes,
+    pub nodes: Nodes,
     #[serde(default)]
-    exclusions: Vec<Exclusion>,
+    pub exclusions: Vec<Exclusion>,
     #[serde(default)]
-    routes: Vec<RouteConf>,
-    shared_subnet: Option<SharedSubnet>,
+    pub routes: Vec<RouteConf>,
+    pub shared_subnet: Option<SharedSubnet>,
     #[serde(default)]
-    match_master_subnet: bool,
-    ipv6: Option<RawPool6>,
+    pub match_master_subnet: bool,
+    pub ipv6: Option<PoolRequest6>,
 }
 
 /// `ipv6`: a dual-stack rail's IPv6 side, beside the IPv4 `cidr`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RawPool6 {
-    cidr: Option<IpNet>,
-    per_node_prefix: Option<u8>,
-    gateway_index: Option<u32>,
+pub struct PoolRequest6 {
+    pub cidr: Option<IpNet>,
+    pub per_node_prefix: Option<u8>,
+    pub gateway_index: Option<u32>,
     #[serde(default)]
-    exclusions: Vec<Exclusion>,
+    pub exclusions: Vec<Exclusion>,
     #[serde(default)]
-    routes: Vec<RouteConf>,
+    pub routes: Vec<RouteConf>,
 }
 
 /// `sharedSubnet`: the rail is one subnet (`cidr`) shared by all nodes.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SharedSubnet {
-    gateway: Option<IpAddr>,
+pub struct SharedSubnet {
+    pub gateway: Option<IpAddr>,
 }
 
 /// `nodes`: a list (a node's index is its position, so removing one moves
@@ -89,7 +91,7 @@ struct SharedSubnet {
 /// explicit `{"gpu-0": 0, "gpu-7": 7}` map whose indices never move.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-enum Nodes {
+pub enum Nodes {
     List(Vec<String>),
     Map(std::collections::BTreeMap<String, usize>),
 }
@@ -132,7 +134,7 @@ fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamErr
         (None, Some(p)) if p > 32 => 128,
         _ => 32,
     };
-    let per_node_prefix = asked.unwrap_or(max_len - 1);
+    let per_node_prefix = asked.unwrap_or(default_per_node_prefix(max_len == 128));
     let shortest = max_len - max_host_bits(max_len == 128);
     if per_node_prefix > max_len || per_node_prefix < shortest {
         return Err(config_err(
@@ -156,6 +158,16 @@ fn per_node_prefix(cidr: Option<IpNet>, asked: Option<u8>) -> Result<u8, IpamErr
 
 fn config_err(field: &str, msg: impl std::fmt::Display) -> IpamError {
     IpamError::config(&format!("ipam.{field}"), msg)
+}
+
+/// An error of the IPv6 side, its field named under `ipam.ipv6`.
+fn as_ipv6_field(e: IpamError) -> IpamError {
+    match e {
+        IpamError::Spec(cni::Error::InvalidConfig { field, msg }) => {
+            IpamError::config(&field.replacen("ipam.", "ipam.ipv6.", 1), msg)
+        }
+        other => other,
+    }
 }
 
 /// `sharedSubnet` checked: a gateway inside `cidr`, neither its network
@@ -206,6 +218,23 @@ fn max_host_bits(ipv6: bool) -> u8 {
 
 const PER_NODE_LIMITS: &str = "a node's prefix is IPv4 /24../32 or IPv6 /64../128";
 
+/// `perNodePrefix` when the config gives none: a point-to-point link, /31
+/// on IPv4 (RFC 3021), /127 on IPv6 (RFC 6164).
+pub fn default_per_node_prefix(ipv6: bool) -> u8 {
+    if ipv6 {
+        127
+    } else {
+        31
+    }
+}
+
+/// How many /`per_node_prefix` prefixes `cidr` holds (saturating: an IPv6
+/// cidr of /64s may hold more than any index).
+pub fn prefixes_in(cidr: IpNet, per_node_prefix: u8) -> u128 {
+    let bits = per_node_prefix.saturating_sub(cidr.prefix_len());
+    1u128.checked_shl(u32::from(bits)).unwrap_or(u128::MAX)
+}
+
 /// `gatewayIndex` when the config gives none: the odd address of an IPv4
 /// /31 (or the first host), and on an IPv6 /64 `::2`, the leaf, so the
 /// host is `::1` as the reference layout has it.
@@ -227,10 +256,19 @@ impl PoolConfig {
         validate: bool,
     ) -> Result<Self, IpamError> {
         // Straight from the parsed value (no copy: a pool may hold 16k allocations).
-        let mut raw = RawPool::deserialize(v).map_err(|e| IpamError::config("ipam", e))?;
+        let mut raw = PoolRequest::deserialize(v).map_err(|e| IpamError::config("ipam", e))?;
         if let Some(statics) = statics {
             raw.static_allocations = statics;
         }
+        PoolConfig::build(raw, validate)
+    }
+
+    /// The pool `raw` asks for, with every check a config gets.
+    pub fn new(raw: PoolRequest) -> Result<Self, IpamError> {
+        PoolConfig::build(raw, true)
+    }
+
+    fn build(raw: PoolRequest, validate: bool) -> Result<Self, IpamError> {
         let cidr = raw.cidr.map(|c| c.trunc());
         let per_node_prefix = per_node_prefix(cidr, raw.per_node_prefix)?;
         let pool = PoolConfig {
@@ -268,7 +306,7 @@ impl PoolConfig {
 
     /// The IPv6 side of a dual-stack rail: the nodes and static allocations'
     /// `prefix6`/`gateway6` with `ipv6`'s own cidr, prefix and routes.
-    fn ipv6_side(&self, raw: RawPool6) -> Result<PoolConfig, IpamError> {
+    fn ipv6_side(&self, raw: PoolRequest6) -> Result<PoolConfig, IpamError> {
         if !self.cidr.is_some_and(|c| c.addr().is_ipv4()) {
             return Err(config_err(
                 "ipv6",
@@ -282,13 +320,7 @@ impl PoolConfig {
                 "is required and must be an IPv6 prefix",
             ));
         }
-        let per_node_prefix = raw.per_node_prefix.unwrap_or(127);
-        if !(128 - max_host_bits(true)..=128).contains(&per_node_prefix) {
-            return Err(config_err(
-                "ipv6.perNodePrefix",
-                format!("{per_node_prefix} must be 64..128"),
-            ));
-        }
+        let per_node_prefix = per_node_prefix(cidr, raw.per_node_prefix).map_err(as_ipv6_field)?;
         let static_allocations = self
             .static_allocations
             .iter()
@@ -316,12 +348,7 @@ impl PoolConfig {
             match_master_subnet: false,
             ipv6: None,
         };
-        side.validate().map_err(|e| match e {
-            IpamError::Spec(cni::Error::InvalidConfig { field, msg }) => {
-                IpamError::config(&field.replacen("ipam.", "ipam.ipv6.", 1), msg)
-            }
-            other => other,
-        })?;
+        side.validate().map_err(as_ipv6_field)?;
         Ok(side)
     }
 
@@ -365,7 +392,7 @@ impl PoolConfig {
             }
         }
         if let Some(cidr) = self.cidr {
-            let slots = 1u128 << (self.per_node_prefix - cidr.prefix_len()).min(100);
+            let slots = prefixes_in(cidr, self.per_node_prefix);
             if let Some((n, i)) = self.nodes.iter().find(|(_, i)| *i as u128 >= slots) {
                 return Err(config_err(
                     "nodes",
@@ -480,7 +507,7 @@ pub fn check_allocation(
     let per_node_prefix = if pool.family_fixed {
         pool.per_node_prefix
     } else {
-        prefix.max_prefix_len() - 1
+        default_per_node_prefix(prefix.addr().is_ipv6())
     };
     if prefix.prefix_len() != per_node_prefix {
         return Err(config_err(

@@ -17,6 +17,12 @@ use serde::Serialize;
 
 use super::{emit, table, Outcome, Usage};
 
+/// The doctor's defaults, for a person's run and the agent's alike.
+const CNI_BIN_DIR: &str = "/opt/cni/bin";
+const CNI_CONF_DIR: &str = "/etc/cni/net.d";
+const HOST_ROOT_VAR: &str = "RAILCNI_HOST_ROOT";
+const HOST_ROOT: &str = "/";
+
 #[derive(clap::Args)]
 pub struct Args {
     /// Check the node against this plan (JSON or YAML) instead of the node file.
@@ -26,19 +32,14 @@ pub struct Args {
     #[arg(long)]
     node_file: Option<PathBuf>,
     /// Where the CNI plugins are installed.
-    #[arg(long, default_value = "/opt/cni/bin", value_name = "DIR")]
+    #[arg(long, default_value = CNI_BIN_DIR, value_name = "DIR")]
     cni_bin_dir: PathBuf,
     /// Where the CNI network configs (Multus's) are.
-    #[arg(long, default_value = "/etc/cni/net.d", value_name = "DIR")]
+    #[arg(long, default_value = CNI_CONF_DIR, value_name = "DIR")]
     cni_conf_dir: PathBuf,
     /// The host's root as this process sees it (`/host` in a container that
     /// mounts it): /proc/cmdline, /etc/modprobe.d and /proc/sys are read under it.
-    #[arg(
-        long,
-        env = "RAILCNI_HOST_ROOT",
-        default_value = "/",
-        value_name = "DIR"
-    )]
+    #[arg(long, env = HOST_ROOT_VAR, default_value = HOST_ROOT, value_name = "DIR")]
     host_root: PathBuf,
     #[arg(long)]
     json: bool,
@@ -147,13 +148,13 @@ impl Where {
     /// The defaults the agent uses: the node file, the usual CNI dirs.
     pub fn defaults(settings: &Settings) -> Self {
         let host_root =
-            std::env::var_os("RAILCNI_HOST_ROOT").map_or_else(|| "/".into(), Into::into);
+            std::env::var_os(HOST_ROOT_VAR).map_or_else(|| HOST_ROOT.into(), Into::into);
         Where::new(
             settings,
             None,
             None,
-            "/opt/cni/bin".into(),
-            "/etc/cni/net.d".into(),
+            CNI_BIN_DIR.into(),
+            CNI_CONF_DIR.into(),
             host_root,
         )
     }
