@@ -313,7 +313,7 @@ mod tests {
         let e = Error::DetachIncomplete {
             what: "VF 0000:3b:02.0".into(),
             failures: vec![
-                failed("return VF", Error::Netlink("EBUSY".into())),
+                failed("move VF home", Error::Netlink("EBUSY".into())),
                 failed(
                     "release address",
                     Error::try_again_later("lease file locked"),
@@ -330,7 +330,7 @@ mod tests {
         assert_eq!(e.code(), 11, "a retry is what fixes a held lock");
         let d = e.details();
         for part in [
-            "return VF: EBUSY",
+            "move VF home: EBUSY",
             "release address: lease file locked",
             "remove record: cannot remove /s/a/x.json: Read-only file system (EROFS); the file system is mounted read-only",
         ] {
@@ -339,7 +339,7 @@ mod tests {
         let e = Error::DetachIncomplete {
             what: String::new(),
             failures: vec![
-                failed("return VF", Error::Netlink(String::new())),
+                failed("move VF home", Error::Netlink(String::new())),
                 failed("remove record", Error::State(cni::IoFailure::plain(""))),
             ],
         };

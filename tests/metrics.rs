@@ -396,7 +396,7 @@ pub fn http_get(node: &Node, port: u16, path: &str) -> (u16, String) {
     (status.trim().parse().unwrap_or(0), body.to_string())
 }
 
-/// `--gc-interval`: the agent gives back an attachment whose pod died
+/// `--gc-interval`: the agent detaches an attachment whose pod died
 /// without a DEL, as `railcnictl gc --apply` would, and counts its lease.
 #[test]
 fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {

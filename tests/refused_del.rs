@@ -212,7 +212,7 @@ fn del_after_every_refused_add_answers_0_and_changes_nothing() {
     node.cni(&live_add.cmd("DEL")).ok();
 }
 
-/// With a record, DEL gives back what the record says even when today's
+/// With a record, DEL detaches what the record says even when today's
 /// config no longer validates (the NAD was edited, or a newer field is
 /// unknown): the record holds all teardown needs.
 #[test]

@@ -73,7 +73,7 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
         note(
             &mut failures,
-            "return RDMA device",
+            "move RDMA device home",
             steps.return_rdma(device),
         );
     }
@@ -92,7 +92,7 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
         }
         match steps.move_vf_home() {
             Ok(link) => returned = link,
-            Err(e) => vf_home &= note(&mut failures, "return VF", Err(e)),
+            Err(e) => vf_home &= note(&mut failures, "move VF home", Err(e)),
         }
     }
     // The drivers' order (vf::settings): admin MAC, the netdev's MAC, then
@@ -446,7 +446,7 @@ mod tests {
         let failures = run(&mut rec, Some(&record()));
         assert_eq!(failures.len(), 3, "{failures:?}");
         assert!(
-            failures[0].starts_with("return RDMA device"),
+            failures[0].starts_with("move RDMA device home"),
             "{failures:?}"
         );
         assert_eq!(
@@ -472,7 +472,7 @@ mod tests {
             ..Recorder::default()
         };
         let failures = run(&mut rec, Some(&record()));
-        assert_eq!(failures, ["return VF: vf refused"]);
+        assert_eq!(failures, ["move VF home: vf refused"]);
         assert!(!rec.calls.contains(&"lease") && !rec.calls.contains(&"record"));
         assert!(rec.calls.contains(&"settings"), "settings still restored");
     }

@@ -1,5 +1,5 @@
 //! What DEL, GC, ADD's rollback, CHECK, the agent and the day-2 commands
-//! share about one attachment: giving it back (`detach`), putting back a VF
+//! share about one attachment: giving it back (`detach`), re-attaching a VF
 //! a driver reload tore out of its pod (`reattach`) and comparing it with
 //! the kernel (`verify`).
 

@@ -1,4 +1,4 @@
-//! Putting back a VF that a PF driver reload tore out of a live pod.
+//! Re-attaching a VF that a PF driver reload tore out of a live pod.
 //!
 //! A reload (`sriov_numvfs` to 0 and back, `modprobe -r` of the PF or VF
 //! driver, a firmware reset) destroys every VF netdev inside the pods; the

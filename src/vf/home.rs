@@ -123,12 +123,12 @@ fn move_home(
             return Ok(());
         }
     }
-    log_warn!("name {name} is taken in the host namespace; returning VF as {fallback}");
+    log_warn!("name {name} is taken in the host namespace; moving VF home as {fallback}");
     if pod.move_to(link.index, host, &fallback, arrival)? {
         return Ok(());
     }
     Err(crate::error::Error::NameTaken(format!(
-        "cannot return VF (link #{}) to the host: both {name} and {fallback} are taken there",
+        "cannot move VF (link #{}) home to the host: both {name} and {fallback} are taken there",
         link.index
     )))
 }
@@ -235,7 +235,7 @@ impl Home<'_> {
         Ok(changed)
     }
 
-    /// Put back the netdev MAC the record saved. Runs after the PF-side
+    /// Restore the netdev MAC the record saved. Runs after the PF-side
     /// settings are restored: some drivers refuse a VF MAC change while the
     /// PF still holds an admin MAC for it.
     pub fn restore_mac(&self, link: &Link, host: &HostLink) -> Result<()> {

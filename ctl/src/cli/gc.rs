@@ -2,7 +2,7 @@
 //! whose pod is provably gone are detached (the same detach DEL uses);
 //! leases whose holder is gone and that no attachment claims are released.
 //! A VF a PF driver reload tore out of a live pod and that is back on the
-//! host is put back in its pod (what the agent does by itself). Nothing
+//! host is re-attached to its pod (what the agent does by itself). Nothing
 //! else whose namespace is alive is touched. Without `--apply` it only
 //! says what it would do.
 
@@ -88,7 +88,7 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
 }
 
 /// VFs a driver reload tore out of a live pod and that are back on the
-/// host: put back (what the agent does by itself).
+/// host: re-attach it (what the agent does by itself).
 fn reattachments(state: &NodeState, node: &Node, apply: bool) -> Vec<Action> {
     let mut actions = Vec::new();
     for r in state.records.iter().filter(|r| state.alive(r)) {

@@ -57,7 +57,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Give back attachments whose pod is gone and release orphaned leases.
+    /// Detach attachments whose pod is gone and release orphaned leases.
     Gc {
         /// Do it; without this, only print what would be done.
         #[arg(long)]

@@ -75,10 +75,10 @@ pub struct AttachmentRow {
     pub phase: String,
     /// Where the VF is: `in_place` (in its pod), `gone` (a driver reload
     /// took it and it has not come back), `reattached` (back on the host,
-    /// waiting to be put back in its pod), `home` (on the host after a
+    /// waiting to be re-attached to its pod), `home` (on the host after a
     /// detach that has yet to finish), `released` (its pod is gone).
     pub vf_state: String,
-    /// How often a driver reload tore the VF out and it was put back.
+    /// How often a driver reload tore the VF out and it was re-attached.
     pub reattached: u32,
 }
 

@@ -260,7 +260,7 @@ impl AttachSteps for KernelAttach<'_> {
         );
         if applied.is_err() && mac_changed {
             if let Err(e) = self.restore_netdev_mac() {
-                crate::log_error!("putting back VF {}'s MAC failed: {}", vf.pci, e.details());
+                crate::log_error!("restoring VF {}'s MAC failed: {}", vf.pci, e.details());
             }
         }
         applied

@@ -88,7 +88,7 @@ impl VfSettings {
     }
 
     /// The current values (from `state`) of the kinds this request sets:
-    /// what DEL and ADD rollback put back, and only that.
+    /// what DEL and ADD rollback restore, and only that.
     pub fn originals(&self, state: &VfSettings) -> VfSettings {
         VfSettings::from_attrs(
             state

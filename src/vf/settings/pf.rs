@@ -27,7 +27,7 @@ pub fn pf_netdev(vf: &Vf) -> Result<&str> {
     })
 }
 
-/// The values to put back for the fields `request` sets, from the PF's
+/// The values to restore for the fields `request` sets, from the PF's
 /// report `current`. A PF-side MAC equal to the netdev's own (`netdev_mac`)
 /// is no admin MAC: igb reports a VF's current MAC there whether or not an
 /// admin MAC was set, and writing it back would pin it. "None" is saved as
@@ -42,7 +42,7 @@ pub fn originals(request: &VfSettings, current: &VfSettings, netdev_mac: &[u8]) 
 
 /// Set `settings` on the PF for `vf` one at a time, rebinding an
 /// InfiniBand VF whose GUID changed (mlx5 applies it only then). When the
-/// driver refuses one, those already set are put back to `originals` and
+/// driver refuses one, those already set are restored to `originals` and
 /// the refusal names the setting and the driver: nothing is left changed.
 pub fn apply(
     hw: &dyn Hardware,
@@ -77,7 +77,7 @@ fn restore_originals(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
     for one in saved.attrs() {
         if let Err(e) = hw.set_vf(pf, vf.index, one) {
             crate::log_error!(
-                "putting back VF {} setting {} on PF {pf} failed: {}",
+                "restoring VF {} setting {} on PF {pf} failed: {}",
                 vf.pci,
                 one.describe(),
                 e.details()
@@ -110,7 +110,7 @@ pub fn restore_admin_mac(hw: &dyn Hardware, vf: &Vf, saved: Option<&VfSettings>)
     }
 }
 
-/// Put back the other PF-side attributes the record saved (`saved`), and
+/// Restore the other PF-side attributes the record saved (`saved`), and
 /// only those (the admin MAC is `restore_admin_mac`'s).
 pub fn restore(
     hw: &dyn Hardware,

@@ -1,5 +1,5 @@
 //! `railcnictl agent`: the node's metrics over HTTP for Prometheus
-//! (`serve`), VFs a driver reload tore out of live pods put back (`watch`),
+//! (`serve`), VFs a driver reload tore out of live pods re-attached (`watch`),
 //! and optionally `railcnictl gc --apply` on an interval and a textfile for
 //! node_exporter. Not on the CNI path: the plugin never waits for it, and
 //! it reads state without taking the locks ADD and DEL hold (see `metrics`).

@@ -4,7 +4,7 @@
 //! its record says which pod held it, and `attachment::reattach` puts it
 //! back (or, its pod gone, gives the attachment back). At start every
 //! record is looked at once: a VF that came back while the agent was down
-//! is put back too (dead pods stay `gc`'s business there).
+//! is re-attached too (dead pods stay `gc`'s business there).
 
 use base::Settings;
 

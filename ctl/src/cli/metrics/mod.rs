@@ -62,7 +62,7 @@ pub fn collect(
         .filter(|r| wanted(&r.network) && r.phase == Phase::Attached && state.alive(r))
         .collect();
     interfaces::export(&mut e, &attached);
-    let help = "The agent's last railcnictl doctor run: 1 for each check, its result as a label (ok, broken, skipped).";
+    let help = "The agent's last railcnictl doctor run: 1 for each finding (label `check`, kept from earlier builds), its result as a label (ok, broken, skipped).";
     for (check, result) in node_checks {
         let labels = [("check", check.as_str()), ("result", *result)];
         e.sample("railcni_node_check", help, Kind::Gauge, &labels, 1.0);
@@ -174,7 +174,7 @@ fn operations(e: &mut Exposition, network: &str, counted: Option<&NetworkStats>)
     }
 }
 
-/// Leases of gone holders released and VFs put back after driver reloads.
+/// Leases of gone holders released and VFs re-attached after driver reloads.
 fn reclaims(e: &mut Exposition, network: &str, s: &NetworkStats) {
     let help = "Leases of provably gone holders released (by ADD, `railcnictl gc --apply` and the agent's gc).";
     let labels = [("network", network)];
