@@ -2,7 +2,10 @@
 //! (product code, not test modules) form no circle, so each module can be
 //! read and tested from the bottom up. (The `cni` crate's args → error →
 //! version → env → args circle and the plugin's config → vf arrow were
-//! removed; this keeps them out.)
+//! removed; this keeps them out.) And no import runs upward: no module
+//! takes an item through the crate root, or from a parent that uses it in
+//! turn (a dispatcher's `Outcome`, a verb's `Ctx`): such items live in a
+//! leaf module of their own that both sides import.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -86,7 +89,7 @@ fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 #[test]
 fn no_crate_has_a_circle_among_its_modules() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for root in ["cni/src", "base/src", "src", "ipam/src", "ctl/src"] {
+    for root in ROOTS {
         let g = graph(&here.join(root));
         assert!(
             !g.is_empty() || root == "ctl/src",
@@ -110,4 +113,201 @@ fn a_circle_is_found_when_there_is_one() {
     assert_eq!(circle(&g).map(|c| c.len()), Some(5));
     g.get_mut("version").unwrap().clear();
     assert_eq!(circle(&g), None);
+}
+
+/// The crates' source roots.
+const ROOTS: [&str; 5] = ["cni/src", "base/src", "src", "ipam/src", "ctl/src"];
+
+/// A file's product code: what comes before its first test module.
+fn product(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split("#[cfg(test)]").next().unwrap_or("").to_string()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The names after `crate::` or `super::` (each name of a `{a, b}` group),
+/// with the word before them; macros (`name!`) left out.
+fn imported(text: &str) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for via in ["crate::", "super::"] {
+        for (i, _) in text.match_indices(via) {
+            if text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue; // `super::super::`, `railcni::crate::`: not a start
+            }
+            let rest = &text[i + via.len()..];
+            let names: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+                None => vec![rest],
+            };
+            for n in names {
+                let n = n.trim_start();
+                let name: String = n
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let after = &n[name.len()..];
+                if name.is_empty() || name == "self" || name == "super" || after.starts_with('!') {
+                    continue;
+                }
+                out.push((if via == "crate::" { "crate" } else { "super" }, name));
+            }
+        }
+    }
+    out
+}
+
+/// Does `parent`'s code use module `child` (a call or a private `use`; a
+/// `pub use` re-export and the `mod` line do not count)?
+fn uses_child(parent: &str, child: &str) -> bool {
+    let needle = format!("{child}::");
+    parent.lines().any(|line| {
+        let t = line.trim_start();
+        if t.starts_with("//")
+            || t.starts_with("pub use")
+            || t.starts_with("pub(crate) use")
+            || t.starts_with("pub(super) use")
+        {
+            return false;
+        }
+        line.match_indices(&needle).any(|(i, _)| {
+            !line[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+        })
+    })
+}
+
+/// Every upward import in the crate at `root`: (file, `crate::X` or `super::X`).
+fn upward_imports(root: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    // Macros are exported at a crate's root (`base`'s log macros, re-exported
+    // by the crates that use them): naming them there is not an upward import.
+    let mut everywhere = files.clone();
+    for other in ROOTS {
+        let other = Path::new(env!("CARGO_MANIFEST_DIR")).join(other);
+        if other.exists() && !root.starts_with(&other) {
+            rust_files(&other, &mut everywhere);
+        }
+    }
+    let macros: BTreeSet<String> = everywhere
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.match_indices("macro_rules! ")
+                .map(|(i, _)| {
+                    text[i + 13..]
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect()
+                })
+                .collect::<Vec<String>>()
+        })
+        .collect();
+    let crate_root = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| root.join(f))
+        .find(|f| f.exists());
+    let is_module =
+        |dir: &Path, name: &str| dir.join(format!("{name}.rs")).exists() || dir.join(name).is_dir();
+    let mut out = Vec::new();
+    for file in &files {
+        if Some(file) == crate_root.as_ref() {
+            continue;
+        }
+        let (name, dir) = if file.file_name().is_some_and(|n| n == "mod.rs") {
+            let d = file.parent().unwrap();
+            (
+                d.file_name().unwrap().to_string_lossy().to_string(),
+                d.parent().unwrap().to_path_buf(),
+            )
+        } else {
+            (
+                file.file_stem().unwrap().to_string_lossy().to_string(),
+                file.parent().unwrap().to_path_buf(),
+            )
+        };
+        let parent = if dir.join("mod.rs").exists() {
+            Some(dir.join("mod.rs"))
+        } else if dir == root {
+            crate_root.clone()
+        } else {
+            Some(dir.with_extension("rs")).filter(|p| p.exists())
+        };
+        let parent_code = parent.as_deref().map(product).unwrap_or_default();
+        let rel = file.strip_prefix(root).unwrap().display().to_string();
+        for (via, item) in imported(&product(file)) {
+            let base = if via == "crate" { root } else { dir.as_path() };
+            if is_module(base, &item) || macros.contains(&item) {
+                continue;
+            }
+            if via == "crate" || uses_child(&parent_code, &name) {
+                out.push((rel.clone(), format!("{via}::{item}")));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn no_crate_imports_upward() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for root in ROOTS {
+        let up = upward_imports(&here.join(root));
+        assert!(up.is_empty(), "{root}: upward imports: {up:?}");
+    }
+}
+
+#[test]
+fn an_upward_import_is_found_when_there_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("cli")).unwrap();
+    std::fs::write(
+        root.join("main.rs"),
+        "mod cli;\npub use cli::outcome::Outcome;\npub struct Settings;\n",
+    )
+    .unwrap();
+    // The dispatcher runs its subcommand, which takes the dispatcher's type.
+    std::fs::write(
+        root.join("cli/mod.rs"),
+        "mod status;\npub struct Outcome;\nfn main() { status::run(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "use super::Outcome;\nuse crate::Settings;\nuse crate::cli;\npub fn run() {}\n",
+    )
+    .unwrap();
+    let up = upward_imports(root);
+    assert_eq!(
+        up,
+        [
+            ("cli/status.rs".to_string(), "crate::Settings".to_string()),
+            ("cli/status.rs".to_string(), "super::Outcome".to_string()),
+        ]
+    );
+    // A type of its own leaf module, imported by both: nothing upward.
+    std::fs::write(root.join("cli/outcome.rs"), "pub struct Outcome;\n").unwrap();
+    std::fs::write(
+        root.join("cli/mod.rs"),
+        "mod outcome;\nmod status;\nfn main() { status::run(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "use super::outcome::Outcome;\npub fn run() {}\n",
+    )
+    .unwrap();
+    assert_eq!(upward_imports(root), []);
 }

@@ -7,10 +7,10 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use crate::config::{NodeFile, PoolConfig};
+use crate::error::IpamError;
 use crate::master;
 use crate::pool::{self, NodePool};
 use crate::store::{Lease, LeaseStore, Leases, PoolInfo};
-use crate::IpamError;
 use base::liveness::Proof;
 use base::Settings;
 use cni::{CniResult, IpConfig, Route};

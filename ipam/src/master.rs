@@ -9,7 +9,7 @@ use std::path::Path;
 
 use ipnet::IpNet;
 
-use crate::IpamError;
+use crate::error::IpamError;
 
 /// The PF's netdev and its addresses, with their prefix lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]

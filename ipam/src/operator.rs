@@ -4,8 +4,8 @@
 use base::Settings;
 
 use crate::allocator::{now_unix, release_from, Released};
+use crate::error::IpamError;
 use crate::store::{self, Lease, LeaseStore, Leases};
-use crate::IpamError;
 
 /// Release a lease from `network`'s store on this node without its pool
 /// config: for a stale attachment of another network.

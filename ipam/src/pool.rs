@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use crate::config::{addresses, check_allocation, host_bits, NodeFile, PoolConfig};
-use crate::IpamError;
+use crate::error::IpamError;
 
 /// Where this node's prefix came from, for error messages and logs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! CHECK: the attachment still looks like ADD left it (its record), and the
 //! runtime's prevResult says the same.
 
-use super::Ctx;
 use crate::attachment::verify::{compare, drift, Expected};
+use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::net::{NetNs, Netlink};
 use cni::CniResult;

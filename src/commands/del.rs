@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::Ctx;
 use crate::attachment::detach::{detach, Attachment, Release};
+use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::pci;

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::Ctx;
 use crate::attachment::detach::{detach, Attachment};
+use crate::commands::ctx::Ctx;
 use crate::error::Result;
 use crate::{log_info, log_warn};
 

@@ -1,6 +1,6 @@
 //! STATUS: can this node serve an ADD right now?
 
-use super::Ctx;
+use crate::commands::ctx::Ctx;
 use crate::error::Result;
 
 pub fn status(ctx: &Ctx) -> Result<()> {

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 mod infiniband;
+mod raw;
 mod runtime;
 
 use crate::error::{Error, Result};
@@ -19,7 +20,8 @@ use crate::vf::settings::nad;
 use crate::vf::settings::VfSettings;
 use cni::Env;
 use infiniband::{ethernet_fields, parse_pkey};
-use runtime::{pick_device, pick_guid, pick_mac, RawRuntimeConfig};
+use raw::RawConf;
+use runtime::{pick_device, pick_guid, pick_mac};
 
 /// `rdma`: move the VF's RDMA device with it (exclusive netns mode only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,29 +39,6 @@ const MIN_MTU: u32 = 68;
 
 /// The `ipam.type` that runs in-process instead of from CNI_PATH.
 pub const EMBEDDED_IPAM: &str = "railcni-ipam";
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawConf {
-    name: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    #[serde(rename = "deviceID")]
-    device_id: Option<String>,
-    #[serde(rename = "pciBusID")]
-    pci_bus_id: Option<String>,
-    mtu: Option<Value>,
-    mac: Option<String>,
-    ipam: Option<Value>,
-    prev_result: Option<Value>,
-    routing: Option<Value>,
-    checks: Option<Value>,
-    rdma: Option<String>,
-    guid: Option<String>,
-    pkey: Option<String>,
-    #[serde(default)]
-    runtime_config: RawRuntimeConfig,
-}
 
 #[derive(Debug, Clone)]
 pub struct IpamConf {

@@ -1,66 +1,14 @@
 //! What a runtime injects (`runtimeConfig`, `CNI_ARGS`, the pod's
 //! annotations) and which source wins for the device, MAC and GUID.
 
-use serde::Deserialize;
-use serde_json::Value;
-
-use super::RawConf;
+use super::raw::{RawConf, RawRuntimeConfig, POD_ANNOTATIONS};
 use crate::error::{Error, Result};
 use crate::net::Mac;
 use crate::vf::settings::nad::{parse_guid, parse_mac};
 use cni::Env;
 
-/// The capabilities a runtime injects. Keys are matched without regard to
-/// case: Multus writes `deviceID`, containerd and CRI-O pass Go field names
-/// through (`DeviceID`, `HostPort`).
-#[derive(Debug, Default)]
-pub(super) struct RawRuntimeConfig {
-    pub(super) device_id: Option<String>,
-    pub(super) mac: Option<String>,
-    pub(super) device_info_file: Option<String>,
-    pub(super) infiniband_guid: Option<String>,
-    /// `io.kubernetes.cri.pod-annotations`: containerd's whole annotation map.
-    pub(super) pod_annotations: Option<serde_json::Map<String, Value>>,
-}
-
 /// The annotation through which a pod names its VF when nothing else does.
 const DEVICE_ANNOTATION: &str = "railcni.io/device-id";
-const POD_ANNOTATIONS: &str = "io.kubernetes.cri.pod-annotations";
-
-impl<'de> Deserialize<'de> for RawRuntimeConfig {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::Error as _;
-        let map = serde_json::Map::<String, Value>::deserialize(d)?;
-        let find = |name: &str| {
-            map.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v)
-        };
-        let text = |name: &str| match find(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(D::Error::custom(format!(
-                "runtimeConfig.{name}: {other} must be a string"
-            ))),
-        };
-        let pod_annotations = match find(POD_ANNOTATIONS) {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(m)) => Some(m.clone()),
-            Some(other) => {
-                return Err(D::Error::custom(format!(
-                    "runtimeConfig.{POD_ANNOTATIONS}: {other} must be a map"
-                )))
-            }
-        };
-        Ok(RawRuntimeConfig {
-            device_id: text("deviceID")?,
-            mac: text("mac")?,
-            device_info_file: text("CNIDeviceInfoFile")?,
-            infiniband_guid: text("infinibandGUID")?,
-            pod_annotations,
-        })
-    }
-}
 
 /// runtimeConfig.deviceID > deviceID > pciBusID > the pod's annotation.
 pub(super) fn pick_device(conf: &RawConf) -> Result<Option<String>> {

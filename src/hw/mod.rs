@@ -7,9 +7,12 @@
 //! built without it), so a stray variable on a node cannot switch a real
 //! plugin to it.
 
+mod backend;
 #[cfg(any(test, feature = "fake-hardware"))]
 pub mod fake;
 pub mod kernel;
+
+pub use backend::backend;
 
 use std::os::fd::BorrowedFd;
 
@@ -25,14 +28,4 @@ pub trait Hardware {
     fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode>;
     /// Move the RDMA device `name` into the namespace behind `netns_fd`.
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()>;
-}
-
-/// The kernel; in a build with the `fake-hardware` feature, the recording
-/// fake when `RAILCNI_FAKE_HARDWARE` names its state file.
-pub fn backend() -> Box<dyn Hardware> {
-    #[cfg(feature = "fake-hardware")]
-    if let Some(path) = std::env::var_os("RAILCNI_FAKE_HARDWARE").filter(|p| !p.is_empty()) {
-        return Box::new(fake::Recorder::new(path.into()));
-    }
-    Box::new(kernel::Kernel)
 }

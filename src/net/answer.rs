@@ -9,6 +9,8 @@ use netlink_packet_core::{
 };
 use nix::errno::Errno;
 
+use crate::error::Error;
+
 /// Why a request did not succeed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -68,6 +70,30 @@ impl<T> Answer<T> {
 
     fn take(&mut self) -> Vec<T> {
         std::mem::take(&mut self.replies)
+    }
+}
+
+/// A failed request as the typed error that names it (`what`) and keeps
+/// what the kernel said.
+pub(crate) fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
+    match f {
+        Failure::Kernel(errno) => Error::Kernel {
+            what: what.to_string(),
+            errno,
+        },
+        Failure::NoAnswer => Error::Netlink(format!(
+            "{what}: the netlink socket closed before the kernel answered; the outcome is unknown"
+        )),
+        Failure::Socket(errno) => Error::Kernel {
+            what: format!("{what}: the netlink socket failed"),
+            errno,
+        },
+        Failure::Undecodable => Error::Netlink(format!(
+            "{what}: the kernel's reply would not decode; the outcome is unknown"
+        )),
+        Failure::Interrupted => Error::try_again_later(format!(
+            "{what}: every dump was interrupted by concurrent changes; retry"
+        )),
     }
 }
 

@@ -36,6 +36,7 @@ use std::os::fd::{AsFd, FromRawFd, IntoRawFd, OwnedFd};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket};
 
+pub(crate) use answer::nl_err;
 pub use answer::Failure;
 pub use guid::Guid;
 pub use link::{Arrival, Link};
@@ -80,27 +81,5 @@ impl Netlink {
                 _ => Failure::Undecodable,
             })
         })
-    }
-}
-
-pub(crate) fn nl_err(what: impl std::fmt::Display, f: Failure) -> Error {
-    match f {
-        Failure::Kernel(errno) => Error::Kernel {
-            what: what.to_string(),
-            errno,
-        },
-        Failure::NoAnswer => Error::Netlink(format!(
-            "{what}: the netlink socket closed before the kernel answered; the outcome is unknown"
-        )),
-        Failure::Socket(errno) => Error::Kernel {
-            what: format!("{what}: the netlink socket failed"),
-            errno,
-        },
-        Failure::Undecodable => Error::Netlink(format!(
-            "{what}: the kernel's reply would not decode; the outcome is unknown"
-        )),
-        Failure::Interrupted => Error::try_again_later(format!(
-            "{what}: every dump was interrupted by concurrent changes; retry"
-        )),
     }
 }

@@ -31,7 +31,7 @@ pub fn open(protocol: isize, what: &str) -> Result<Socket> {
     s.connect(&SocketAddr::new(0, 0)).map_err(io)?;
     Ok(s)
 }
-use super::answer::{Answer, Failure};
+use super::answer::{nl_err, Answer, Failure};
 
 /// A request: `NLM_F_REQUEST` plus `flags`, with sequence number `seq`.
 pub fn encode<T>(msg: T, flags: u16, seq: u32) -> Vec<u8>
@@ -82,8 +82,7 @@ pub fn transact<T>(
 where
     T: NetlinkDeserializable,
 {
-    exchange(fd, request, seq, if ack { NLM_F_ACK } else { 0 }, what)?
-        .map_err(|f| super::nl_err(what, f))
+    exchange(fd, request, seq, if ack { NLM_F_ACK } else { 0 }, what)?.map_err(|f| nl_err(what, f))
 }
 
 /// How often a dump interrupted by a concurrent change is asked for again

@@ -155,7 +155,7 @@ impl ArpSocket {
         for _ in 0..tries.max(1) {
             self.send(ask)?;
             let mut found = None;
-            let answered = super::receive_until(
+            let answered = super::receive::receive_until(
                 self.fd.as_fd(),
                 &mut buf,
                 Instant::now() + per_try,

@@ -94,9 +94,10 @@ impl Pinger {
             }
         }
         let mut buf = vec![0u8; size + 64];
-        let answered = super::receive_until(self.fd.as_fd(), &mut buf, sent_at + wait, |ip| {
-            is_reply(ip, target, self.id, seq)
-        });
+        let answered =
+            super::receive::receive_until(self.fd.as_fd(), &mut buf, sent_at + wait, |ip| {
+                is_reply(ip, target, self.id, seq)
+            });
         Ok(if answered {
             Echo::Reply(sent_at.elapsed())
         } else {

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{HostLink, Phase, Record};
+use super::record::{Phase, Record};
 use crate::ipam::ExternalIpam;
 use crate::net::route::{RouteSpec, RuleSpec};
 use crate::net::Guid;
@@ -19,6 +19,7 @@ use crate::net::Mac;
 use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
+use crate::vf::home::HostLink;
 use crate::vf::settings::{LinkState, Rate, VfAttr, VfSettings, Vlan, VlanProto};
 use base::liveness::ProofV1;
 use cni::CniResult;

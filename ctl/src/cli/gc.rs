@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::status::judged;
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 use railcni::attachment::detach::{detach, Attachment, Release};
 use railcni::attachment::reattach::{locate, reattach, Reattach};
 use railcni::node::Node;

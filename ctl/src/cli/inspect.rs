@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::table::{self, or_dash};
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 use railcni::attachment::verify::{self, Comparison, Expected};
 use railcni::net::{NetNs, Netlink};
 use railcni::state::Record;

@@ -12,7 +12,7 @@ use base::{files, Settings};
 use serde::Serialize;
 
 use super::plan_dir::{self, Targets};
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -13,6 +13,7 @@ mod install;
 mod metrics;
 mod nccl;
 mod node;
+mod outcome;
 mod plan;
 mod plan_dir;
 mod probe;
@@ -22,7 +23,7 @@ mod table;
 
 use base::Settings;
 use clap::{Parser, Subcommand};
-use serde::Serialize;
+use outcome::{Outcome, Usage};
 
 #[derive(Parser)]
 #[command(
@@ -108,26 +109,6 @@ enum IpamCommand {
     },
 }
 
-/// What a command found: exit 0, or 1 when a problem was found.
-pub enum Outcome {
-    Clean,
-    Problems,
-}
-
-impl Outcome {
-    /// Exit 1 when the command found a problem, else 0.
-    pub fn found(problems: bool) -> Self {
-        if problems {
-            Outcome::Problems
-        } else {
-            Outcome::Clean
-        }
-    }
-}
-
-/// A usage error (exit 2): the command cannot run as asked.
-pub struct Usage(pub String);
-
 /// Whether `args` (without the program name) is a command line railcnictl
 /// accepts: clap's verdict, nothing run. The docs' examples are held to it.
 pub fn parses<I: IntoIterator<Item = String>>(args: I) -> Result<(), String> {
@@ -180,16 +161,4 @@ pub fn main() {
             2
         }
     });
-}
-
-/// Print a report as JSON (`--json`) or with its human printer.
-fn emit<T: Serialize>(report: &T, json: bool, human: impl FnOnce(&T)) {
-    if json {
-        match serde_json::to_string_pretty(report) {
-            Ok(text) => println!("{text}"),
-            Err(e) => eprintln!("railcnictl: cannot encode the report: {e}"),
-        }
-    } else {
-        human(report);
-    }
 }

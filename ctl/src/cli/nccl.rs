@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::node::NodeState;
 use super::status::address_of;
 use super::table::{self, or_dash};
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -4,7 +4,7 @@ use base::Settings;
 use railcni_ipam::config::NodeFile;
 use railcni_ipam::StoreView;
 
-use super::Usage;
+use crate::cli::outcome::Usage;
 use railcni::state::{AttachmentStore, Record};
 
 pub struct NodeState {

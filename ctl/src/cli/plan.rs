@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{Outcome, Usage};
+use crate::cli::outcome::{Outcome, Usage};
 use crate::fabric::{cidrpool, Plan, Resolved};
 
 #[derive(clap::Args)]

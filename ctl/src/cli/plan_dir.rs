@@ -11,7 +11,7 @@ use std::path::Path;
 use base::{files, Settings};
 use railcni_ipam::config::NodeFile;
 
-use super::Usage;
+use crate::cli::outcome::Usage;
 use crate::fabric::{emit::PLAN_KEY, Plan};
 
 /// Where the node file goes, and the copy a DRA driver's container reads.

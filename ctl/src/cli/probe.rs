@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::table::{self, or_dash};
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 use railcni::attachment::verify::Expected;
 use railcni::net::{Link, Mac, NetNs, Netlink};
 use railcni::probe::arp::ArpSocket;

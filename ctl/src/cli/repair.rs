@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::status::{address_of, judged};
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::node::NodeState;
 use super::table::{self, or_dash};
-use super::{emit, Outcome, Usage};
+use crate::cli::outcome::{emit, Outcome, Usage};
 use railcni::attachment::reattach::{locate, Reattach};
 use railcni::state::Record;
 use railcni_ipam::StoreView;

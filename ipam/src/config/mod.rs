@@ -15,7 +15,7 @@ use ipnet::{IpAddrRange, IpNet, Ipv4AddrRange, Ipv6AddrRange};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::IpamError;
+use crate::error::IpamError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -10,7 +10,7 @@ use std::path::Path;
 use ipnet::IpNet;
 use serde::Deserialize;
 
-use crate::IpamError;
+use crate::error::IpamError;
 
 /// The node file's version this build writes and reads.
 pub const VERSION: u32 = 1;

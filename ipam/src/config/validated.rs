@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{check_allocation, config_err, PoolConfig, StaticAllocation};
-use crate::IpamError;
+use crate::error::IpamError;
 
 /// Names a config this node has validated: FNV-1a's mix over 8-byte
 /// words, in four lanes that run side by side (a pool of 16k allocations

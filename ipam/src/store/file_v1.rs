@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Lease, Leases, PoolInfo};
+use super::leases::{Lease, Leases, PoolInfo};
 use base::liveness::ProofV1;
 
 pub const VERSION: u32 = 1;

@@ -1,71 +1,24 @@
 //! The lease file of one network on this node: a versioned, checksummed
 //! document, rewritten atomically under a separate lock file.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod file_v1;
+mod leases;
+
+pub use leases::{Lease, Leases, PoolInfo};
 
 use base::files::{self, FileLock, LockError};
-use base::liveness::Proof;
 use serde::Deserialize;
 
-use crate::IpamError;
+use crate::error::IpamError;
 use file_v1::{DocumentV1, LeasesV1};
 
 /// The lease file version this build writes (`file_v1`).
 pub const STORE_VERSION: u32 = file_v1::VERSION;
 /// Lease writes are short: poll the lock often.
 const LOCK_POLL: Duration = Duration::from_millis(2);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    pub container_id: String,
-    pub ifname: String,
-    pub address: IpAddr,
-    /// A dual-stack rail's IPv6 address, in the same lease.
-    pub address6: Option<IpAddr>,
-    pub pod_namespace: Option<String>,
-    pub pod_name: Option<String>,
-    pub pod_uid: Option<String>,
-    pub allocated_unix: u64,
-    /// What proves the holder alive: its netns and boot.
-    pub proof: Proof,
-}
-
-impl Lease {
-    pub fn is_for(&self, container_id: &str, ifname: &str) -> bool {
-        self.container_id == container_id && self.ifname == ifname
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Leases {
-    /// Where round-robin allocation continues from.
-    pub last_allocated: Option<IpAddr>,
-    pub leases: Vec<Lease>,
-    /// The pool these leases come from, as of the last allocation: what
-    /// `railcnictl status` reports, and what a changed config is checked against.
-    pub pool: Option<PoolInfo>,
-    /// A dual-stack rail's IPv6 side: where its round-robin continues, its pool.
-    pub last_allocated6: Option<IpAddr>,
-    pub pool6: Option<PoolInfo>,
-}
-
-/// A network's pool on this node, as the store remembers it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PoolInfo {
-    pub network: String,
-    pub node: String,
-    pub prefix: ipnet::IpNet,
-    pub gateway: Option<IpAddr>,
-    /// Addresses that may be leased.
-    pub capacity: usize,
-    /// Where the prefix came from when it is not the config or node file
-    /// (`pf <name>` for `matchMasterSubnet`). Absent in older files.
-    pub source: Option<String>,
-}
 
 pub fn checksum(data: &Leases) -> String {
     checksum_v1(&LeasesV1::from(data))
@@ -251,6 +204,7 @@ pub fn network_of(file_name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base::liveness::Proof;
     use cni::Reply;
     use std::fs;
 
@@ -408,7 +362,9 @@ mod tests {
 #[cfg(test)]
 mod properties {
     use super::*;
+    use base::liveness::Proof;
     use proptest::prelude::*;
+    use std::net::IpAddr;
 
     fn arb_lease() -> impl Strategy<Value = Lease> {
         (

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::Ctx;
+use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::log_info;
 use crate::vf::Vf;

@@ -16,7 +16,7 @@ mod system;
 
 use cni::CniResult;
 
-use super::Ctx;
+use crate::commands::ctx::Ctx;
 use crate::error::Result;
 use crate::net::{NetNs, Netlink};
 use intent::Intent;

@@ -6,8 +6,8 @@ use cni::CniResult;
 
 use super::intent::Intent;
 use super::system::Sockets;
-use super::Ctx;
 use crate::attachment::detach::{detach, Attachment};
+use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::net::Link;
 use crate::state::{Phase, Record};

@@ -4,7 +4,7 @@
 use cni::CniResult;
 
 use super::intent::Intent;
-use super::Ctx;
+use crate::commands::ctx::Ctx;
 use crate::devinfo;
 use crate::log_info;
 use crate::state::Record;

@@ -7,8 +7,8 @@ use cni::{CniResult, Interface};
 
 use super::intent::Intent;
 use super::steps::{AttachSteps, Undo};
-use super::Ctx;
 use crate::attachment::detach::{detach, Attachment};
+use crate::commands::ctx::Ctx;
 use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
 use crate::log_info;

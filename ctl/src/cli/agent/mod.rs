@@ -4,10 +4,11 @@
 //! node_exporter. Not on the CNI path: the plugin never waits for it, and
 //! it reads state without taking the locks ADD and DEL hold (see `metrics`).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+mod args;
+mod jobs;
 mod passes;
 mod periodic;
 mod serve;
@@ -16,50 +17,11 @@ mod watch;
 use base::log::Level;
 use base::Settings;
 
-use super::node::NodeState;
-use super::{doctor, gc, Outcome, Usage};
+use crate::cli::outcome::{Outcome, Usage};
 use crate::{log_info, log_warn};
+pub use args::Args;
+use jobs::NodeChecks;
 use passes::Passes;
-use railcni::node::Node;
-
-#[derive(clap::Args)]
-pub struct Args {
-    /// Where to serve /metrics and /healthz, e.g. 0.0.0.0:9476.
-    #[arg(long, value_name = "ADDR:PORT")]
-    listen: String,
-    /// Run what `railcnictl gc --apply` does this often (e.g. 60s); off by default.
-    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
-    gc_interval: Option<Duration>,
-    /// Also write DIR/railcni.prom every --interval, for node_exporter's textfile collector.
-    #[arg(long, value_name = "DIR")]
-    textfile: Option<PathBuf>,
-    /// How often the textfile is written.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "15s")]
-    interval: Duration,
-    /// How often `railcnictl doctor`'s checks run again (they run at start),
-    /// exported as railcni_node_check.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "5m")]
-    doctor_interval: Duration,
-    /// The mounted plan ConfigMap: this node's node file is computed from it
-    /// at start and again whenever it changes (checked every --plan-interval).
-    #[arg(long, value_name = "DIR")]
-    plan_dir: Option<PathBuf>,
-    /// How often the plan ConfigMap is looked at.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "30s")]
-    plan_interval: Duration,
-    /// This node, for --plan-dir; default: $NODE_NAME (downward API spec.nodeName).
-    #[arg(long, env = "NODE_NAME")]
-    node: Option<String>,
-    /// Where --plan-dir's node file goes.
-    #[arg(long, default_value = "/etc/cni/railcni/node.json")]
-    node_file: PathBuf,
-    /// Its copy for a CNI caller without the host's /etc (dra-driver-sriov); "" for none.
-    #[arg(long, default_value = "/var/lib/cni/railcni/node.json")]
-    node_file_copy: PathBuf,
-}
-
-/// The last doctor run: (check, result), shared with the passes.
-pub type NodeChecks = Arc<Mutex<Vec<(String, &'static str)>>>;
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     base::log::init(
@@ -107,48 +69,5 @@ async fn stopped() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
-    }
-}
-
-/// `railcnictl doctor` with its defaults; the first broken link is logged.
-fn run_doctor(settings: &Settings, shared: &NodeChecks) {
-    let checks = doctor::findings(&doctor::Where::defaults(settings));
-    if let Some(c) = checks.iter().find(|c| c.result == doctor::Verdict::Broken) {
-        log_warn!(
-            "doctor: first broken link: {}: {} (fix: {})",
-            c.check,
-            c.found,
-            c.fix.as_deref().unwrap_or("-")
-        );
-    }
-    let results = checks
-        .into_iter()
-        .map(|c| (c.check, c.result.word()))
-        .collect();
-    if let Ok(mut shared) = shared.lock() {
-        *shared = results;
-    }
-}
-
-/// What `railcnictl gc --apply` does, logged.
-fn collect_garbage(settings: &Settings) {
-    let done = NodeState::load(settings).and_then(|state| {
-        let node = Node::new(settings.clone()).map_err(|e| Usage(e.to_string()))?;
-        gc::reconcile(&state, &node, true)
-    });
-    match done {
-        Ok(report) => {
-            for a in &report.actions {
-                log_info!(
-                    "gc: {} {} {} {}: {}",
-                    a.action,
-                    a.network,
-                    a.ifname,
-                    a.what,
-                    a.result
-                );
-            }
-        }
-        Err(Usage(why)) => log_warn!("gc: {why}"),
     }
 }

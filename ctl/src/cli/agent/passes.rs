@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use base::Settings;
 use tokio::sync::watch;
 
-use super::NodeChecks;
+use super::jobs::NodeChecks;
 use crate::cli::metrics::{self, Exposition};
 use crate::cli::Usage;
 use crate::log_warn;

@@ -13,8 +13,9 @@ use std::time::Duration;
 use base::{files, Settings};
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
+use super::args::Args;
+use super::jobs::{collect_garbage, run_doctor, NodeChecks};
 use super::passes::{Answer, Passes};
-use super::{collect_garbage, run_doctor, Args, NodeChecks};
 use crate::cli::plan_dir::{self, Refreshed, Targets};
 use crate::cli::Usage;
 use crate::{log_info, log_warn};

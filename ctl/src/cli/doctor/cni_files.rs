@@ -7,19 +7,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use railcni_ipam::config::NodeFile;
-
-use super::{Finding, Where};
+use super::finding::Finding;
+use super::place::Where;
 use crate::cli::node::NodeState;
 use railcni::state::AttachmentStore;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The node file, or why it cannot be used (missing is an error here).
-pub fn read_node_file(path: &Path) -> Result<NodeFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    NodeFile::parse(&bytes).map_err(|e| format!("{} is invalid: {e}", path.display()))
-}
 
 pub fn findings(w: &Where) -> Vec<Finding> {
     vec![
@@ -165,7 +160,7 @@ fn state(w: &Where) -> Finding {
     }
     let state = match NodeState::load(&w.settings) {
         Ok(state) => state,
-        Err(super::Usage(why)) => {
+        Err(crate::cli::outcome::Usage(why)) => {
             return Finding::broken(
                 "cni/state",
                 why,

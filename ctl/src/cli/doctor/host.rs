@@ -5,8 +5,9 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
+use super::finding::Finding;
+use super::place::Where;
 use super::rails::Rail;
-use super::{Finding, Where};
 use railcni::vf::sysfs::list_dir;
 
 /// Multus's own config in the CNI conf dir, and railcni in its bin dir.

@@ -2,7 +2,8 @@
 //! for host devices. A netdev VF moved into a pod does not: there its
 //! absence is advice, not a broken link.
 
-use super::{Finding, Where};
+use super::finding::Finding;
+use super::place::Where;
 
 /// `dpdk`: whether any rail hands its VFs to vfio-pci.
 pub fn iommu(w: &Where, dpdk: bool) -> Finding {

@@ -4,24 +4,24 @@
 //! first broken one is named with the one thing to do about it.
 
 mod cni_files;
+mod finding;
 mod host;
 mod kernel;
+mod place;
 mod rails;
 mod rdma;
 
-use std::path::{Path, PathBuf};
+pub use finding::{Finding, Verdict};
+pub use place::Where;
+use place::{CNI_BIN_DIR, CNI_CONF_DIR, HOST_ROOT, HOST_ROOT_VAR};
+
+use std::path::PathBuf;
 
 use base::Settings;
-use railcni_ipam::config::NodeFile;
 use serde::Serialize;
 
-use super::{emit, table, Outcome, Usage};
-
-/// The doctor's defaults, for a person's run and the agent's alike.
-const CNI_BIN_DIR: &str = "/opt/cni/bin";
-const CNI_CONF_DIR: &str = "/etc/cni/net.d";
-const HOST_ROOT_VAR: &str = "RAILCNI_HOST_ROOT";
-const HOST_ROOT: &str = "/";
+use super::table;
+use crate::cli::outcome::{emit, Outcome, Usage};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,175 +43,6 @@ pub struct Args {
     host_root: PathBuf,
     #[arg(long)]
     json: bool,
-}
-
-/// A link of the chain: holds, is broken, or does not apply here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Ok,
-    Broken,
-    Skipped,
-}
-
-impl Verdict {
-    fn mark(self) -> &'static str {
-        match self {
-            Verdict::Ok => "✓",
-            Verdict::Broken => "✗",
-            Verdict::Skipped => "–",
-        }
-    }
-
-    /// As the metric's `result` label says it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Ok => "ok",
-            Verdict::Broken => "broken",
-            Verdict::Skipped => "skipped",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// Stable name: `kernel/iommu`, `rail1/pf-link`, `cni/railcni`, ...
-    pub check: String,
-    pub result: Verdict,
-    pub found: String,
-    pub expected: String,
-    /// For a broken link: the one thing to do, naming the command or file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-impl Finding {
-    pub fn ok(check: impl Into<String>, found: impl Into<String>, expected: &str) -> Self {
-        Finding::new(check, Verdict::Ok, found, expected, None)
-    }
-
-    pub fn skipped(check: impl Into<String>, found: impl Into<String>, expected: &str) -> Self {
-        Finding::new(check, Verdict::Skipped, found, expected, None)
-    }
-
-    /// Not needed for pods to attach here, but worth knowing: shown as –,
-    /// with what to do should it become needed.
-    pub fn advice(
-        check: impl Into<String>,
-        found: impl Into<String>,
-        expected: &str,
-        fix: impl Into<String>,
-    ) -> Self {
-        Finding::new(check, Verdict::Skipped, found, expected, Some(fix.into()))
-    }
-
-    pub fn broken(
-        check: impl Into<String>,
-        found: impl Into<String>,
-        expected: &str,
-        fix: impl Into<String>,
-    ) -> Self {
-        Finding::new(check, Verdict::Broken, found, expected, Some(fix.into()))
-    }
-
-    fn new(
-        check: impl Into<String>,
-        result: Verdict,
-        found: impl Into<String>,
-        expected: &str,
-        fix: Option<String>,
-    ) -> Self {
-        Finding {
-            check: check.into(),
-            result,
-            found: found.into(),
-            expected: expected.to_string(),
-            fix,
-        }
-    }
-}
-
-/// Where the checks look.
-pub struct Where {
-    pub settings: Settings,
-    pub sysfs: PathBuf,
-    pub host_root: PathBuf,
-    pub cni_bin_dir: PathBuf,
-    pub cni_conf_dir: PathBuf,
-    /// What the node is checked against, and where it came from.
-    pub expected: Result<NodeFile, String>,
-    pub source: String,
-    pub node: String,
-}
-
-impl Where {
-    /// The defaults the agent uses: the node file, the usual CNI dirs.
-    pub fn defaults(settings: &Settings) -> Self {
-        let host_root =
-            std::env::var_os(HOST_ROOT_VAR).map_or_else(|| HOST_ROOT.into(), Into::into);
-        Where::new(
-            settings,
-            None,
-            None,
-            CNI_BIN_DIR.into(),
-            CNI_CONF_DIR.into(),
-            host_root,
-        )
-    }
-
-    fn new(
-        settings: &Settings,
-        plan: Option<&Path>,
-        node_file: Option<PathBuf>,
-        cni_bin_dir: PathBuf,
-        cni_conf_dir: PathBuf,
-        host_root: PathBuf,
-    ) -> Self {
-        let mut settings = settings.clone();
-        if let Some(file) = node_file {
-            settings.node_config = file;
-        }
-        let node = NodeFile::load(&settings.node_config)
-            .unwrap_or_default()
-            .node_name(&settings)
-            .unwrap_or_else(|| "?".into());
-        let (expected, source) = match plan {
-            Some(plan) => (
-                expected_from_plan(plan, &node),
-                format!("plan {}", plan.display()),
-            ),
-            None => (
-                cni_files::read_node_file(&settings.node_config),
-                format!("node file {}", settings.node_config.display()),
-            ),
-        };
-        Where {
-            sysfs: settings.sysfs_root.clone(),
-            settings,
-            host_root,
-            cni_bin_dir,
-            cni_conf_dir,
-            expected,
-            source,
-            node,
-        }
-    }
-
-    /// A file of the host, under `--host-root`.
-    pub fn host_path(&self, path: &str) -> PathBuf {
-        self.host_root.join(path.trim_start_matches('/'))
-    }
-}
-
-/// This node's node file as the plan would make it.
-fn expected_from_plan(plan: &Path, node: &str) -> Result<NodeFile, String> {
-    let text = std::fs::read_to_string(plan)
-        .map_err(|e| format!("cannot read {}: {e}", plan.display()))?;
-    let resolved = crate::fabric::Plan::parse(&text)
-        .and_then(crate::fabric::Plan::resolve)
-        .map_err(|e| e.to_string())?;
-    let file = resolved.node_file(node).map_err(|e| e.to_string())?;
-    NodeFile::parse(file.to_string().as_bytes())
 }
 
 /// Every link, in chain order.

@@ -4,7 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{Finding, Where};
+use super::finding::Finding;
+use super::place::Where;
 use crate::cli::node::rail_order;
 use railcni::config::DEFAULT_MTU;
 use railcni::vf::sysfs::{link_target_name, list_dir, DPDK_DRIVERS};

@@ -2,8 +2,9 @@
 //! the pod (`rdma system`), whether that survives a reboot, and each
 //! rail's VFs' RDMA devices where the rail wants them.
 
+use super::finding::Finding;
+use super::place::Where;
 use super::rails::Rail;
-use super::{Finding, Where};
 use railcni::hw;
 use railcni::net::rdma::RdmaNetnsMode;
 use railcni::vf::sysfs::list_dir;

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{pod_label, Exposition, Kind};
+use super::exposition::{Exposition, Kind};
+use super::labels::pod_label;
 use railcni::net::link::LinkStats;
 use railcni::net::{Link, NetNs, Netlink};
 use railcni::state::Record;

@@ -9,6 +9,7 @@
 
 pub mod exposition;
 mod interfaces;
+mod labels;
 mod rdma;
 
 use std::collections::BTreeSet;
@@ -17,7 +18,7 @@ use base::stats::{self, NetworkStats, BUCKETS};
 use base::Settings;
 
 use super::node::NodeState;
-use super::{Outcome, Usage};
+use crate::cli::outcome::{Outcome, Usage};
 pub use exposition::{Exposition, Kind};
 use railcni::state::{Phase, Record};
 
@@ -207,11 +208,6 @@ fn reclaims(e: &mut Exposition, network: &str, s: &NetworkStats) {
             n as f64,
         );
     }
-}
-
-/// `namespace/name` of the record's pod, else its container ID.
-fn pod_label(r: &Record) -> String {
-    r.pod.clone().unwrap_or_else(|| r.container_id.clone())
 }
 
 #[cfg(test)]

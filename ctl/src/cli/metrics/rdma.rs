@@ -8,7 +8,8 @@ use std::fs;
 use std::path::Path;
 
 use super::exposition::name_part;
-use super::{pod_label, Exposition, Kind};
+use super::exposition::{Exposition, Kind};
+use super::labels::pod_label;
 use railcni::state::Record;
 use railcni::vf::sysfs::list_dir;
 use railcni::vf::Sysfs;
