@@ -1,7 +1,7 @@
 //! ADD's host changes as ordered steps, each pushing its undo onto a
 //! journal; on any failure the journal unwinds newest first. The order
 //! lives here, over the small `AttachSteps` trait, so it is unit-tested without
-//! root; `system::System` is the real implementation.
+//! root; `system::KernelAttach` is the real implementation.
 //!
 //! 1. lease the address (undo: release it); like every state write it
 //!    neither waits for the disk nor starts writing to it (see
