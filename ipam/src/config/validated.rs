@@ -1,78 +1,48 @@
 //! A pool with 16k inline allocations is validated once per node: a mark
-//! named by the config's digest holds this node's own allocations, read
-//! instead of the list on every later call. The mark also holds the config
-//! it was made for, byte for byte, and is used only for that same config:
-//! two configs whose digests collide are each validated whole.
+//! named by the config's SHA-256 holds this node's own allocations, read
+//! instead of the list on every later call. A cryptographic digest: no two
+//! configs share a mark in practice, so a mark is used for the config its
+//! name says, without keeping (and comparing) the config itself.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::{check_allocation, config_err, PoolConfig, StaticAllocation};
 use crate::error::IpamError;
 
-/// Names a config this node has validated: FNV-1a's mix over 8-byte
-/// words, in four lanes that run side by side (a pool of 16k allocations
-/// is 1.4 MB, read on every call), folded into one at the end. Only a
-/// name: a mark is used for the config it holds, not for its digest.
-fn digest(parts: &[&[u8]]) -> u64 {
-    use base::fnv::{mix, BASIS};
-    let mut lanes = [BASIS, mix(BASIS, 1), mix(BASIS, 2), mix(BASIS, 3)];
+/// Names a config this node has validated: the SHA-256 of its parts, each
+/// after its length (so where one part ends is part of what is hashed).
+fn digest(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
     for part in parts {
-        let (blocks, rest) = part.as_chunks::<32>();
-        for block in blocks {
-            let (words, _) = block.as_chunks::<8>();
-            for (lane, word) in lanes.iter_mut().zip(words) {
-                *lane = mix(*lane, u64::from_le_bytes(*word));
-            }
-        }
-        for b in rest {
-            lanes[0] = mix(lanes[0], u64::from(*b));
-        }
-        lanes[0] = mix(lanes[0], part.len() as u64);
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
     }
-    lanes.into_iter().fold(BASIS, mix)
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A mark's text: this node's allocations as one line of JSON, then the
-/// config's parts, each as a line with its length and then its bytes.
-fn mark_text(own: &[StaticAllocation], parts: &[&[u8]]) -> Option<Vec<u8>> {
-    let mut text = serde_json::to_vec(own).ok()?;
+/// A mark's text: the digest it is named by (a file cut short or renamed
+/// is not taken for another config's), then this node's allocations as
+/// one line of JSON.
+fn mark_text(digest: &str, own: &[StaticAllocation]) -> Option<Vec<u8>> {
+    let mut text = format!("sha256:{digest}\n").into_bytes();
+    text.extend(serde_json::to_vec(own).ok()?);
     text.push(b'\n');
-    for part in parts {
-        text.extend_from_slice(format!("{}\n", part.len()).as_bytes());
-        text.extend_from_slice(part);
-    }
     Some(text)
 }
 
-/// Whether `r` goes on with exactly `want`, which it consumes; read a
-/// buffer at a time (a pool's text is 1.4 MB: no copy of it is made).
-fn continues_with(r: &mut impl BufRead, mut want: &[u8]) -> bool {
-    while !want.is_empty() {
-        let Ok(buf) = r.fill_buf() else { return false };
-        let n = buf.len().min(want.len());
-        if n == 0 || buf[..n] != want[..n] {
-            return false;
-        }
-        r.consume(n);
-        want = &want[n..];
-    }
-    true
-}
-
-/// Mark a validated config (`parts`) with this node's own allocations,
-/// keeping the latest few marks per network (a node may see several
-/// configs of one network while a NAD is updated); best effort: a missing
-/// mark only means validating again.
+/// Mark a validated config (its `digest`) with this node's own
+/// allocations, keeping the latest few marks per network (a node may see
+/// several configs of one network while a NAD is updated); best effort: a
+/// missing mark only means validating again.
 fn remember_validated(
     cache: &Path,
     network: &str,
     marker: &Path,
+    digest: &str,
     own: &[StaticAllocation],
-    parts: &[&[u8]],
 ) {
     const KEEP: usize = 4;
     if base::files::private_dir(cache).is_err() {
@@ -92,24 +62,17 @@ fn remember_validated(
     for (_, old) in marks.into_iter().take(excess) {
         let _ = std::fs::remove_file(old);
     }
-    if let Some(text) = mark_text(own, parts) {
+    if let Some(text) = mark_text(digest, own) {
         let _ = base::files::replace_atomic(marker, &text);
     }
 }
 
-/// This node's allocations as the mark recorded them, when the mark was
-/// made for exactly this config (`None`: no usable mark).
-fn recall_validated(marker: &Path, parts: &[&[u8]]) -> Option<Vec<StaticAllocation>> {
-    let mut mark = BufReader::with_capacity(64 * 1024, File::open(marker).ok()?);
-    let mut own = Vec::new();
-    mark.read_until(b'\n', &mut own).ok()?;
-    for part in parts {
-        let head = format!("{}\n", part.len());
-        if !(continues_with(&mut mark, head.as_bytes()) && continues_with(&mut mark, part)) {
-            return None;
-        }
-    }
-    if !mark.fill_buf().ok()?.is_empty() {
+/// This node's allocations as the mark for `digest` recorded them (`None`:
+/// no usable mark).
+fn recall_validated(marker: &Path, digest: &str) -> Option<Vec<StaticAllocation>> {
+    let text = std::fs::read(marker).ok()?;
+    let (head, own) = text.split_at(text.iter().position(|b| *b == b'\n')? + 1);
+    if head != format!("sha256:{digest}\n").as_bytes() {
         return None;
     }
     serde_json::from_slice(own.strip_suffix(b"\n")?).ok()
@@ -130,12 +93,9 @@ impl PoolConfig {
     ) -> Result<Self, IpamError> {
         let config = v.to_string();
         let parts = [config.as_bytes(), raw.as_bytes(), node.as_bytes()];
-        let marker = cache.join(format!(
-            "{}.{:016x}",
-            base::files::file_safe(network),
-            digest(&parts)
-        ));
-        if let Some(own) = recall_validated(&marker, &parts) {
+        let digest = digest(&parts);
+        let marker = cache.join(format!("{}.{digest}", base::files::file_safe(network)));
+        if let Some(own) = recall_validated(&marker, &digest) {
             let pool = PoolConfig::parse_with(v, Some(own), false)?;
             for (i, a) in pool.static_allocations.iter().enumerate() {
                 check_allocation(
@@ -154,7 +114,7 @@ impl PoolConfig {
             .filter(|a| a.node_name == node)
             .cloned()
             .collect();
-        remember_validated(cache, network, &marker, &own, &parts);
+        remember_validated(cache, network, &marker, &digest, &own);
         Ok(PoolConfig {
             static_allocations: own,
             ..pool
@@ -172,7 +132,7 @@ mod tests {
     fn cache_name(v: &Value, raw: &str, node: &str, network: &str) -> String {
         let config = v.to_string();
         let parts = [config.as_bytes(), raw.as_bytes(), node.as_bytes()];
-        format!("{network}.{:016x}", digest(&parts))
+        format!("{network}.{}", digest(&parts))
     }
 
     #[test]
@@ -231,8 +191,9 @@ mod tests {
             7
         );
         assert_eq!(marks().len(), 2, "only valid configs are marked, per node");
-        // A mark found under another config's name (a digest collision) is
-        // not used: that config is validated whole, and its overlap refused.
+        // A mark found under another config's name (copied or renamed) is
+        // not used: its first line names its own digest, so that config is
+        // validated whole, and its overlap refused.
         let gpu1 = (marks().into_iter())
             .map(|m| m.path())
             .find(|p| std::fs::read_to_string(p).unwrap().contains("gpu-1"))
@@ -257,8 +218,8 @@ mod tests {
         let list = r#"[{"nodeName":"gpu-1","prefix":"172.16.0.2/31"}]"#;
         let pool = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
         assert_eq!(pool.static_allocations.len(), 1);
-        // The mark's first line is this node's allocations: emptied, a later
-        // call finds none, so it read the mark.
+        // The mark's second line is this node's allocations: emptied, a
+        // later call finds none, so it read the mark.
         let mark = std::fs::read_dir(t.path())
             .unwrap()
             .flatten()
@@ -266,8 +227,8 @@ mod tests {
             .unwrap()
             .path();
         let text = std::fs::read(&mark).unwrap();
-        let line = text.iter().position(|b| *b == b'\n').unwrap();
-        std::fs::write(&mark, [&b"[]"[..], &text[line..]].concat()).unwrap();
+        let line = text.iter().position(|b| *b == b'\n').unwrap() + 1;
+        std::fs::write(&mark, [&text[..line], &b"[]\n"[..]].concat()).unwrap();
         let pool = PoolConfig::parse_split(&v, list, "gpu-1", t.path(), "rail1").unwrap();
         assert!(pool.static_allocations.is_empty(), "the mark was not read");
         // Another node's call is another config: validated and marked anew.
