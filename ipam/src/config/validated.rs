@@ -1,5 +1,5 @@
 //! A pool with 16k inline allocations is validated once per node: a mark
-//! named by the config's SHA-256 holds this node's own allocations, read
+//! named by the config's BLAKE3 holds this node's own allocations, read
 //! instead of the list on every later call. A cryptographic digest: no two
 //! configs share a mark in practice, so a mark is used for the config its
 //! name says, without keeping (and comparing) the config itself.
@@ -7,27 +7,26 @@
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::{check_allocation, config_err, PoolConfig, StaticAllocation};
 use crate::error::IpamError;
 
-/// Names a config this node has validated: the SHA-256 of its parts, each
+/// Names a config this node has validated: the BLAKE3 of its parts, each
 /// after its length (so where one part ends is part of what is hashed).
 fn digest(parts: &[&[u8]]) -> String {
-    let mut h = Sha256::new();
+    let mut h = blake3::Hasher::new();
     for part in parts {
-        h.update((part.len() as u64).to_le_bytes());
+        h.update(&(part.len() as u64).to_le_bytes());
         h.update(part);
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize().to_hex().to_string()
 }
 
 /// A mark's text: the digest it is named by (a file cut short or renamed
 /// is not taken for another config's), then this node's allocations as
 /// one line of JSON.
 fn mark_text(digest: &str, own: &[StaticAllocation]) -> Option<Vec<u8>> {
-    let mut text = format!("sha256:{digest}\n").into_bytes();
+    let mut text = format!("blake3:{digest}\n").into_bytes();
     text.extend(serde_json::to_vec(own).ok()?);
     text.push(b'\n');
     Some(text)
@@ -72,7 +71,7 @@ fn remember_validated(
 fn recall_validated(marker: &Path, digest: &str) -> Option<Vec<StaticAllocation>> {
     let text = std::fs::read(marker).ok()?;
     let (head, own) = text.split_at(text.iter().position(|b| *b == b'\n')? + 1);
-    if head != format!("sha256:{digest}\n").as_bytes() {
+    if head != format!("blake3:{digest}\n").as_bytes() {
         return None;
     }
     serde_json::from_slice(own.strip_suffix(b"\n")?).ok()
