@@ -34,9 +34,11 @@ pub struct Settings {
     pub kube_node_name: Option<String>,
     /// `RAILCNI_LOCK_TIMEOUT_MS`: how long to wait for a VF or lease lock.
     pub lock_timeout: Duration,
-    /// `RAILCNI_DEVINFO_DIR` (tests only): where device-info files may go.
+    /// Where device-info files may go (`RAILCNI_DEVINFO_DIR` in a test build).
     pub devinfo_dir: PathBuf,
-    /// `RAILCNI_BOOT_ID` (tests only): where this boot's id is read.
+    /// Where this boot's id is read (`RAILCNI_BOOT_ID` in a test build): a
+    /// shipped binary always reads the kernel's, since gc calls a holder of
+    /// another boot provably gone.
     pub boot_id_path: PathBuf,
     /// `RAILCNI_LOG_DIR`: the only directory a NAD's `logFile` may name.
     pub log_dir: PathBuf,
@@ -66,6 +68,7 @@ impl Settings {
         let get = |k: &str| get(k).filter(|v| !v.is_empty());
         let path = |k: &str, default: &str| PathBuf::from(get(k).unwrap_or_else(|| default.into()));
         let state_dir = path("RAILCNI_STATE_DIR", DEFAULT_STATE_DIR);
+        let (devinfo_dir, boot_id_path) = test_switches(&get);
         Settings {
             node_config: node_config_path(get("RAILCNI_NODE_CONFIG"), &state_dir, |p| p.exists()),
             state_dir,
@@ -75,8 +78,8 @@ impl Settings {
             lock_timeout: get("RAILCNI_LOCK_TIMEOUT_MS")
                 .and_then(|v| v.parse().ok())
                 .map_or(DEFAULT_LOCK_TIMEOUT, Duration::from_millis),
-            devinfo_dir: path("RAILCNI_DEVINFO_DIR", DEFAULT_DEVINFO_DIR),
-            boot_id_path: path("RAILCNI_BOOT_ID", DEFAULT_BOOT_ID),
+            devinfo_dir: devinfo_dir.unwrap_or_else(|| DEFAULT_DEVINFO_DIR.into()),
+            boot_id_path: boot_id_path.unwrap_or_else(|| DEFAULT_BOOT_ID.into()),
             log_dir: path("RAILCNI_LOG_DIR", DEFAULT_LOG_DIR),
             rebind_timeout: get("RAILCNI_REBIND_TIMEOUT_MS")
                 .and_then(|v| v.parse().ok())
@@ -103,6 +106,22 @@ impl Settings {
     pub fn ipam_dir(&self) -> PathBuf {
         self.state_dir.join("ipam")
     }
+}
+
+/// The device-info dir and boot-id file the tests point elsewhere; `None`
+/// (the defaults) in a build without the `test-switches` feature, whose
+/// binaries hold not even the variables' names.
+#[cfg(feature = "test-switches")]
+fn test_switches(get: &impl Fn(&str) -> Option<String>) -> (Option<PathBuf>, Option<PathBuf>) {
+    (
+        get("RAILCNI_DEVINFO_DIR").map(PathBuf::from),
+        get("RAILCNI_BOOT_ID").map(PathBuf::from),
+    )
+}
+
+#[cfg(not(feature = "test-switches"))]
+fn test_switches(_: &impl Fn(&str) -> Option<String>) -> (Option<PathBuf>, Option<PathBuf>) {
+    (None, None)
 }
 
 /// Where the node file is read: the variable if set; else the host's

@@ -1,0 +1,115 @@
+//! No test switch in a shipped binary: the variables that exist for tests
+//! (`RAILCNI_BOOT_ID`, `RAILCNI_DEVINFO_DIR`, `RAILCNI_FAKE_HARDWARE`) are
+//! read only by a build with the test features. The static release
+//! binaries (scripts/build-static.sh) do not hold their names, and their gc,
+//! pointed at another boot's id, leaves a live pod alone. Needs root.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use common::*;
+
+const TEST_SWITCHES: [&str; 3] = [
+    "RAILCNI_BOOT_ID",
+    "RAILCNI_DEVINFO_DIR",
+    "RAILCNI_FAKE_HARDWARE",
+];
+
+/// The shipped binaries, built once for this file's tests.
+fn static_bins() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    static ONE: Mutex<()> = Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    BUILT
+        .get_or_init(|| {
+            let out = Command::new(script("build-static.sh")).output().unwrap();
+            assert!(
+                out.status.success(),
+                "build-static.sh: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/x86_64-unknown-linux-gnu/release")
+        })
+        .clone()
+}
+
+fn holds(bytes: &[u8], name: &str) -> bool {
+    bytes.windows(name.len()).any(|w| w == name.as_bytes())
+}
+
+#[test]
+fn the_shipped_binaries_hold_no_test_switch() {
+    require_root();
+    let dir = static_bins();
+    for bin in ["railcni", "railcni-ipam", "railcnictl"] {
+        let bytes = std::fs::read(dir.join(bin)).unwrap();
+        for name in TEST_SWITCHES {
+            assert!(!holds(&bytes, name), "the shipped {bin} holds {name}");
+        }
+        // The scan sees variable names: a real setting's is there.
+        assert!(holds(&bytes, "RAILCNI_STATE_DIR"), "{bin}");
+    }
+    // A test build reads them, so it holds them.
+    let test_build = std::fs::read(PLUGIN).unwrap();
+    for name in TEST_SWITCHES {
+        assert!(holds(&test_build, name), "the test build lacks {name}");
+    }
+}
+
+/// What made the switch dangerous: gc takes a holder of another boot for
+/// provably gone. A record of this boot, and `RAILCNI_BOOT_ID` naming a file
+/// with another boot's id: the shipped gc reads the kernel's boot id and
+/// leaves the live pod's record, lease and VF alone; a test build's gc
+/// (the control) believes the file and detaches it.
+#[test]
+fn a_shipped_gc_pointed_at_another_boot_leaves_a_live_pod_alone() {
+    let node = Node::new(1, 1);
+    let this_boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    node.reboot(this_boot.trim());
+    let vf = &node.vfs[0];
+    let pod = node.pod("live");
+    let add = Req::new(
+        "ADD",
+        "live",
+        &pod,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
+    );
+    node.cni(&add).ok();
+    let other_boot = node.dir.path().join("other-boot");
+    std::fs::write(&other_boot, "00000000-0000-0000-0000-000000000000\n").unwrap();
+    let leases = node.state_dir().join("ipam/rail1.leases.json");
+    let gc = |ctl: &Path| {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &node.host()])
+            .arg(ctl)
+            .args(["gc", "--apply", "--json"])
+            .env_clear()
+            .envs(node.env_vars())
+            .env("RAILCNI_BOOT_ID", &other_boot)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    let shipped = gc(&static_bins().join("railcnictl"));
+    assert!(
+        node.record_exists(&vf.pci),
+        "the record was dropped: {shipped}"
+    );
+    let held = std::fs::read_to_string(&leases).unwrap();
+    assert!(held.contains("\"live\""), "the lease was released: {held}");
+    assert!(
+        link_in(&Node::ns_of(&pod), "net1").is_some(),
+        "the VF left the pod: {shipped}"
+    );
+
+    let test_build = gc(Path::new(ctl()));
+    assert!(
+        !node.record_exists(&vf.pci),
+        "the control: a test build's gc believes the stray boot id: {test_build}"
+    );
+}
