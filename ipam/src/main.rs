@@ -108,6 +108,17 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
                 .and_then(Value::as_str)
                 .filter(|d| !d.is_empty())
         });
+    if request.verb == Verb::Del {
+        // The lease file is the network's: DEL releases this attachment's
+        // lease by the network's name, without loading (or validating) the
+        // pool, which a 16k-allocation NAD makes the bulk of a call.
+        if let Released::StoreUnreadable(why) =
+            railcni_ipam::release_lease(settings, network, &env.container_id, &env.ifname)?
+        {
+            base::log_error!("DEL cannot release: {why}");
+        }
+        return Ok(None);
+    }
     let statics = request.set_aside.as_ref().map(cni::SetAside::text);
     let ipam = Ipam::load_split(network, ipam_conf, statics, settings, device)?;
     match request.verb {
@@ -119,12 +130,7 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
             }
             Ok(Some(allocation.to_result().to_json(request.version)))
         }
-        Verb::Del => {
-            if let Released::StoreUnreadable(why) = ipam.release(&env.container_id, &env.ifname)? {
-                base::log_error!("DEL cannot release: {why}");
-            }
-            Ok(None)
-        }
+        Verb::Del => Ok(None), // released above
         Verb::Check => ipam.check(&env.container_id, &env.ifname).map(|_| None),
         Verb::Gc => ipam.gc(&valid_attachments(conf)?).map(|_| None),
         Verb::Status => ipam

@@ -259,3 +259,29 @@ fn match_master_subnet_needs_a_device_id() {
     );
     assert!(!t.path().join("ipam/rail1.leases.json").exists());
 }
+
+/// DEL releases the attachment's lease by the network's name alone: it
+/// neither loads nor validates the pool, so a config that no longer
+/// validates (here: the node left the pool) still gets its lease back, and
+/// another attachment's lease stays.
+#[test]
+fn del_releases_by_the_network_whatever_the_pool_says() {
+    let t = tempfile::tempdir().unwrap();
+    let good = conf(29);
+    assert!(reply(spawn(t.path(), "ADD", "keep", &good)).0);
+    assert!(reply(spawn(t.path(), "ADD", "gone", &good)).0);
+    assert_eq!(assert_store_sound(t.path()), 2);
+    let mut broken = good.clone();
+    broken["ipam"]["nodes"] = json!(["another-node"]);
+    let (ok, out) = reply(spawn(t.path(), "ADD", "third", &broken));
+    assert!(!ok, "ADD refuses the broken pool: {out}");
+    let (ok, out) = reply(spawn(t.path(), "DEL", "gone", &broken));
+    assert!(ok, "DEL with the broken pool: {out}");
+    assert_eq!(
+        assert_store_sound(t.path()),
+        1,
+        "only the deleted lease went"
+    );
+    // Repeated: nothing left to give back, still success.
+    assert!(reply(spawn(t.path(), "DEL", "gone", &broken)).0);
+}
