@@ -13,40 +13,28 @@ use std::path::Path;
 /// Top-level module → the top-level modules it names through `crate::`.
 fn graph(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(root).unwrap();
-            let first = rel
-                .components()
-                .next()
-                .unwrap()
-                .as_os_str()
-                .to_string_lossy();
-            let module = first.trim_end_matches(".rs").to_string();
-            if module == "lib" || module == "main" {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let product = text.split("#[cfg(test)]").next().unwrap_or("");
-            for (i, _) in product.match_indices("crate::") {
-                let name: String = product[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
-                    .collect();
-                let is_module =
-                    root.join(format!("{name}.rs")).exists() || root.join(&name).is_dir();
-                if !name.is_empty() && name != module && is_module {
-                    out.entry(module.clone()).or_default().insert(name);
-                }
+    for path in support::rust_files(root) {
+        let rel = path.strip_prefix(root).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let product = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, _) in product.match_indices("crate::") {
+            let name: String = product[i + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            let is_module = root.join(format!("{name}.rs")).exists() || root.join(&name).is_dir();
+            if !name.is_empty() && name != module && is_module {
+                out.entry(module.clone()).or_default().insert(name);
             }
         }
     }
@@ -124,17 +112,6 @@ fn product(path: &Path) -> String {
     text.split("#[cfg(test)]").next().unwrap_or("").to_string()
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// The names after `crate::` or `super::` (each name of a `{a, b}` group),
 /// with the word before them; macros (`name!`) left out.
 fn imported(text: &str) -> Vec<(&'static str, String)> {
@@ -187,15 +164,14 @@ fn uses_child(parent: &str, child: &str) -> bool {
 
 /// Every upward import in the crate at `root`: (file, `crate::X` or `super::X`).
 fn upward_imports(root: &Path) -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    rust_files(root, &mut files);
+    let files = support::rust_files(root);
     // Macros are exported at a crate's root (`base`'s log macros, re-exported
     // by the crates that use them): naming them there is not an upward import.
     let mut everywhere = files.clone();
     for other in ROOTS {
         let other = Path::new(env!("CARGO_MANIFEST_DIR")).join(other);
         if other.exists() && !root.starts_with(&other) {
-            rust_files(&other, &mut everywhere);
+            everywhere.extend(support::rust_files(&other));
         }
     }
     let macros: BTreeSet<String> = everywhere

@@ -12,16 +12,7 @@
 use std::path::{Path, PathBuf};
 
 fn markdown_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .expect("docs/ is readable")
-        .map(|e| e.expect("a docs/ entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    files.extend(docs);
-    files
+    support::markdown_docs(&Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
 }
 
 /// The command lines inside fenced code blocks, continuations joined.

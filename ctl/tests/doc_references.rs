@@ -30,18 +30,6 @@ const CRATES: [(&str, &[&str]); 5] = [
     ("base/src", &["base", "crate"]),
 ];
 
-fn markdown_files(root: &Path) -> Vec<PathBuf> {
-    let mut files = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .expect("docs/ is readable")
-        .map(|e| e.expect("a docs/ entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    files.extend(docs);
-    files
-}
-
 /// Inline code spans outside fenced blocks (false), and link targets (true).
 fn references(text: &str) -> Vec<(String, bool)> {
     let mut out = Vec::new();
@@ -210,16 +198,10 @@ fn defines(text: &str, name: &str) -> bool {
 
 /// Every file's text under a module directory (its items' methods live there).
 fn texts_under(dir: &Path) -> String {
-    let mut out = String::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.push_str(&texts_under(&p));
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push_str(&std::fs::read_to_string(&p).unwrap_or_default());
-        }
-    }
-    out
+    support::rust_files(dir)
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect()
 }
 
 /// Does `segments` (after its first, which is `start`) resolve from `start`?
@@ -339,7 +321,7 @@ fn check_docs(root: &Path) -> Tally {
     let findings = finding_names(root);
     let mut t = Tally::default();
     let mut seen = BTreeSet::new();
-    for file in markdown_files(root) {
+    for file in support::markdown_docs(root) {
         let text = std::fs::read_to_string(&file).expect("a readable doc");
         let name = file
             .strip_prefix(root)
@@ -413,10 +395,9 @@ fn expand_groups(span: &str) -> Vec<String> {
 fn check_comments(root: &Path) -> (usize, Vec<String>) {
     let sources = all_sources(root);
     let (mut checked, mut wrong) = (0, Vec::new());
-    let mut files = Vec::new();
-    for (src, _) in CRATES {
-        collect_rs(&root.join(src), &mut files);
-    }
+    let files = CRATES
+        .iter()
+        .flat_map(|(src, _)| support::rust_files(&root.join(src)));
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let name = file
@@ -442,17 +423,6 @@ fn check_comments(root: &Path) -> (usize, Vec<String>) {
         }
     }
     (checked, wrong)
-}
-
-fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect_rs(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 #[test]

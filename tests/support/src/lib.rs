@@ -3,6 +3,7 @@
 //! (environment set, config on stdin) to read its reply.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
@@ -221,4 +222,37 @@ pub fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
             }),
         ]
     })
+}
+
+/// Every `.rs` file under `dir`, at any depth (the tests that read the
+/// tree's sources: its module graph, the names its comments give).
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// README.md and every page of docs/ under the repository `root`, in order
+/// (the tests that hold the docs to the tree and the CLI).
+pub fn markdown_docs(root: &Path) -> Vec<PathBuf> {
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ is readable")
+        .map(|e| e.expect("a docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    std::iter::once(root.join("README.md"))
+        .chain(docs)
+        .collect()
 }
