@@ -44,15 +44,7 @@ fn code_lines(text: &str) -> Vec<String> {
 /// The inline code spans that are railcnictl command lines.
 fn inline_spans(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut in_block = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
-            continue;
-        }
-        if in_block {
-            continue;
-        }
+    for line in support::prose_lines(text) {
         // Odd pieces between backticks are code spans.
         for span in line.split('`').skip(1).step_by(2) {
             if span.starts_with("railcnictl ") {

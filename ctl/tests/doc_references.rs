@@ -33,15 +33,7 @@ const CRATES: [(&str, &[&str]); 5] = [
 /// Inline code spans outside fenced blocks (false), and link targets (true).
 fn references(text: &str) -> Vec<(String, bool)> {
     let mut out = Vec::new();
-    let mut in_block = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
-            continue;
-        }
-        if in_block {
-            continue;
-        }
+    for line in support::prose_lines(text) {
         out.extend(
             line.split('`')
                 .skip(1)

@@ -338,12 +338,6 @@ mod tests {
         assert_eq!(buf, expected);
     }
 
-    fn hex(m: &impl Emitable) -> String {
-        let mut b = vec![0; m.buffer_len()];
-        m.emit(&mut b);
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
-
     /// Each change as rtnetlink 0.24's builders made it (the release that
     /// used them, c79d173), byte for byte: dropping the crate changed no
     /// message the kernel sees.
@@ -378,7 +372,7 @@ mod tests {
             ),
         ];
         for (what, message, bytes) in cases {
-            assert_eq!(hex(&message), bytes, "{what}");
+            assert_eq!(crate::net::wire::hex_of(&message), bytes, "{what}");
         }
     }
 }

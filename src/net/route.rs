@@ -402,13 +402,6 @@ fn route_addr(a: &RouteAddress) -> Option<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netlink_packet_core::Emitable;
-
-    fn hex(m: &impl Emitable) -> String {
-        let mut b = vec![0; m.buffer_len()];
-        m.emit(&mut b);
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
 
     /// Each message as rtnetlink 0.24's builders made it (the release that
     /// used them, c79d173), byte for byte.
@@ -422,7 +415,7 @@ mod tests {
         ];
         for (addr, bytes) in cases {
             assert_eq!(
-                hex(&address_message(7, addr.parse().unwrap())),
+                crate::net::wire::hex_of(&address_message(7, addr.parse().unwrap())),
                 bytes,
                 "{addr}"
             );
@@ -454,7 +447,9 @@ mod tests {
             (r("10.0.0.0/8", None, Some(1001), 0, Some("fd00::1")), None),
         ];
         for (spec, bytes) in cases {
-            let got = route_message(7, &spec).ok().map(|m| hex(&m));
+            let got = route_message(7, &spec)
+                .ok()
+                .map(|m| crate::net::wire::hex_of(&m));
             assert_eq!(got.as_deref(), bytes, "{spec:?}");
         }
     }

@@ -172,6 +172,14 @@ where
     })
 }
 
+/// A message's bytes as hex, as the tests pin messages.
+#[cfg(test)]
+pub(crate) fn hex_of(m: &impl netlink_packet_core::Emitable) -> String {
+    let mut b = vec![0; m.buffer_len()];
+    m.emit(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

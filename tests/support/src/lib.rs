@@ -256,3 +256,17 @@ pub fn markdown_docs(root: &Path) -> Vec<PathBuf> {
         .chain(docs)
         .collect()
 }
+
+/// The lines of a Markdown text outside its fenced code blocks.
+pub fn prose_lines(text: &str) -> Vec<&str> {
+    let mut in_block = false;
+    text.lines()
+        .filter(|line| {
+            if line.trim_start().starts_with("```") {
+                in_block = !in_block;
+                return false;
+            }
+            !in_block
+        })
+        .collect()
+}
