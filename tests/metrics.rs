@@ -345,7 +345,7 @@ impl Agent {
         Agent::spawn(node, node.operator_command(&args), port)
     }
 
-    fn spawn(node: &Node, mut cmd: Command, port: u16) -> Agent {
+    pub fn spawn(node: &Node, mut cmd: Command, port: u16) -> Agent {
         let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -603,4 +603,60 @@ fn twenty_concurrent_scrapes_share_one_pass() {
         all.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+}
+
+/// The agent listens on loopback unless told otherwise (a proxy that
+/// authorizes each scrape faces the network), and says once, as a warning,
+/// what a non-loopback address exposes.
+#[test]
+fn the_agent_serves_loopback_by_default_and_warns_off_it() {
+    let node = Node::new(1, 1);
+    let listening = || {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &node.host(), "ss", "-Hltn"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let by_default = Agent::spawn(&node, node.operator_command(&["agent"]), 9476);
+    let sockets = listening();
+    assert!(sockets.contains("127.0.0.1:9476"), "{sockets}");
+    assert!(
+        !sockets.contains("0.0.0.0:9476") && !sockets.contains("*:9476"),
+        "{sockets}"
+    );
+    drop(by_default);
+
+    let port = free_port();
+    let wide = format!("0.0.0.0:{port}");
+    let mut cmd = node.operator_command(&["agent", "--listen", &wide]);
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while http_get(&node, port, "/healthz").0 == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not listen on {wide}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("is not a loopback address"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{said}");
+    assert!(
+        warnings[0].contains("kube-rbac-proxy") && warnings[0].contains("warn"),
+        "{said}"
+    );
 }

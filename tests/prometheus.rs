@@ -191,8 +191,10 @@ fn prometheus_scrapes_the_agent_and_every_dashboard_query_evaluates() {
     }
 }
 
-/// The DaemonSet runs the agent after installing, names its port and asks
-/// to be scraped; the ServiceMonitor scrapes that port.
+/// The DaemonSet runs the agent after installing, on loopback only, with
+/// kube-rbac-proxy serving its /metrics over TLS on the node's address to
+/// scrapers the API authorizes; the ServiceMonitor scrapes the proxy with
+/// its token; deploy/rbac.yaml gives the proxy what it asks the API.
 #[test]
 fn the_manifests_run_and_expose_the_agent() {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -205,7 +207,16 @@ fn the_manifests_run_and_expose_the_agent() {
     let agent = &spec["containers"][0];
     assert_eq!(agent["command"], json!(["/railcnictl", "agent"]));
     assert_eq!(agent["args"][0], "--listen");
-    assert_eq!(agent["ports"][0]["name"], "metrics");
+    let listen: std::net::SocketAddr = agent["args"][1].as_str().unwrap().parse().unwrap();
+    assert!(listen.ip().is_loopback(), "the agent listens on {listen}");
+    assert!(
+        agent["ports"].is_null(),
+        "the agent exposes no port of its own"
+    );
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(agent[probe]["httpGet"]["host"], "127.0.0.1", "{probe}");
+        assert_eq!(agent[probe]["httpGet"]["port"], listen.port(), "{probe}");
+    }
     // The doctor's checks read the host's CNI dirs and modprobe.d at their own paths.
     for path in ["/opt/cni/bin", "/etc/cni/net.d", "/etc/modprobe.d"] {
         let mount = agent["volumeMounts"]
@@ -223,21 +234,89 @@ fn the_manifests_run_and_expose_the_agent() {
             .unwrap();
         assert_eq!(volume["hostPath"]["path"], path);
     }
-    let annotations = &ds["spec"]["template"]["metadata"]["annotations"];
-    assert_eq!(annotations["prometheus.io/scrape"], "true");
-    assert_eq!(
-        annotations["prometheus.io/port"],
-        agent["ports"][0]["containerPort"]
-            .as_u64()
-            .unwrap()
-            .to_string()
+    // The proxy: TLS on the node's address, upstream the agent's loopback.
+    let proxy = spec["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "kube-rbac-proxy")
+        .expect("a kube-rbac-proxy container");
+    let args: Vec<&str> = proxy["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        args.contains(&"--secure-listen-address=[$(NODE_IP)]:9476"),
+        "{args:?}"
     );
+    assert!(
+        args.contains(&format!("--upstream=http://{listen}/").as_str()),
+        "{args:?}"
+    );
+    assert_eq!(
+        proxy["env"][0]["valueFrom"]["fieldRef"]["fieldPath"],
+        "status.podIP"
+    );
+    let sc = &proxy["securityContext"];
+    assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(
+        (
+            sc["allowPrivilegeEscalation"].clone(),
+            sc["readOnlyRootFilesystem"].clone()
+        ),
+        (json!(false), json!(true))
+    );
+    assert_eq!(sc["runAsNonRoot"], true);
+    assert_eq!(proxy["ports"][0]["name"], "https");
+    assert!(
+        ds["spec"]["template"]["metadata"]["annotations"]
+            .get("prometheus.io/scrape")
+            .is_none(),
+        "no unauthenticated scrape is advertised"
+    );
+    // Its ServiceAccount may create TokenReviews and SubjectAccessReviews.
+    let text = std::fs::read_to_string(format!("{root}/deploy/rbac.yaml")).unwrap();
+    let rbac: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let account = rbac.iter().find(|d| d["kind"] == "ServiceAccount").unwrap();
+    assert_eq!(spec["serviceAccountName"], account["metadata"]["name"]);
+    let binding = rbac
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRoleBinding"
+                && d["subjects"][0]["name"] == account["metadata"]["name"]
+        })
+        .unwrap();
+    let role = rbac
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == binding["roleRef"]["name"])
+        .unwrap();
+    let rules = role["rules"].to_string();
+    assert!(
+        rules.contains("tokenreviews") && rules.contains("subjectaccessreviews"),
+        "{rules}"
+    );
+    let reader = rbac.iter().find(|d| {
+        d["kind"] == "ClusterRole" && d["rules"][0]["nonResourceURLs"] == json!(["/metrics"])
+    });
+    assert!(reader.is_some(), "a role a scraper needs: get /metrics");
     let text = std::fs::read_to_string(format!("{root}/deploy/servicemonitor.yaml")).unwrap();
     let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
     let monitor = docs.iter().find(|d| d["kind"] == "ServiceMonitor").unwrap();
-    assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], "https");
+    assert_eq!(endpoint["scheme"], "https");
+    assert!(endpoint["bearerTokenFile"]
+        .as_str()
+        .unwrap()
+        .ends_with("serviceaccount/token"));
+    let service = docs.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "https");
     assert_eq!(
         monitor["spec"]["selector"]["matchLabels"],
         ds["spec"]["selector"]["matchLabels"]

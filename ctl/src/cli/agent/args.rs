@@ -5,8 +5,11 @@ use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to serve /metrics and /healthz, e.g. 0.0.0.0:9476.
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Where to serve /metrics and /healthz. Loopback by default: what the
+    /// agent serves names every pod on the node, so only a proxy that
+    /// authorizes each scrape (kube-rbac-proxy, deploy/daemonset.yaml)
+    /// should face the network.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9476")]
     pub(super) listen: String,
     /// Run what `railcnictl gc --apply` does this often (e.g. 60s); off by default.
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]

@@ -39,6 +39,15 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
         .block_on(tokio::net::TcpListener::bind(&args.listen))
         .map_err(|e| Usage(format!("cannot listen on {}: {e}", args.listen)))?;
     log_info!("serving /metrics and /healthz on {}", args.listen);
+    if let Ok(addr) = listener.local_addr() {
+        if !addr.ip().is_loopback() {
+            log_warn!(
+                "{addr} is not a loopback address: whoever reaches it reads every pod's name, namespace, \
+                 rail addresses and VF on this node, unauthenticated; serve 127.0.0.1 behind kube-rbac-proxy \
+                 (deploy/daemonset.yaml, docs/monitoring.md) unless the network in front of it is trusted"
+            );
+        }
+    }
     if let Err(e) = watch::start(settings) {
         log_warn!("cannot watch the host's links, so VFs torn out of pods by a driver reload are not re-attached: {e}");
     }
