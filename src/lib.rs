@@ -14,6 +14,7 @@ mod journal;
 pub mod net;
 pub mod node;
 mod pci;
+mod policy;
 pub mod probe;
 mod routing;
 pub mod run;

@@ -128,7 +128,8 @@ impl Resolved {
                 entry[gateway] = json!(gw);
             }
         }
-        // What doctor checks the node against: the rail's PF, MTU, rdma, DPDK.
+        // What doctor checks the node against: the rail's PF, MTU, rdma,
+        // DPDK; what the plugin holds a NAD to: the PF and the ceiling.
         for rail in &self.plan.rails {
             let Some(entry) = networks.get_mut(&rail.name) else {
                 continue;
@@ -144,6 +145,9 @@ impl Resolved {
             }
             if rail.dpdk {
                 entry["dpdk"] = json!(true);
+            }
+            if let Some(allow) = &rail.allow {
+                entry["allow"] = json!(allow);
             }
         }
         let version = railcni_ipam::config::node_file::VERSION;
@@ -378,6 +382,25 @@ mod tests {
             panic!("3 planes")
         };
         assert!(e.0.contains("planes 3"), "{}", e.0);
+    }
+
+    #[test]
+    fn a_rails_ceiling_reaches_each_planes_node_file_entry() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, planes: 2, pf: [ens1f0np0, ens1f1np1], \
+                    allow: {vlans: [100, 200], maxTxRateMbps: 25000}}\n  \
+                    - {name: rail2, cidr: 172.18.0.0/15, pf: ens2f0np0}\nnodes: [gpu-0]\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let node = r.node_file("gpu-0").unwrap();
+        let file = railcni_ipam::config::NodeFile::parse(node.to_string().as_bytes()).unwrap();
+        for plane in ["rail1-p0", "rail1-p1"] {
+            let allow = file.networks[plane].allow.clone().unwrap();
+            assert_eq!((allow.vlans, allow.max_tx_rate_mbps), (vec![100, 200], Some(25000)));
+            assert!(!allow.trust && !allow.spoofchk_off, "what the plan does not name is not allowed");
+        }
+        assert_eq!(file.networks["rail2"].allow, None, "no ceiling asked, none written");
+        // A ceiling key the planner does not know is a plan error, not silence.
+        let typo = plan.replace("maxTxRateMbps", "maxRate");
+        assert!(Plan::parse(&typo).and_then(Plan::resolve).is_err());
     }
 
     #[test]

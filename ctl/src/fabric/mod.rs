@@ -94,6 +94,27 @@ pub struct Rail {
     /// The rail's VFs are DPDK ones, bound to vfio-pci (for `railcnictl doctor`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dpdk: bool,
+    /// The most the rail's NADs may ask of a VF (`trust`, `spoofchkOff`,
+    /// `vlans`, `maxTxRateMbps`), written into each node file, where the
+    /// plugin enforces it; absent: no ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Allow>,
+}
+
+/// A rail's `allow` as the plan says it: the node file's ceiling, each key
+/// checked (a misspelt key in the administrator's plan is an error; the
+/// node file's reader passes over keys it does not know).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Allow {
+    #[serde(default)]
+    pub trust: bool,
+    #[serde(default)]
+    pub spoofchk_off: bool,
+    #[serde(default)]
+    pub vlans: Vec<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tx_rate_mbps: Option<u32>,
 }
 
 /// A rail's `pf`: one PF netdev, or a list with one per plane.

@@ -6,7 +6,7 @@
 pub mod node_file;
 mod validated;
 
-pub use node_file::{NodeAllocation, NodeFile};
+pub use node_file::{Allow, NodeAllocation, NodeFile};
 
 use std::collections::HashSet;
 use std::net::IpAddr;

@@ -38,6 +38,31 @@ pub struct NodeAllocation {
     pub rdma: Option<String>,
     /// and whether its VFs are DPDK ones (bound to vfio-pci).
     pub dpdk: bool,
+    /// The most a NAD of this rail may ask of its VF (absent: no ceiling;
+    /// the plugin enforces it, `railcni::policy`).
+    pub allow: Option<Allow>,
+}
+
+/// A rail's ceiling on the VF settings its NADs may ask for: a NAD is a
+/// namespaced object any namespace admin can write, the node file the
+/// administrator's. What a present ceiling does not name is not allowed
+/// (so a key this build does not know, or misspelt, allows nothing more).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allow {
+    /// `trust on` (the VF may change its MAC, promiscuous mode).
+    #[serde(default)]
+    pub trust: bool,
+    /// `spoofchk off` (the VF may send as any MAC).
+    #[serde(default)]
+    pub spoofchk_off: bool,
+    /// The VLANs a NAD may put the VF on (none: no VLAN).
+    #[serde(default)]
+    pub vlans: Vec<u16>,
+    /// The highest `min_tx_rate` / `max_tx_rate` a NAD may set, in Mbps
+    /// (absent: no limit).
+    #[serde(default)]
+    pub max_tx_rate_mbps: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -67,6 +92,8 @@ struct NodeAllocationV1 {
     rdma: Option<String>,
     #[serde(default)]
     dpdk: bool,
+    #[serde(default)]
+    allow: Option<Allow>,
 }
 
 impl From<NodeFileV1> for NodeFile {
@@ -82,6 +109,7 @@ impl From<NodeFileV1> for NodeFile {
                     mtu: a.mtu,
                     rdma: a.rdma,
                     dpdk: a.dpdk,
+                    allow: a.allow,
                 };
                 (name, a)
             })

@@ -1,0 +1,105 @@
+//! A NAD cannot reach past its rail: with a node file that names a rail's
+//! PF and ceiling, a VF of another PF, or VF settings above the ceiling,
+//! are refused with the rule named and nothing on the node changed; a NAD
+//! within the ceiling attaches as before. On the fake node; needs root.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// rail1's node file entry: this node's /31 (as the pool's index gives it),
+/// its PF and its ceiling.
+fn node_file(node: &Node) -> String {
+    let file = json!({"nodeName": "gpu-0", "networks": {"rail1": {
+        "prefix": "172.16.0.0/31", "gateway": "172.16.0.1", "pf": "pf1",
+        "allow": {"vlans": [100], "maxTxRateMbps": 1000}}}});
+    let path = node.dir.path().join("node.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn rail1_add(node: &Node, pod: &str, pci: &str, vf_settings: Value) -> Req {
+    let mut conf = conf("1.0.0", "rail1", pci, Node::embedded_ipam(1));
+    for (k, v) in vf_settings.as_object().unwrap() {
+        conf[k] = v.clone();
+    }
+    let mut req = Req::new("ADD", "c1", pod, "net1", conf);
+    req.env
+        .push(("RAILCNI_NODE_CONFIG".into(), node_file(node)));
+    req
+}
+
+/// Nothing on the node changed: the VF on the host under its name, no
+/// record, no lease, no VF setting sent to the PF.
+fn assert_untouched(node: &Node, vf: &FakeVf) {
+    assert!(
+        link_in(&node.host(), &vf.ifname).is_some(),
+        "{} left the host",
+        vf.ifname
+    );
+    assert!(!node.record_exists(&vf.pci), "a record was written");
+    let leases = std::fs::read_to_string(node.state_dir().join("ipam/rail1.leases.json"))
+        .unwrap_or_default();
+    assert!(!leases.contains("\"c1\""), "a lease was taken: {leases}");
+    let calls = node.hardware()["calls"].to_string();
+    assert!(!calls.contains("set"), "the PF was asked: {calls}");
+}
+
+#[test]
+fn a_nad_is_held_to_its_rails_pf_and_ceiling() {
+    let node = Node::new(2, 1);
+    let (rail1_vf, rail2_vf) = (&node.vfs[0], &node.vfs[1]);
+    assert_eq!((rail1_vf.rail, rail2_vf.rail), (1, 2));
+    let pod = node.pod("p");
+    let refusals = [
+        (rail2_vf, json!({}), "networks.rail1.pf", "deviceID"),
+        (
+            rail1_vf,
+            json!({"trust": "on"}),
+            "networks.rail1.allow.trust",
+            "trust",
+        ),
+        (
+            rail1_vf,
+            json!({"spoofchk": "off"}),
+            "networks.rail1.allow.spoofchkOff",
+            "spoofchk",
+        ),
+        (
+            rail1_vf,
+            json!({"vlan": 200}),
+            "networks.rail1.allow.vlans",
+            "vlan",
+        ),
+        (
+            rail1_vf,
+            json!({"max_tx_rate": 5000}),
+            "networks.rail1.allow.maxTxRateMbps",
+            "max_tx_rate",
+        ),
+    ];
+    for (vf, settings, rule, field) in refusals {
+        let e = node
+            .cni(&rail1_add(&node, &pod, &vf.pci, settings.clone()))
+            .err(7);
+        let details = e["details"].as_str().unwrap_or("");
+        assert!(
+            details.contains(rule) && details.contains(field),
+            "{settings}: {e}"
+        );
+        assert_untouched(&node, vf);
+    }
+    // Within the ceiling: attaches as ever, the VLAN set on the PF.
+    let ok = rail1_add(
+        &node,
+        &pod,
+        &rail1_vf.pci,
+        json!({"vlan": 100, "max_tx_rate": 500}),
+    );
+    node.cni(&ok).ok();
+    assert!(link_in(&Node::ns_of(&pod), "net1").is_some());
+    assert_eq!(node.hardware()["vfs"]["pf1/0"]["vlan"]["id"], 100);
+    node.cni(&ok.cmd("DEL")).ok();
+    assert!(link_in(&node.host(), &rail1_vf.ifname).is_some());
+}
