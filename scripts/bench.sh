@@ -429,7 +429,7 @@ goals = [
   ("8-rail detach above ip -batch + 8 no-op execs", p["railcni"]["detach"] - p["kernelFloor"]["detach"] - p["noopPlugin"]["detach"],
    spread([pod["A"]["del"]], [podfloor["del"], pod["C"]["del"]]), 8.0, "ms"),
   # The per-rail floor: the same kernel work split as a plugin per rail must do it (an exec a side each rail).
-  ("8-rail attach above the per-rail floor (ip, 2 processes a rail)", p["railcni"]["attach"] - p["kernelFloorPerRail"]["attach"],
+  ("8-rail attach above the per-rail floor", p["railcni"]["attach"] - p["kernelFloorPerRail"]["attach"],
    spread([pod["A"]["add"]], [perrail["add"]]), 8.0, "ms"),
   ("big NAD, railcni-ipam ADD+DEL above one allocation", b["railcniIpam"]["difference"], None, 4.5, "ms"),
   ("single-rail ADD above the bare move (both exec'd alike)", s["railcniExecd"]["add"]["p50"] - s["bareMove"]["add"]["p50"],
