@@ -394,10 +394,19 @@ mod tests {
         let file = railcni_ipam::config::NodeFile::parse(node.to_string().as_bytes()).unwrap();
         for plane in ["rail1-p0", "rail1-p1"] {
             let allow = file.networks[plane].allow.clone().unwrap();
-            assert_eq!((allow.vlans, allow.max_tx_rate_mbps), (vec![100, 200], Some(25000)));
-            assert!(!allow.trust && !allow.spoofchk_off, "what the plan does not name is not allowed");
+            assert_eq!(
+                (allow.vlans, allow.max_tx_rate_mbps),
+                (vec![100, 200], Some(25000))
+            );
+            assert!(
+                !allow.trust && !allow.spoofchk_off,
+                "what the plan does not name is not allowed"
+            );
         }
-        assert_eq!(file.networks["rail2"].allow, None, "no ceiling asked, none written");
+        assert_eq!(
+            file.networks["rail2"].allow, None,
+            "no ceiling asked, none written"
+        );
         // A ceiling key the planner does not know is a plan error, not silence.
         let typo = plan.replace("maxTxRateMbps", "maxRate");
         assert!(Plan::parse(&typo).and_then(Plan::resolve).is_err());
