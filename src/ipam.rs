@@ -9,6 +9,7 @@ use std::process::{Command as Proc, Stdio};
 use base::Settings;
 use cni::{CniResult, Env};
 
+use railcni_ipam::config::NodeFile;
 use serde_json::Value;
 
 use crate::config::{IpamConf, NetConf};
@@ -19,8 +20,19 @@ pub struct NetworkIpam<'a> {
     ipam: &'a IpamConf,
     env: &'a Env,
     settings: &'a Settings,
-    /// The embedded pool, loaded (node file read) once per invocation.
+    /// The embedded pool, loaded once per invocation.
     loaded: &'a OnceCell<railcni_ipam::Ipam>,
+    /// The node file, read once per invocation (ADD's policy check reads it too).
+    node_file: &'a OnceCell<NodeFile>,
+}
+
+/// The node file in `cell`, read from `settings`' path the first time.
+pub fn node_file<'c>(cell: &'c OnceCell<NodeFile>, settings: &Settings) -> Result<&'c NodeFile> {
+    if let Some(file) = cell.get() {
+        return Ok(file);
+    }
+    let file = NodeFile::load(&settings.node_config)?;
+    Ok(cell.get_or_init(|| file))
 }
 
 /// An external IPAM plugin as ADD ran it: what detach needs to run its
@@ -60,6 +72,7 @@ impl<'a> NetworkIpam<'a> {
         env: &'a Env,
         settings: &'a Settings,
         loaded: &'a OnceCell<railcni_ipam::Ipam>,
+        node_file: &'a OnceCell<NodeFile>,
     ) -> Option<Self> {
         conf.ipam.as_ref().map(|ipam| NetworkIpam {
             conf,
@@ -67,6 +80,7 @@ impl<'a> NetworkIpam<'a> {
             env,
             settings,
             loaded,
+            node_file,
         })
     }
 
@@ -85,11 +99,12 @@ impl<'a> NetworkIpam<'a> {
             .static_allocations
             .as_ref()
             .map(cni::SetAside::text);
-        let loaded = railcni_ipam::Ipam::load_split(
+        let loaded = railcni_ipam::Ipam::load_with(
             &self.conf.name,
             ipam_conf,
             statics,
             self.settings,
+            node_file(self.node_file, self.settings)?,
             device,
         )?;
         Ok(self.loaded.get_or_init(|| loaded))

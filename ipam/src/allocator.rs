@@ -131,6 +131,19 @@ impl Ipam {
         device_id: Option<&str>,
     ) -> Result<Self, IpamError> {
         let node_file = NodeFile::load(&settings.node_config)?;
+        Ipam::load_with(network, ipam_conf, statics, settings, &node_file, device_id)
+    }
+
+    /// As `load_split`, with the node file its caller already read (the
+    /// plugin reads it once per call).
+    pub fn load_with(
+        network: &str,
+        ipam_conf: &serde_json::Value,
+        statics: Option<&str>,
+        settings: &Settings,
+        node_file: &NodeFile,
+        device_id: Option<&str>,
+    ) -> Result<Self, IpamError> {
         let node = node_file.node_name(settings).ok_or_else(|| {
             IpamError::config(
                 "node file",

@@ -8,6 +8,7 @@ use crate::attachment::detach::Release;
 use crate::config::NetConf;
 use crate::ipam::NetworkIpam;
 use crate::node::Node;
+use railcni_ipam::config::NodeFile;
 
 /// One CNI call: the request, on its node.
 pub struct Ctx {
@@ -15,6 +16,7 @@ pub struct Ctx {
     pub conf: NetConf,
     pub node: Node,
     ipam_pool: OnceCell<railcni_ipam::Ipam>,
+    node_file: OnceCell<NodeFile>,
 }
 
 impl Ctx {
@@ -24,12 +26,25 @@ impl Ctx {
             conf,
             node,
             ipam_pool: OnceCell::new(),
+            node_file: OnceCell::new(),
         }
     }
 
     /// This attachment's IPAM, if the network has one.
     pub fn ipam(&self) -> Option<NetworkIpam<'_>> {
-        NetworkIpam::new(&self.conf, &self.env, &self.node.settings, &self.ipam_pool)
+        NetworkIpam::new(
+            &self.conf,
+            &self.env,
+            &self.node.settings,
+            &self.ipam_pool,
+            &self.node_file,
+        )
+    }
+
+    /// The node file, read once per call (the policy check and the
+    /// embedded IPAM share it).
+    pub fn node_file(&self) -> crate::error::Result<&NodeFile> {
+        crate::ipam::node_file(&self.node_file, &self.node.settings)
     }
 
     /// This attachment's record (by container and interface), the config's

@@ -7,7 +7,6 @@ use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::log_info;
 use crate::vf::Vf;
-use railcni_ipam::config::NodeFile;
 
 /// The VF and the MTU it gets, for one ADD.
 pub struct Intent<'a> {
@@ -26,8 +25,7 @@ impl<'a> Intent<'a> {
         let vf = ctx.node.sysfs.resolve(ctx.conf.require_device_id()?)?;
         check_link_type(ctx, &vf)?;
         // What the administrator's node file lets this NAD take.
-        let node_file = NodeFile::load(&ctx.node.settings.node_config)?;
-        crate::policy::check(&node_file, &ctx.conf.name, &vf, &ctx.conf.vf)?;
+        crate::policy::check(ctx.node_file()?, &ctx.conf.name, &vf, &ctx.conf.vf)?;
         let netns = ctx
             .env
             .netns
