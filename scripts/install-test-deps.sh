@@ -34,5 +34,10 @@ if ((${#need[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+# The Kubernetes schemas, offline (scripts/validate-k8s.py); jsonschema comes with it.
+python3 -c 'import kubernetes_validate, yaml' 2>/dev/null ||
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore kubernetes-validate==1.37.0 pyyaml
+# cargo-deny (scripts/test.sh) and cargo-auditable (scripts/build-static.sh).
+"$(dirname "$0")/install-cargo-tools.sh"
 # The emulated SR-IOV node: QEMU 10 and a 6.12 kernel from bookworm-backports.
 "$(dirname "$0")/vm.sh" prepare

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "test.sh: run as root; the integration tests use network namespaces" >&2; exit 1; }
 scripts/install-test-deps.sh
+# Dependencies checked like code: licenses, crates.io only, duplicate majors.
+cargo deny --workspace --locked check licenses bans sources
 # The benchmark in its short mode: it must run (its figures mean nothing here).
 scripts/bench.sh --quick
 cargo test --workspace --locked --features railcni/fake-hardware

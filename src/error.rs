@@ -142,6 +142,14 @@ impl Error {
         }
     }
 
+    /// The errno the kernel answered, where there was one.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            Error::Kernel { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+
     /// The attachment store failed doing `what` with `e` (its errno kept).
     pub fn state(what: impl Into<String>, e: &std::io::Error) -> Self {
         Error::State(cni::IoFailure::new(what, e))
@@ -242,7 +250,8 @@ impl Reply for Error {
             | Error::CheckFailed(msg)
             | Error::RailCheck(msg)
             | Error::MissingCapability(msg) => msg.clone(),
-            Error::Kernel { what, errno } => format!("{what}: {}", errno.desc()),
+            // The errno's name too: it is what an operator greps for.
+            Error::Kernel { what, errno } => format!("{what}: {} ({errno:?})", errno.desc()),
             Error::State(failure) => failure.to_string(),
             Error::VfSettingRefused(r) => r.details(),
             Error::DetachIncomplete { what, failures } => format!(

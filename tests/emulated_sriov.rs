@@ -126,3 +126,13 @@ fn dra_driver_sriov_standalone_from_its_container_on_real_vfs() {
 fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
     scenario("ipv6-64");
 }
+
+/// deploy/daemonset.yaml's containers in the box it gives them (#46): the
+/// installer with no capability, the agent with its list, host paths only
+/// as mounted, /sys read-only, no_new_privs; then each capability taken
+/// away and what fails with it, reported.
+#[test]
+fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
+    let out = scenario("confined");
+    assert!(out.contains("without net_admin"), "{out}");
+}

@@ -2,7 +2,9 @@
 //! (`RAILCNI_BOOT_ID`, `RAILCNI_DEVINFO_DIR`, `RAILCNI_FAKE_HARDWARE`) are
 //! read only by a build with the test features. The static release
 //! binaries (scripts/build-static.sh) do not hold their names, and their gc,
-//! pointed at another boot's id, leaves a live pod alone. Needs root.
+//! pointed at another boot's id, leaves a live pod alone. Those binaries
+//! also list the crates inside them (cargo-auditable's `.dep-v0`), for a
+//! scanner. Needs root.
 
 mod common;
 
@@ -34,6 +36,79 @@ fn static_bins() -> PathBuf {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("target/x86_64-unknown-linux-gnu/release")
         })
         .clone()
+}
+
+/// The crates a binary says it holds: cargo-auditable's `.dep-v0` section
+/// (zlib-compressed JSON), read the way a scanner reads it.
+fn crates_inside(bin: &Path) -> Vec<String> {
+    let dir = tempfile::Builder::new()
+        .prefix("railcni-dep-v0-")
+        .tempdir()
+        .unwrap();
+    let dump = dir.path().join("dep-v0");
+    let out = Command::new("objcopy")
+        .arg(format!("--dump-section=.dep-v0={}", dump.display()))
+        .arg(bin)
+        .arg(dir.path().join("copy"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "objcopy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = Command::new("python3")
+        .args(["-c", "import sys, zlib; sys.stdout.write(zlib.decompress(open(sys.argv[1], 'rb').read()).decode())"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(
+        json.status.success(),
+        "{} has no readable .dep-v0 section: {}",
+        bin.display(),
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    doc["packages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no packages in {}'s .dep-v0: {doc}", bin.display()))
+        .iter()
+        // Build-time crates (proc macros, build scripts) are listed too, marked.
+        .filter(|p| p["kind"] != "build")
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["name"].as_str().unwrap_or("?"),
+                p["version"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_shipped_binaries_list_the_crates_inside_them() {
+    require_root();
+    let bins = static_bins();
+    for (bin, inside, never) in [
+        ("railcni", "netlink-packet-route", "tokio"),
+        ("railcni-ipam", "serde_json", "netlink-packet-route"),
+        ("railcnictl", "tokio", "rtnetlink"),
+    ] {
+        let crates = crates_inside(&bins.join(bin));
+        let names: Vec<&str> = crates.iter().filter_map(|c| c.split(' ').next()).collect();
+        assert!(
+            names.contains(&bin),
+            "{bin} does not list itself: {crates:?}"
+        );
+        assert!(
+            names.contains(&inside),
+            "{bin} does not list {inside}: {crates:?}"
+        );
+        assert!(
+            !names.contains(&never),
+            "{bin} lists {never}, which it does not link: {crates:?}"
+        );
+    }
 }
 
 fn holds(bytes: &[u8], name: &str) -> bool {

@@ -48,6 +48,11 @@ pub struct NetworkStats {
     /// gone) or `error`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reattached: BTreeMap<String, u64>,
+    /// What `railcnictl gc --apply` and the agent's gc did, by
+    /// `"<action> <result>"`: action `detach`, `reattach` or `release`,
+    /// result `done` or `error` (the error itself is logged).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gc: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -126,6 +131,14 @@ pub fn record_reclaimed(settings: &Settings, network: &str, n: u64) -> io::Resul
 pub fn record_reattach(settings: &Settings, network: &str, result: &str) -> io::Result<()> {
     update(settings, network, |s| {
         *s.reattached.entry(result.to_string()).or_default() += 1
+    })
+}
+
+/// Count one gc action on `network`: `done` or `error`.
+pub fn record_gc(settings: &Settings, network: &str, action: &str, ok: bool) -> io::Result<()> {
+    let result = if ok { "done" } else { "error" };
+    update(settings, network, |s| {
+        *s.gc.entry(format!("{action} {result}")).or_default() += 1
     })
 }
 

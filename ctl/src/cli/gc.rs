@@ -81,6 +81,12 @@ pub fn reconcile(state: &NodeState, node: &Node, apply: bool) -> Result<Report, 
         },
     }));
     count_reclaimed(state, node, &actions);
+    if apply {
+        for a in &actions {
+            let _ =
+                base::stats::record_gc(&node.settings, &a.network, &a.action, a.result == "done");
+        }
+    }
     Ok(Report {
         applied: apply,
         actions,

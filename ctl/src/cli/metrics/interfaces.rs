@@ -65,12 +65,20 @@ pub fn export(e: &mut Exposition, attached: &[&Record]) {
             by_pod.entry(netns).or_default().push(r);
         }
     }
+    let mut unreadable: BTreeMap<String, u32> = BTreeMap::new();
     for (netns, records) in by_pod {
-        let Ok(ns) = NetNs::open(Path::new(netns)) else {
-            continue;
-        };
-        let Ok(nl) = Netlink::connect_in(&ns) else {
-            continue;
+        let opened = NetNs::open(Path::new(netns)).and_then(|ns| Netlink::connect_in(&ns));
+        let nl = match opened {
+            Ok(nl) => nl,
+            Err(e) => {
+                // A namespace gone is the stale gauge's; any other reason
+                // (EPERM without CAP_SYS_ADMIN) is counted and logged once.
+                if let Some(errno) = e.errno().filter(|n| *n != nix::errno::Errno::ENOENT) {
+                    warn_once(errno, &e);
+                    *unreadable.entry(format!("{errno:?}")).or_default() += 1;
+                }
+                continue;
+            }
         };
         for r in records {
             if let Ok(Some(link)) = nl.link_with_stats(&r.ifname) {
@@ -79,6 +87,34 @@ pub fn export(e: &mut Exposition, attached: &[&Record]) {
                 }
             }
         }
+    }
+    export_unreadable(e, &unreadable);
+}
+
+/// Pods whose namespace the pass could not enter, by errno.
+fn export_unreadable(e: &mut Exposition, unreadable: &BTreeMap<String, u32>) {
+    let help = "Pod network namespaces this pass could not enter to read their rail interfaces, by errno (EPERM: the agent lacks CAP_SYS_ADMIN).";
+    e.declare("railcni_pod_namespaces_unreadable", help, Kind::Gauge);
+    for (errno, n) in unreadable {
+        e.sample(
+            "railcni_pod_namespaces_unreadable",
+            help,
+            Kind::Gauge,
+            &[("errno", errno.as_str())],
+            *n as f64,
+        );
+    }
+}
+
+/// One warning per errno for the life of the process: passes run every scrape.
+fn warn_once(errno: nix::errno::Errno, e: &railcni::error::Error) {
+    static WARNED: std::sync::Mutex<Vec<nix::errno::Errno>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut warned) = WARNED.lock() else {
+        return;
+    };
+    if !warned.contains(&errno) {
+        warned.push(errno);
+        crate::log_warn!("metrics: a pod's rail interfaces are left out: {e}");
     }
 }
 

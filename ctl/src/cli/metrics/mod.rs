@@ -208,6 +208,21 @@ fn reclaims(e: &mut Exposition, network: &str, s: &NetworkStats) {
             n as f64,
         );
     }
+    let help = "What gc did (`railcnictl gc --apply`, the agent's --gc-interval), by action (detach, reattach, release) and result (done, error; the error is in the log).";
+    e.declare("railcni_gc_actions_total", help, Kind::Counter);
+    for (key, n) in &s.gc {
+        let Some((action, result)) = key.split_once(' ') else {
+            continue;
+        };
+        let labels = [("network", network), ("action", action), ("result", result)];
+        e.sample(
+            "railcni_gc_actions_total",
+            help,
+            Kind::Counter,
+            &labels,
+            *n as f64,
+        );
+    }
 }
 
 #[cfg(test)]
