@@ -168,8 +168,8 @@ impl Ipam {
             }
         };
         let pool = match &master {
-            Some(m) => NodePool::from_master(network, &node, &config, &node_file, m)?,
-            None => NodePool::resolve(network, &node, &config, &node_file)?,
+            Some(m) => NodePool::from_master(network, &node, &config, node_file, m)?,
+            None => NodePool::resolve(network, &node, &config, node_file)?,
         };
         let pool6 = match &config.ipv6 {
             Some(side) => Some(NodePool::resolve(

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::cli::outcome::{Outcome, Usage};
+use crate::fabric::dra::DraOptions;
 use crate::fabric::{cidrpool, Plan, Resolved};
 
 #[derive(clap::Args)]
@@ -17,6 +18,10 @@ pub struct Args {
     /// The node, for --emit node-file.
     #[arg(long)]
     node: Option<String>,
+    /// With --emit dra: claim each rail's VF(s) together with one GPU of
+    /// this DeviceClass on the same PCIe root (`resource.kubernetes.io/pcieRoot`).
+    #[arg(long, value_name = "DEVICECLASS", num_args = 0..=1, default_missing_value = "gpu.nvidia.com")]
+    pair_gpus: Option<String>,
     /// The plan in force now: refuse a plan that moves any node's prefix
     /// (a changed index; its pods' addresses would move), naming each.
     #[arg(long, value_name = "PLAN")]
@@ -35,7 +40,7 @@ pub enum Emit {
     Csv,
     /// A training pod's networks annotation (each rail's interface named) and resource requests (YAML).
     Pod,
-    /// dra-driver-sriov's objects: a SriovResourceFilter, and per rail a NAD, DeviceClass and ResourceClaimTemplate; a pod (YAML).
+    /// dra-driver-sriov's objects: per rail a DeviceAttributes and NAD, one SriovResourcePolicy, per rail a ResourceClaimTemplate (with --pair-gpus, a GPU too); a pod (YAML).
     Dra,
     /// Every allocation, as JSON.
     Json,
@@ -56,13 +61,19 @@ pub fn run(args: &Args) -> Result<Outcome, Usage> {
         }
     }
     .map_err(|e| Usage(e.0))?;
+    if args.pair_gpus.is_some() && !matches!(args.emit, Emit::Dra) {
+        return Err(Usage("--pair-gpus goes with --emit dra".into()));
+    }
+    let dra = DraOptions {
+        gpu_class: args.pair_gpus.clone(),
+    };
     let text = match (args.emit, args.node.as_deref()) {
         // One node: only its allocations are worked out.
         (Emit::NodeFile, Some(node)) => plan
             .resolve_for(Some(node))
             .and_then(|r| r.node_file_text(node)),
         (Emit::NodeFile, None) => return Err(Usage("--emit node-file needs --node NAME".into())),
-        (emit, _) => emit_whole(plan, emit, args.previous.as_ref()),
+        (emit, _) => emit_whole(plan, emit, args.previous.as_ref(), &dra),
     }
     .map_err(|e| Usage(e.0))?;
     print!("{text}");
@@ -77,6 +88,7 @@ fn emit_whole(
     plan: Plan,
     emit: Emit,
     previous: Option<&PathBuf>,
+    dra: &DraOptions,
 ) -> Result<String, crate::fabric::PlanError> {
     let written = plan.clone();
     let resolved = plan.resolve()?;
@@ -89,7 +101,7 @@ fn emit_whole(
         Emit::Configmap => Resolved::config_map(&written),
         Emit::Csv => Ok(resolved.csv()),
         Emit::Pod => resolved.pod(),
-        Emit::Dra => resolved.dra(),
+        Emit::Dra => resolved.dra(dra),
         Emit::Json => serde_json::to_string_pretty(&resolved.allocations)
             .map_err(|e| crate::fabric::PlanError(e.to_string())),
         Emit::NodeFile => Err(crate::fabric::PlanError(

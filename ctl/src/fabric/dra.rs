@@ -1,9 +1,13 @@
 //! The plan as objects for dra-driver-sriov (standalone mode: its NRI hook
-//! runs railcni itself, no Multus): which PF's VFs make up each rail (a
-//! SriovResourceFilter), the NADs the driver reads, a DeviceClass and a
-//! ResourceClaimTemplate per rail (the VF picked by the rail's resource
-//! attribute, the NAD and the interface name in the claim's config), and a
-//! training pod that claims every rail. docs/dra.md explains them.
+//! runs railcni itself, no Multus), as the driver defines them at HEAD
+//! cd9404f (2026-08-19): per rail network a `DeviceAttributes` giving its
+//! VFs the resource name `k8s.cni.cncf.io/resourceName`, one
+//! `SriovResourcePolicy` selecting each network's VFs by its PF and
+//! attaching those attributes, the NADs the driver reads, and per rail a
+//! `ResourceClaimTemplate` on the driver's own DeviceClass (one request per
+//! plane, the NAD and interface name in each request's `VfConfig`),
+//! optionally with a GPU on the same PCIe root; a training pod that claims
+//! every rail. docs/dra.md explains them.
 
 use serde_json::{json, Value};
 
@@ -11,49 +15,53 @@ use super::emit::yaml;
 use super::{Pf, PlanError, Rail, Resolved};
 
 /// The driver's name, the domain of its device attributes and of its
-/// opaque config (and the DeviceClass its Helm chart installs).
+/// opaque config, and the DeviceClass its Helm chart installs.
 pub const DRIVER: &str = "sriovnetwork.k8snetworkplumbingwg.io";
-/// Where the driver's Helm release (and its SriovResourceFilter) lives by default.
-pub const DRIVER_NAMESPACE: &str = "dra-sriov-driver";
+/// Where the driver's Helm release (and the policy it watches) lives by default.
+pub const DRIVER_NAMESPACE: &str = "dra-driver-sriov";
+/// The attribute a DeviceAttributes gives each rail's VFs: the domain and
+/// name Multus' DRA integration and NVIDIA's templates select on.
+pub const RESOURCE_NAME: (&str, &str) = ("k8s.cni.cncf.io", "resourceName");
+/// The standard attribute a GPU and a VF under one PCIe root share.
+pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
+/// The label tying a rail network's DeviceAttributes to its policy config.
+const RAIL_LABEL: &str = "railcni.io/rail";
 /// Logs where the driver's container keeps them on the host: it mounts the
 /// host's /var/lib/cni, not /var/log.
 const LOG_DIR: &str = "/var/lib/cni/railcni/log";
 
+/// What `--emit dra` asks besides the plan.
+#[derive(Debug, Clone, Default)]
+pub struct DraOptions {
+    /// Claim each rail's VF(s) together with one GPU of this DeviceClass on
+    /// the same PCIe root; `None`: VF-only claims.
+    pub gpu_class: Option<String>,
+}
+
+/// A rail as its pod claims it: its networks (one, or one per plane).
+struct ClaimedRail<'a> {
+    name: &'a str,
+    networks: Vec<(&'a Rail, String)>,
+}
+
 impl Resolved {
     /// Every object dra-driver-sriov needs for the plan's rails, as YAML.
-    pub fn dra(&self) -> Result<String, PlanError> {
-        let rails = self.pod_rails();
-        let mut docs = vec![self.resource_filter(&rails)?];
-        for (i, rail) in rails.iter().enumerate() {
-            docs.push(self.dra_nad(rail));
-            docs.push(device_class(rail));
-            docs.push(self.claim_template(rail, &format!("net{}", i + 1)));
+    pub fn dra(&self, options: &DraOptions) -> Result<String, PlanError> {
+        let networks = self.pod_rails();
+        let mut docs = Vec::new();
+        for rail in &networks {
+            docs.push(device_attributes(rail));
         }
-        docs.push(self.dra_pod(&rails));
+        docs.push(resource_policy(&networks)?);
+        for rail in &networks {
+            docs.push(self.dra_nad(rail));
+        }
+        let claimed = claimed_rails(&networks);
+        for rail in &claimed {
+            docs.push(self.claim_template(rail, options));
+        }
+        docs.push(self.dra_pod(&claimed));
         yaml(&docs)
-    }
-
-    /// Each rail's VFs: those of its PF, published under the rail's name.
-    fn resource_filter(&self, rails: &[&Rail]) -> Result<Value, PlanError> {
-        let configs = (rails.iter())
-            .map(|rail| match &rail.pf {
-                Some(Pf::One(pf)) => Ok(json!({
-                    "resourceName": rail.name,
-                    "resourceFilters": [{"pfNames": [pf]}],
-                })),
-                _ => Err(PlanError(format!(
-                    "rail {}: --emit dra selects a rail's VFs by its PF: give the rail `pf` (the PF netdev, \
-                     the same on every node)",
-                    rail.name
-                ))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(json!({
-            "apiVersion": format!("{DRIVER}/v1alpha1"),
-            "kind": "SriovResourceFilter",
-            "metadata": {"name": "railcni-rails", "namespace": DRIVER_NAMESPACE},
-            "spec": {"nodeSelector": {}, "configs": configs},
-        }))
     }
 
     /// The rail's NAD as for Multus, logging where the driver's container
@@ -69,26 +77,56 @@ impl Resolved {
         })
     }
 
-    /// One VF of the rail, attached by railcni with the rail's NAD as `ifname`.
-    fn claim_template(&self, rail: &Rail, ifname: &str) -> Value {
+    /// One VF per network of the rail (each plane's on its own request),
+    /// attached by railcni with that network's NAD as its interface; with
+    /// a GPU class, one GPU too, all on one PCIe root.
+    fn claim_template(&self, rail: &ClaimedRail, options: &DraOptions) -> Value {
+        let request_name = |k: usize| {
+            if rail.networks.len() == 1 {
+                "vf".to_string()
+            } else {
+                format!("vf-p{k}")
+            }
+        };
+        let mut requests: Vec<Value> = (rail.networks.iter().enumerate())
+            .map(|(k, (network, _))| {
+                json!({"name": request_name(k), "exactly": {
+                    "deviceClassName": DRIVER,
+                    "count": 1,
+                    "selectors": [{"cel": {"expression": resource_name_is(&resource_name(network))}}],
+                }})
+            })
+            .collect();
+        let config: Vec<Value> = (rail.networks.iter().enumerate())
+            .map(|(k, (network, ifname))| {
+                json!({"requests": [request_name(k)], "opaque": {"driver": DRIVER, "parameters": {
+                    "apiVersion": format!("{DRIVER}/v1alpha1"),
+                    "kind": "VfConfig",
+                    "ifName": ifname,
+                    "netAttachDefName": network.name,
+                }}})
+            })
+            .collect();
+        let mut devices = json!({"requests": [], "config": config});
+        if let Some(class) = &options.gpu_class {
+            requests.insert(
+                0,
+                json!({"name": "gpu", "exactly": {"deviceClassName": class, "count": 1}}),
+            );
+            let all: Vec<&str> = requests.iter().filter_map(|r| r["name"].as_str()).collect();
+            devices["constraints"] = json!([{"requests": all, "matchAttribute": PCIE_ROOT}]);
+        }
+        devices["requests"] = json!(requests);
         json!({
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaimTemplate",
             "metadata": {"name": rail.name, "namespace": self.plan.namespace},
-            "spec": {"spec": {"devices": {
-                "requests": [{"name": "vf", "exactly": {"deviceClassName": class_name(rail), "count": 1}}],
-                "config": [{"requests": ["vf"], "opaque": {"driver": DRIVER, "parameters": {
-                    "apiVersion": format!("{DRIVER}/v1alpha1"),
-                    "kind": "VfConfig",
-                    "ifName": ifname,
-                    "netAttachDefName": rail.name,
-                }}}],
-            }}},
+            "spec": {"spec": {"devices": devices}},
         })
     }
 
     /// A training pod with one claim per rail, in rail order.
-    fn dra_pod(&self, rails: &[&Rail]) -> Value {
+    fn dra_pod(&self, rails: &[ClaimedRail]) -> Value {
         let claims: Vec<Value> = (rails.iter())
             .map(|r| json!({"name": r.name, "resourceClaimTemplateName": r.name}))
             .collect();
@@ -110,77 +148,175 @@ impl Resolved {
     }
 }
 
-/// `railcni-<rail>`: cluster-wide, so prefixed.
-fn class_name(rail: &Rail) -> String {
-    format!("railcni-{}", rail.name)
+/// The pod's networks grouped by rail (a multi-plane rail's planes
+/// together), each network with its interface name (net1, net2, … in pod
+/// order).
+fn claimed_rails<'a>(networks: &[&'a Rail]) -> Vec<ClaimedRail<'a>> {
+    let mut rails: Vec<ClaimedRail> = Vec::new();
+    for (i, network) in networks.iter().enumerate() {
+        let name = network.plane_of.as_deref().unwrap_or(&network.name);
+        let ifname = format!("net{}", i + 1);
+        match rails.last_mut() {
+            Some(last) if last.name == name => last.networks.push((network, ifname)),
+            _ => rails.push(ClaimedRail {
+                name,
+                networks: vec![(network, ifname)],
+            }),
+        }
+    }
+    rails
 }
 
-/// The driver's VFs that carry the rail's resource name.
-fn device_class(rail: &Rail) -> Value {
-    let expression = format!(
-        "device.driver == \"{DRIVER}\" && device.attributes[\"{DRIVER}\"].resourceName == \"{}\"",
-        rail.name
-    );
+/// The resource name a network's VFs are published under: the rail's
+/// `resourceName` (the device plugin's, kept for Multus mode), else its name.
+fn resource_name(rail: &Rail) -> String {
+    rail.resource_name
+        .clone()
+        .unwrap_or_else(|| rail.name.clone())
+}
+
+fn resource_name_is(name: &str) -> String {
+    let (domain, attribute) = RESOURCE_NAME;
+    format!("device.attributes[\"{domain}\"].{attribute} == \"{name}\"")
+}
+
+/// `railcni-<network>`: the DeviceAttributes that names the network's VFs.
+fn device_attributes(rail: &Rail) -> Value {
+    let (domain, attribute) = RESOURCE_NAME;
     json!({
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": class_name(rail)},
-        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+        "apiVersion": format!("{DRIVER}/v1alpha1"),
+        "kind": "DeviceAttributes",
+        "metadata": {
+            "name": format!("railcni-{}", rail.name),
+            "namespace": DRIVER_NAMESPACE,
+            "labels": {RAIL_LABEL: rail.name},
+        },
+        "spec": {"attributes": {format!("{domain}/{attribute}"): {"string": resource_name(rail)}}},
     })
+}
+
+/// Each network's VFs: those of its PF, with its DeviceAttributes. No
+/// nodeSelector: every node of the plan has every rail.
+fn resource_policy(networks: &[&Rail]) -> Result<Value, PlanError> {
+    let configs = (networks.iter())
+        .map(|rail| match &rail.pf {
+            Some(Pf::One(pf)) => Ok(json!({
+                "deviceAttributesSelector": {"matchLabels": {RAIL_LABEL: rail.name}},
+                "resourceFilters": [{"pfNames": [pf]}],
+            })),
+            _ => Err(PlanError(format!(
+                "rail {}: --emit dra selects a rail's VFs by its PF: give the rail `pf` (the PF netdev, \
+                 the same on every node; one per plane for a multi-plane rail)",
+                rail.name
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({
+        "apiVersion": format!("{DRIVER}/v1alpha1"),
+        "kind": "SriovResourcePolicy",
+        "metadata": {"name": "railcni-rails", "namespace": DRIVER_NAMESPACE},
+        "spec": {"configs": configs},
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::Plan;
+    use super::DraOptions;
     use serde_json::Value;
 
-    fn emitted(plan: &str) -> Result<Vec<Value>, String> {
+    fn emitted_with(plan: &str, options: &DraOptions) -> Result<Vec<Value>, String> {
         let r = Plan::parse(plan).and_then(Plan::resolve).map_err(|e| e.0)?;
-        let text = r.dra().map_err(|e| e.0)?;
+        let text = r.dra(options).map_err(|e| e.0)?;
         Ok(serde_yaml_ng::Deserializer::from_str(&text)
             .map(|d| serde::Deserialize::deserialize(d).expect("valid YAML"))
             .collect())
     }
 
+    fn emitted(plan: &str) -> Result<Vec<Value>, String> {
+        emitted_with(plan, &DraOptions::default())
+    }
+
     const PLAN: &str = "rails:\n\
         - {name: rail1, cidr: 172.16.0.0/15, pf: ens1f0np0, mtu: 9000}\n\
         - {name: storage1, cidr: 10.200.0.0/16, role: storage, pf: ens9f0np0}\n\
-        - {name: rail2, cidr: 172.18.0.0/15, pf: ens2f0np0, mtu: 9000}\n\
+        - {name: rail2, cidr: 172.18.0.0/15, pf: ens2f0np0, mtu: 9000, resourceName: nvidia.com/rail_1}\n\
         nodes: [gpu-0, gpu-1]\n";
+
+    const TWO_PLANES: &str = "rails:\n\
+        - {name: rail0, cidr: 172.16.0.0/15, planes: 2, pf: [eth_r0_p0, eth_r0_p1]}\n\
+        - {name: rail1, cidr: 172.18.0.0/15, planes: 2, pf: [eth_r1_p0, eth_r1_p1]}\n\
+        nodes: [gpu-0]\n";
 
     fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
         docs.iter().filter(|d| d["kind"] == kind).collect()
     }
 
+    /// What a claim request's CEL selector says the resource name is.
+    fn selected(request: &Value) -> String {
+        let cel = request["exactly"]["selectors"][0]["cel"]["expression"]
+            .as_str()
+            .unwrap();
+        let prefix = "device.attributes[\"k8s.cni.cncf.io\"].resourceName == \"";
+        cel.strip_prefix(prefix)
+            .unwrap()
+            .trim_end_matches('"')
+            .to_string()
+    }
+
     #[test]
-    fn one_claim_template_per_rail_with_its_nad_and_interface() {
+    fn each_rail_is_named_by_its_attributes_and_claimed_on_the_drivers_class() {
         let docs = emitted(PLAN).unwrap();
-        let templates = of_kind(&docs, "ResourceClaimTemplate");
-        let names: Vec<&str> = templates
+        assert!(
+            of_kind(&docs, "DeviceClass").is_empty(),
+            "the driver's chart ships the class"
+        );
+        assert!(of_kind(&docs, "SriovResourceFilter").is_empty());
+        // A DeviceAttributes per rail, giving the resource name, labelled
+        // for the policy config that selects the rail's PF.
+        let attrs = of_kind(&docs, "DeviceAttributes");
+        let policy = of_kind(&docs, "SriovResourcePolicy")[0];
+        let configs = policy["spec"]["configs"].as_array().unwrap();
+        assert_eq!(attrs.len(), 3);
+        assert_eq!(configs.len(), 3);
+        for (a, c) in attrs.iter().zip(configs) {
+            assert_eq!(
+                c["deviceAttributesSelector"]["matchLabels"], a["metadata"]["labels"],
+                "the config selects its own rail's attributes"
+            );
+            assert_eq!(a["metadata"]["namespace"], "dra-driver-sriov");
+        }
+        assert_eq!(configs[2]["resourceFilters"][0]["pfNames"][0], "ens9f0np0");
+        let names: Vec<&Value> = attrs
             .iter()
+            .map(|a| &a["spec"]["attributes"]["k8s.cni.cncf.io/resourceName"]["string"])
+            .collect();
+        assert_eq!(names, ["rail1", "nvidia.com/rail_1", "storage1"]);
+        // A claim per rail on the driver's DeviceClass, selecting the name
+        // its attributes give; the NAD and interface in its VfConfig.
+        let templates = of_kind(&docs, "ResourceClaimTemplate");
+        let tnames: Vec<&str> = (templates.iter())
             .map(|t| t["metadata"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["rail1", "rail2", "storage1"], "compute rails first");
-        for (i, t) in templates.iter().enumerate() {
-            let params = &t["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"];
-            assert_eq!(params["kind"], "VfConfig");
-            assert_eq!(params["netAttachDefName"], names[i]);
-            assert_eq!(params["ifName"], format!("net{}", i + 1));
-            let class = &t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"];
-            assert_eq!(class, &format!("railcni-{}", names[i]));
-        }
-        let classes = of_kind(&docs, "DeviceClass");
-        assert_eq!(classes.len(), 3);
-        assert!(classes[0]["spec"]["selectors"][0]["cel"]["expression"]
-            .as_str()
-            .unwrap()
-            .ends_with("resourceName == \"rail1\""));
-        let filter = of_kind(&docs, "SriovResourceFilter")[0];
         assert_eq!(
-            filter["spec"]["configs"][2]["resourceFilters"][0]["pfNames"][0],
-            "ens9f0np0"
+            tnames,
+            ["rail1", "rail2", "storage1"],
+            "compute rails first"
         );
-        // The NADs log where the driver's container keeps files on the host.
+        for (i, t) in templates.iter().enumerate() {
+            let devices = &t["spec"]["spec"]["devices"];
+            let request = &devices["requests"][0];
+            assert_eq!(
+                request["exactly"]["deviceClassName"],
+                "sriovnetwork.k8snetworkplumbingwg.io"
+            );
+            assert_eq!(selected(request), names[i].as_str().unwrap());
+            let params = &devices["config"][0]["opaque"]["parameters"];
+            assert_eq!(params["kind"], "VfConfig");
+            assert_eq!(params["netAttachDefName"], tnames[i]);
+            assert_eq!(params["ifName"], format!("net{}", i + 1));
+            assert!(devices["constraints"].is_null(), "no GPU asked for");
+        }
         let nads = of_kind(&docs, "NetworkAttachmentDefinition");
         let config: Value =
             serde_json::from_str(nads[0]["spec"]["config"].as_str().unwrap()).unwrap();
@@ -192,6 +328,67 @@ mod tests {
             pod["spec"]["containers"][0]["resources"]["claims"][1]["name"],
             "rail2"
         );
+    }
+
+    #[test]
+    fn a_two_plane_rail_is_one_claim_with_a_request_per_plane() {
+        let docs = emitted(TWO_PLANES).unwrap();
+        assert_eq!(
+            of_kind(&docs, "DeviceAttributes").len(),
+            4,
+            "one per plane network"
+        );
+        let templates = of_kind(&docs, "ResourceClaimTemplate");
+        assert_eq!(templates.len(), 2, "one claim per rail");
+        let devices = &templates[1]["spec"]["spec"]["devices"];
+        let requests: Vec<&str> = (devices["requests"].as_array().unwrap().iter())
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(requests, ["vf-p0", "vf-p1"]);
+        assert_eq!(selected(&devices["requests"][1]), "rail1-p1");
+        let params: Vec<(&str, &str)> = (devices["config"].as_array().unwrap().iter())
+            .map(|c| {
+                let p = &c["opaque"]["parameters"];
+                (
+                    p["netAttachDefName"].as_str().unwrap(),
+                    p["ifName"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(params, [("rail1-p0", "net3"), ("rail1-p1", "net4")]);
+        let policy = of_kind(&docs, "SriovResourcePolicy")[0];
+        assert_eq!(
+            policy["spec"]["configs"][3]["resourceFilters"][0]["pfNames"][0],
+            "eth_r1_p1"
+        );
+        let pod = of_kind(&docs, "Pod")[0];
+        assert_eq!(pod["spec"]["resourceClaims"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_paired_claim_asks_for_a_gpu_on_the_vfs_pcie_root() {
+        let options = DraOptions {
+            gpu_class: Some("gpu.nvidia.com".into()),
+        };
+        let docs = emitted_with(TWO_PLANES, &options).unwrap();
+        for t in of_kind(&docs, "ResourceClaimTemplate") {
+            let devices = &t["spec"]["spec"]["devices"];
+            assert_eq!(devices["requests"][0]["name"], "gpu");
+            assert_eq!(
+                devices["requests"][0]["exactly"]["deviceClassName"],
+                "gpu.nvidia.com"
+            );
+            assert_eq!(
+                devices["constraints"],
+                serde_json::json!([{"requests": ["gpu", "vf-p0", "vf-p1"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}])
+            );
+            // The GPU gets no VfConfig.
+            assert!(devices["config"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["requests"][0] != "gpu"));
+        }
     }
 
     #[test]

@@ -99,6 +99,10 @@ pub struct Rail {
     /// plugin enforces it; absent: no ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow: Option<Allow>,
+    /// For a plane's network: the rail it is a plane of (set when the plan
+    /// is resolved; never read or written).
+    #[serde(skip)]
+    pub plane_of: Option<String>,
 }
 
 /// A rail's `allow` as the plan says it: the node file's ceiling, each key
@@ -582,6 +586,7 @@ impl Rail {
                 resource_name: self.resource_name.as_ref().map(|r| format!("{r}-p{k}")),
                 planes: None,
                 pf: pfs[k].clone(),
+                plane_of: Some(self.name.clone()),
                 ..self.clone()
             })
             .collect())

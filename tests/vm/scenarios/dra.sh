@@ -20,7 +20,7 @@ mkdir -p "$host/var-lib-cni/railcni" "$host/opt-cni-bin" "$host/plan" /tmp/dra-k
 {
   echo "rails:"
   for ((r = 1; r <= ${#VM_PFS[@]}; r++)); do
-    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], mtu: 9000}"
+    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], mtu: 9000, pf: ${VM_PFS[r - 1]}}"
   done
   echo "nodes: {vm-0: 0, vm-1: 1, vm-2: 2}"
 } > "$host/plan.yaml"
@@ -51,14 +51,21 @@ dra_cni() {
       CNI_ARGS="IgnoreUnknown=true;K8S_POD_NAMESPACE=training;K8S_POD_NAME=trainer-0;K8S_POD_INFRA_CONTAINER_ID=sandbox-0123;K8S_POD_UID=8d1c5e2a" \
       /opt/cni/bin/railcni' "$1" "$2" <<<"$3"
 }
-# The NAD's spec.config as the driver sends it: deviceID added, nothing else.
+# The objects `plan --emit dra` writes for this fabric: the driver sends the
+# NAD's spec.config with a top-level deviceID added, and a claim's VfConfig
+# names the interface.
+railcnictl plan "$host/plan.yaml" --emit dra > "$host/dra.yaml"
+check "--emit dra writes a SriovResourcePolicy selecting rail 1's PF" \
+  test "$(yq -r 'select(.kind == "SriovResourcePolicy") | .spec.configs[0].resourceFilters[0].pfNames[0]' "$host/dra.yaml")" = "${VM_PFS[0]}"
 dra_conf() { # <rail> <pci>
-  printf '{"cniVersion":"1.0.0","name":"rail%s","type":"railcni","mtu":9000,"logFile":"/var/lib/cni/railcni/log/rail%s.log",
-"ipam":{"type":"railcni-ipam","cidr":"%s","gatewayIndex":1,"routes":[{"dst":"172.16.0.0/12"}]},"deviceID":"%s"}' \
-    "$1" "$1" "$(rail_cidr "$1")" "$2"
+  yq -r --arg n "rail$1" 'select(.kind == "NetworkAttachmentDefinition" and .metadata.name == $n) | .spec.config' "$host/dra.yaml" |
+    jq -c --arg pci "$2" '. + {deviceID: $pci}'
+}
+claim_ifname() { # <rail>
+  yq -r --arg n "rail$1" 'select(.kind == "ResourceClaimTemplate" and .metadata.name == $n) | .spec.spec.devices.config[0].opaque.parameters.ifName' "$host/dra.yaml"
 }
 
-for names in "vfnet0 vfnet1" "net1 net2"; do
+for names in "vfnet0 vfnet1" "$(claim_ifname 1) $(claim_ifname 2)"; do
   read -r -a ifn <<<"$names"
   ip netns add pod1
   befores=()

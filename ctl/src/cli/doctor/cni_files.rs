@@ -14,8 +14,7 @@ use railcni::state::AttachmentStore;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The node file, or why it cannot be used (missing is an error here).
-
+/// The CNI files' findings: both binaries and the node file.
 pub fn findings(w: &Where) -> Vec<Finding> {
     vec![
         binary(w, "railcni"),
