@@ -258,7 +258,8 @@ fn emit(dir: &Path, name: &str, plan: &str, args: &[&str]) -> PathBuf {
 }
 
 /// Everything `plan` emits as Kubernetes objects, for a one-plane, a
-/// two-plane and a GPU-paired plan, validates against the schema its
+/// two-plane and a GPU-paired plan and the plans imported from the launch
+/// kit's configs, validates against the schema its
 /// consumer uses: the NADs and DRA objects against their CRDs.
 #[test]
 fn every_emit_validates_against_its_consumers_schema() {
@@ -281,6 +282,32 @@ fn every_emit_validates_against_its_consumers_schema() {
                 plan,
                 args,
             ));
+        }
+    }
+    // And the plans imported from NVIDIA's launch kit configs.
+    let kit = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/launch-kit");
+    for (config, layout) in [
+        ("cluster-config.yaml", "nv-ipam"),
+        ("spectrum-x-two-planes.yaml", "spectrum-x"),
+        ("spectrum-x-two-planes.yaml", "spectrum-x-ipv6"),
+    ] {
+        for emit in ["nads", "configmap", "pod", "dra"] {
+            let out = Command::new(ctl())
+                .args(["plan", "--from-launch-kit"])
+                .arg(kit.join(config))
+                .args(["--layout", layout, "--emit", emit])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let path = dir
+                .path()
+                .join(format!("kit-{config}-{layout}-{emit}.yaml"));
+            std::fs::write(&path, &out.stdout).unwrap();
+            files.push(path);
         }
     }
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();

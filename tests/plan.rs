@@ -280,3 +280,169 @@ fn a_two_plane_rail_attaches_one_vf_per_plane() {
         }
     }
 }
+
+const LAUNCH_KIT: &str = "tests/fixtures/launch-kit";
+
+/// Each emit of the import of a launch-kit config is the same emit of the
+/// plan a person would write by hand for the same fabric.
+fn imports_as_written(config: &str, layout: &str, written: &str) {
+    let config = format!("{LAUNCH_KIT}/{config}");
+    let written = format!("{LAUNCH_KIT}/{written}");
+    let emits: [&[&str]; 6] = [
+        &["--emit", "nads"],
+        &["--emit", "configmap"],
+        &["--emit", "csv"],
+        &["--emit", "pod"],
+        &["--emit", "dra"],
+        &["--emit", "dra", "--pair-gpus"],
+    ];
+    for emit in emits {
+        let mut imported_args = vec!["--from-launch-kit", config.as_str(), "--layout", layout];
+        imported_args.extend_from_slice(emit);
+        let mut written_args = vec![written.as_str()];
+        written_args.extend_from_slice(emit);
+        assert_eq!(
+            ok(&imported_args),
+            ok(&written_args),
+            "{emit:?} of {config} is not what {written} gives"
+        );
+    }
+    // And the one written out is that plan.
+    let plan_out = ok(&[
+        "--from-launch-kit",
+        &config,
+        "--layout",
+        layout,
+        "--emit",
+        "plan",
+    ]);
+    let dir = tempfile::Builder::new()
+        .prefix("railcni-imported-")
+        .tempdir()
+        .unwrap();
+    let again = dir.path().join("plan.yaml");
+    std::fs::write(&again, plan_out).unwrap();
+    assert_eq!(
+        ok(&[again.to_str().unwrap(), "--emit", "csv"]),
+        ok(&[&written, "--emit", "csv"])
+    );
+}
+
+#[test]
+fn the_launch_kits_own_example_imports_as_a_hand_written_plan() {
+    imports_as_written("cluster-config.yaml", "nv-ipam", "cluster-config.plan.yaml");
+    let (_, _, err) = plan(&[
+        "--from-launch-kit",
+        &format!("{LAUNCH_KIT}/cluster-config.yaml"),
+        "--emit",
+        "csv",
+    ]);
+    // What the plan does not carry is named.
+    for named in [
+        "networkOperator",
+        "docaDriver",
+        "numVfs",
+        "poolName",
+        "machineType",
+    ] {
+        assert!(err.contains(named), "{named} is not named:\n{err}");
+    }
+}
+
+#[test]
+fn a_two_plane_spectrum_x_config_imports_as_a_hand_written_plan() {
+    imports_as_written(
+        "spectrum-x-two-planes.yaml",
+        "spectrum-x",
+        "spectrum-x-two-planes.plan.yaml",
+    );
+    let (success, csv, err) = plan(&[
+        "--from-launch-kit",
+        &format!("{LAUNCH_KIT}/spectrum-x-two-planes.yaml"),
+        "--layout",
+        "spectrum-x",
+        "--emit",
+        "csv",
+    ]);
+    assert!(success, "{err}");
+    // Rail 1, plane 1, the second node: 172.(16|1<<2).(1<<6).2/31, leaf .3.
+    assert!(
+        csv.contains("gb300-1,rail1-p1,172.20.64.2,172.20.64.3,172.20.64.2/31"),
+        "{csv}"
+    );
+    assert!(
+        err.contains("PF eth_ns0") && err.contains("north-south"),
+        "{err}"
+    );
+    assert!(
+        err.contains("--pair-gpus"),
+        "connectedGPU is not pointed at pairing: {err}"
+    );
+    // IPv6: a /64 per node, host ::1, leaf ::2; plane 1 of rail 1 is fd02:1:100::/40.
+    let csv6 = ok(&[
+        "--from-launch-kit",
+        &format!("{LAUNCH_KIT}/spectrum-x-two-planes.yaml"),
+        "--layout",
+        "spectrum-x-ipv6",
+        "--emit",
+        "csv",
+    ]);
+    assert!(
+        csv6.contains("gb300-2,rail1-p1,fd02:1:100:2::1,fd02:1:100:2::2,fd02:1:100:2::/64"),
+        "{csv6}"
+    );
+}
+
+#[test]
+fn a_launch_kit_config_that_cannot_be_a_plan_is_refused_naming_why() {
+    let dir = tempfile::Builder::new()
+        .prefix("railcni-launch-kit-")
+        .tempdir()
+        .unwrap();
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(LAUNCH_KIT)
+            .join("cluster-config.yaml"),
+    )
+    .unwrap();
+    let second_group = "  - identifier: other\n    linkType: Ethernet\n    pfs:\n      - {pciAddress: \"0000:05:00.0\", networkInterface: ens5f0np0, traffic: east-west, rail: 0}\n      - {pciAddress: \"0000:85:00.0\", networkInterface: ens133np0, traffic: east-west, rail: 1}\n    workerNodes: [cloud-dev-50]\n";
+    for (name, text, layout, said) in [
+        (
+            "ib",
+            base.replace("linkType: Ethernet", "linkType: InfiniBand"),
+            "nv-ipam",
+            "InfiniBand",
+        ),
+        (
+            "no-ipam",
+            base.replace("nvIpam:", "notNvIpam:"),
+            "nv-ipam",
+            "no nvIpam section",
+        ),
+        (
+            "two-groups",
+            format!("{base}{second_group}"),
+            "spectrum-x",
+            "the same netdev on every node",
+        ),
+        (
+            "no-rails",
+            base.replace("traffic: east-west", "traffic: north-south"),
+            "nv-ipam",
+            "no east-west PF",
+        ),
+    ] {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        let (success, _, err) = plan(&[
+            "--from-launch-kit",
+            path.to_str().unwrap(),
+            "--layout",
+            layout,
+            "--emit",
+            "csv",
+        ]);
+        assert!(!success, "{name} was imported");
+        assert!(err.contains(said), "{name}: {err}");
+    }
+}

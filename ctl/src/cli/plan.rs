@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::outcome::{Outcome, Usage};
 use crate::fabric::dra::DraOptions;
+use crate::fabric::launch_kit::{self, Layout};
 use crate::fabric::{cidrpool, Plan, Resolved};
 
 #[derive(clap::Args)]
@@ -13,6 +14,18 @@ pub struct Args {
     /// Import nv-ipam CIDRPool manifests instead of a plan file.
     #[arg(long, value_name = "CIDRPOOL.yaml")]
     from_cidrpool: Option<PathBuf>,
+    /// Import NVIDIA k8s-launch-kit's cluster-config.yaml instead of a plan
+    /// file (what it cannot map is named on stderr; `--emit plan` shows the plan).
+    #[arg(long, value_name = "CLUSTER-CONFIG.yaml")]
+    from_launch_kit: Option<PathBuf>,
+    /// With --from-launch-kit: how the rails are addressed.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "nv-ipam",
+        requires = "from_launch_kit"
+    )]
+    layout: Layout,
     #[arg(long, value_enum)]
     emit: Emit,
     /// The node, for --emit node-file.
@@ -44,6 +57,8 @@ pub enum Emit {
     Dra,
     /// Every allocation, as JSON.
     Json,
+    /// The plan itself (YAML): what --from-cidrpool or --from-launch-kit made of their input.
+    Plan,
 }
 
 fn read(p: &PathBuf) -> Result<String, Usage> {
@@ -51,12 +66,18 @@ fn read(p: &PathBuf) -> Result<String, Usage> {
 }
 
 pub fn run(args: &Args) -> Result<Outcome, Usage> {
-    let plan = match (&args.plan_file, &args.from_cidrpool) {
-        (Some(p), None) => Plan::parse(&read(p)?),
-        (None, Some(p)) => cidrpool::import(&read(p)?),
+    let plan = match (&args.plan_file, &args.from_cidrpool, &args.from_launch_kit) {
+        (Some(p), None, None) => Plan::parse(&read(p)?),
+        (None, Some(p), None) => cidrpool::import(&read(p)?),
+        (None, None, Some(p)) => launch_kit::import(&read(p)?, args.layout).map(|imported| {
+            for what in &imported.unmapped {
+                eprintln!("railcnictl plan: not mapped from {}: {what}", p.display());
+            }
+            imported.plan
+        }),
         _ => {
             return Err(Usage(
-                "give a PLAN-FILE or --from-cidrpool FILE (one of them)".into(),
+                "give one of PLAN-FILE, --from-cidrpool FILE, --from-launch-kit FILE".into(),
             ))
         }
     }
@@ -102,6 +123,8 @@ fn emit_whole(
         Emit::Csv => Ok(resolved.csv()),
         Emit::Pod => resolved.pod(),
         Emit::Dra => resolved.dra(dra),
+        Emit::Plan => serde_yaml_ng::to_string(&written)
+            .map_err(|e| crate::fabric::PlanError(format!("cannot write YAML: {e}"))),
         Emit::Json => serde_json::to_string_pretty(&resolved.allocations)
             .map_err(|e| crate::fabric::PlanError(e.to_string())),
         Emit::NodeFile => Err(crate::fabric::PlanError(

@@ -9,6 +9,7 @@
 pub mod cidrpool;
 pub mod dra;
 pub mod emit;
+pub mod launch_kit;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
@@ -81,6 +82,12 @@ pub struct Rail {
     /// per plane, `<rail>-p<k>`, each with an equal part of `cidr`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planes: Option<u8>,
+    /// Each plane's own cidr, in plane order, where the fabric does not
+    /// split `cidr` into equal parts (Spectrum-X's plane-aware layout puts
+    /// each plane of a rail under its own plane supernet); each must lie in
+    /// `cidr`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plane_cidrs: Vec<IpNet>,
     /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<serde_json::Value>,
@@ -519,6 +526,12 @@ impl Rail {
                 self.name
             )));
         }
+        if !self.plane_cidrs.is_empty() {
+            return Err(PlanError(format!(
+                "rail {}: planeCidrs without planes: give the rail `planes` or drop planeCidrs",
+                self.name
+            )));
+        }
         Ok(Rail {
             planes: None,
             ..self
@@ -537,6 +550,37 @@ impl Rail {
                 self.name
             ))),
         }
+    }
+
+    /// Each plane's cidr: `planeCidrs` as given (one per plane, each in
+    /// `cidr`), else `cidr` in equal parts.
+    fn plane_parts(&self, n: u8, bits: u8) -> Result<Vec<IpNet>> {
+        if !self.plane_cidrs.is_empty() {
+            if self.plane_cidrs.len() != usize::from(n) {
+                return Err(PlanError(format!(
+                    "rail {}: planeCidrs lists {} cidrs for {n} planes: list one per plane, in plane order",
+                    self.name,
+                    self.plane_cidrs.len()
+                )));
+            }
+            if let Some(outside) = self.plane_cidrs.iter().find(|c| !self.cidr.contains(*c)) {
+                return Err(PlanError(format!(
+                    "rail {}: plane cidr {outside} is not in the rail's cidr {}",
+                    self.name, self.cidr
+                )));
+            }
+            return Ok(self.plane_cidrs.clone());
+        }
+        Ok(self
+            .cidr
+            .subnets(self.cidr.prefix_len() + bits)
+            .map_err(|_| {
+                PlanError(format!(
+                    "rail {}: cidr {} is too small for {n} planes",
+                    self.name, self.cidr
+                ))
+            })?
+            .collect())
     }
 
     fn into_planes(self) -> Result<Vec<Rail>> {
@@ -558,16 +602,7 @@ impl Rail {
         }
         let pfs = self.plane_pfs(n)?;
         let bits = n.trailing_zeros() as u8;
-        let parts: Vec<IpNet> = self
-            .cidr
-            .subnets(self.cidr.prefix_len() + bits)
-            .map_err(|_| {
-                PlanError(format!(
-                    "rail {}: cidr {} is too small for {n} planes",
-                    self.name, self.cidr
-                ))
-            })?
-            .collect();
+        let parts = self.plane_parts(n, bits)?;
         Ok(parts
             .into_iter()
             .enumerate()
@@ -585,6 +620,7 @@ impl Rail {
                 },
                 resource_name: self.resource_name.as_ref().map(|r| format!("{r}-p{k}")),
                 planes: None,
+                plane_cidrs: Vec::new(),
                 pf: pfs[k].clone(),
                 plane_of: Some(self.name.clone()),
                 ..self.clone()
@@ -625,6 +661,33 @@ mod tests {
 
     fn plan(text: &str) -> Result<Resolved> {
         Plan::parse(text)?.resolve()
+    }
+
+    #[test]
+    fn plane_cidrs_give_each_plane_its_own_and_are_checked() {
+        let base = "rails:\n- {name: r0, cidr: 172.16.0.0/12, planes: 2, perNodePrefix: 31, gatewayIndex: 1, PC}\nnodes: [a, b]\n";
+        let r = plan(&base.replace("PC", "planeCidrs: [172.16.0.0/18, 172.20.0.0/18]")).unwrap();
+        let b1: Vec<String> = (r.allocations.iter())
+            .filter(|a| a.node == "b")
+            .map(|a| format!("{} {}", a.rail, a.prefix))
+            .collect();
+        assert_eq!(b1, ["r0-p0 172.16.0.2/31", "r0-p1 172.20.0.2/31"]);
+        let e = plan(&base.replace("PC", "planeCidrs: [172.16.0.0/18]"))
+            .err()
+            .unwrap();
+        assert!(e.0.contains("1 cidrs for 2 planes"), "{e}");
+        let e = plan(&base.replace("PC", "planeCidrs: [172.16.0.0/18, 10.0.0.0/18]"))
+            .err()
+            .unwrap();
+        assert!(e.0.contains("10.0.0.0/18 is not in the rail's cidr"), "{e}");
+        let e = plan(
+            &base
+                .replace("planes: 2, ", "")
+                .replace("PC", "planeCidrs: [172.16.0.0/18]"),
+        )
+        .err()
+        .unwrap();
+        assert!(e.0.contains("planeCidrs without planes"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,516 @@
+//! `railcnictl plan --from-launch-kit cluster-config.yaml`: NVIDIA
+//! k8s-launch-kit's cluster config (what `l8k discover` writes; its format
+//! read at commit 378fd36, 2026) as a railcni plan, so a team that
+//! describes its nodes once there need not write the plan by hand.
+//!
+//! - east-west PFs with a `rail` become the rails, in rail order, named
+//!   `rail<N>`; a rail's PFs (in PCI order) become its planes; their
+//!   netdev names are the rails' `pf` (the same on every node: groups that
+//!   disagree are refused);
+//! - every group's `workerNodes`, in order, are the nodes;
+//! - `sriov.ethernetMtu` is every rail's MTU;
+//! - the addressing is one of the launch kit's two (`Layout`): nv-ipam's
+//!   subnets (listed, or generated from `startingSubnet`/`mask`/`offset`),
+//!   one per rail shared by its nodes, each node a block of
+//!   `perNodeBlockSize`; or Spectrum-X's 2-tier layout, a /31 per node per
+//!   rail (host even, leaf odd) or a /64 (host ::1, leaf ::2), the node's
+//!   place being its position in `workerNodes` (the launch kit takes it
+//!   from the fabric's topology file: import its CIDRPools with
+//!   `--from-cidrpool` where the two differ).
+//!
+//! What has no place in a plan is named in `Imported::unmapped`; what
+//! cannot become a valid plan is refused.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use serde::Deserialize;
+
+use super::{Nodes, Pf, Plan, PlanError, Rail, Role, SharedSubnet};
+
+type Result<T> = std::result::Result<T, PlanError>;
+type Rest = BTreeMap<String, serde_yaml_ng::Value>;
+
+/// How the imported rails are addressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// The config's `nvIpam` subnets: one shared subnet per rail.
+    NvIpam,
+    /// Spectrum-X 2-tier IPv4: a /31 per node per rail (172.16.0.0/12).
+    SpectrumX,
+    /// Spectrum-X 2-tier IPv6: a /64 per node per rail (fd02::/16).
+    SpectrumXIpv6,
+}
+
+/// The plan, and what of the config it does not carry.
+pub struct Imported {
+    pub plan: Plan,
+    pub unmapped: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LaunchKit {
+    #[serde(default)]
+    cluster_config: Vec<Group>,
+    #[serde(default)]
+    nv_ipam: Option<NvIpam>,
+    #[serde(default)]
+    sriov: Option<Sriov>,
+    #[serde(default)]
+    pod_namespace: Option<String>,
+    #[serde(flatten)]
+    rest: Rest,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Group {
+    #[serde(default)]
+    identifier: String,
+    #[serde(default)]
+    link_type: Option<String>,
+    #[serde(default)]
+    pfs: Vec<LaunchKitPf>,
+    #[serde(default)]
+    worker_nodes: Vec<String>,
+    #[serde(flatten)]
+    rest: Rest,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LaunchKitPf {
+    pci_address: String,
+    network_interface: String,
+    #[serde(default)]
+    traffic: Option<String>,
+    #[serde(default)]
+    rail: Option<u8>,
+    #[serde(default, rename = "connectedGPU")]
+    connected_gpu: Option<String>,
+    #[serde(flatten)]
+    rest: Rest,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NvIpam {
+    #[serde(default)]
+    per_node_block_size: Option<u32>,
+    #[serde(default)]
+    starting_subnet: Option<Ipv4Addr>,
+    #[serde(default)]
+    mask: Option<u8>,
+    #[serde(default)]
+    offset: Option<u32>,
+    #[serde(default)]
+    subnets: Vec<Subnet>,
+    #[serde(flatten)]
+    rest: Rest,
+}
+
+#[derive(Deserialize)]
+struct Subnet {
+    subnet: IpNet,
+    gateway: IpAddr,
+    #[serde(default)]
+    exclusions: Vec<serde_yaml_ng::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Sriov {
+    #[serde(default)]
+    ethernet_mtu: Option<u32>,
+    #[serde(flatten)]
+    rest: Rest,
+}
+
+/// Per-PF keys that describe hardware, not the fabric: read, not needed.
+const PF_DESCRIPTIVE: [&str; 8] = [
+    "deviceID",
+    "rdmaDevice",
+    "psid",
+    "partNumber",
+    "model",
+    "numaNode",
+    "connectedGPUPCIAddress",
+    "gpuProximity",
+];
+
+/// One rail as the config describes it: its PFs' netdevs, in plane order.
+struct ImportedRail {
+    index: u8,
+    pfs: Vec<String>,
+}
+
+pub fn import(text: &str, layout: Layout) -> Result<Imported> {
+    let kit: LaunchKit = serde_yaml_ng::from_str(text)
+        .map_err(|e| PlanError(format!("the launch kit config does not read: {e}")))?;
+    let mut unmapped = Vec::new();
+    if kit.cluster_config.is_empty() {
+        return Err(PlanError(
+            "the launch kit config has no clusterConfig groups".into(),
+        ));
+    }
+    let rails = rails_of(&kit.cluster_config, &mut unmapped)?;
+    let nodes = nodes_of(&kit.cluster_config)?;
+    let mtu = kit.sriov.as_ref().and_then(|s| s.ethernet_mtu);
+    let mut plan_rails = Vec::new();
+    // nv-ipam hands out blocks around its gateway; a railcni node's block
+    // is its index: the nodes skip the blocks holding a rail's gateway.
+    let mut skipped: Vec<usize> = Vec::new();
+    for (position, rail) in rails.iter().enumerate() {
+        let mut r = Rail {
+            name: format!("rail{}", rail.index),
+            mtu,
+            role: Role::Compute,
+            pf: Some(if rail.pfs.len() == 1 {
+                Pf::One(rail.pfs[0].clone())
+            } else {
+                Pf::PerPlane(rail.pfs.clone())
+            }),
+            planes: (rail.pfs.len() > 1).then_some(rail.pfs.len() as u8),
+            ..Rail::default()
+        };
+        match layout {
+            Layout::NvIpam => {
+                skipped.extend(nv_ipam(&kit, &kit.cluster_config, rail, position, &mut r)?)
+            }
+            Layout::SpectrumX => spectrum_x_ipv4(rail, &mut r)?,
+            Layout::SpectrumXIpv6 => spectrum_x_ipv6(rail, &mut r)?,
+        }
+        plan_rails.push(r);
+    }
+    name_unmapped(&kit, layout, &mut unmapped);
+    Ok(Imported {
+        plan: Plan {
+            rails: plan_rails,
+            nodes: indexed(nodes, &skipped),
+            namespace: kit
+                .pod_namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            config_map_namespace: "kube-system".into(),
+        },
+        unmapped,
+    })
+}
+
+/// The rails: east-west PFs with a rail, grouped; every group must name
+/// the same netdevs for a rail (a plan's `pf` is one name on every node).
+fn rails_of(groups: &[Group], unmapped: &mut Vec<String>) -> Result<Vec<ImportedRail>> {
+    let mut by_group: Vec<BTreeMap<u8, Vec<(&str, &str)>>> = Vec::new();
+    for group in groups {
+        let label = group_label(group);
+        if let Some(link) = group
+            .link_type
+            .as_deref()
+            .filter(|l| !l.eq_ignore_ascii_case("ethernet"))
+        {
+            return Err(PlanError(format!(
+                "{label}: linkType {link}: railcni imports Ethernet (RoCE) rails; an InfiniBand fabric's \
+                 rails are written by hand (docs/configuration.md, InfiniBand)"
+            )));
+        }
+        let mut rails: BTreeMap<u8, Vec<(&str, &str)>> = BTreeMap::new();
+        for pf in &group.pfs {
+            match (pf.traffic.as_deref(), pf.rail) {
+                (Some("east-west"), Some(rail)) => rails
+                    .entry(rail)
+                    .or_default()
+                    .push((pf.pci_address.as_str(), pf.network_interface.as_str())),
+                (traffic, _) => unmapped.push(format!(
+                    "{label}: PF {} ({}, traffic {}): not an east-west rail",
+                    pf.network_interface,
+                    pf.pci_address,
+                    traffic.unwrap_or("unset")
+                )),
+            }
+        }
+        for pfs in rails.values_mut() {
+            pfs.sort();
+        }
+        by_group.push(rails);
+    }
+    let first = &by_group[0];
+    if first.is_empty() {
+        return Err(PlanError(format!(
+            "{}: no east-west PF with a rail: nothing to import",
+            group_label(&groups[0])
+        )));
+    }
+    for (group, rails) in groups.iter().zip(&by_group).skip(1) {
+        let names = |r: &BTreeMap<u8, Vec<(&str, &str)>>| -> Vec<(u8, Vec<String>)> {
+            r.iter()
+                .map(|(k, v)| (*k, v.iter().map(|(_, n)| n.to_string()).collect()))
+                .collect()
+        };
+        if names(rails) != names(first) {
+            return Err(PlanError(format!(
+                "{} names its rails' PFs {:?}, {} {:?}: a railcni rail's `pf` is the same netdev on every node \
+                 (the NIC configuration operator's interface name template makes it so); import the groups apart",
+                group_label(group),
+                names(rails),
+                group_label(&groups[0]),
+                names(first)
+            )));
+        }
+    }
+    first
+        .iter()
+        .map(|(index, pfs)| match pfs.len() {
+            1 | 2 | 4 => Ok(ImportedRail {
+                index: *index,
+                pfs: pfs.iter().map(|(_, n)| n.to_string()).collect(),
+            }),
+            n => Err(PlanError(format!(
+                "rail {index} has {n} east-west PFs: a rail has 1, 2 or 4 planes"
+            ))),
+        })
+        .collect()
+}
+
+/// The nodes in order, each at the next index not in `skipped`.
+fn indexed(nodes: Vec<String>, skipped: &[usize]) -> Nodes {
+    if skipped.is_empty() {
+        return Nodes::List(nodes);
+    }
+    let free = (0..).filter(|i| !skipped.contains(i));
+    Nodes::Map(nodes.into_iter().zip(free).collect())
+}
+
+fn nodes_of(groups: &[Group]) -> Result<Vec<String>> {
+    let mut nodes: Vec<String> = Vec::new();
+    for group in groups {
+        for node in &group.worker_nodes {
+            if nodes.contains(node) {
+                return Err(PlanError(format!(
+                    "node {node} is in two clusterConfig groups"
+                )));
+            }
+            nodes.push(node.clone());
+        }
+    }
+    if nodes.is_empty() {
+        return Err(PlanError("no clusterConfig group lists workerNodes".into()));
+    }
+    Ok(nodes)
+}
+
+fn group_label(group: &Group) -> String {
+    if group.identifier.is_empty() {
+        "clusterConfig group".into()
+    } else {
+        format!("clusterConfig group {:?}", group.identifier)
+    }
+}
+
+/// nv-ipam's layout: the rail's own subnet, shared by its nodes, each node
+/// a block of `perNodeBlockSize` (rounded up to a power of two). The block
+/// the gateway lies in, which no node may have.
+fn nv_ipam(
+    kit: &LaunchKit,
+    groups: &[Group],
+    rail: &ImportedRail,
+    position: usize,
+    r: &mut Rail,
+) -> Result<Option<usize>> {
+    let ipam = kit.nv_ipam.as_ref().ok_or_else(|| {
+        PlanError("no nvIpam section: give --layout spectrum-x or spectrum-x-ipv6".into())
+    })?;
+    if groups.len() > 1 {
+        return Err(PlanError(
+            "nvIpam gives each clusterConfig group its own subnets, while a railcni rail is one subnet: \
+             import each group as a plan of its own"
+                .into(),
+        ));
+    }
+    if rail.pfs.len() > 1 {
+        return Err(PlanError(format!(
+            "rail {}: nvIpam gives each plane's PF a subnet and gateway of its own; a railcni rail's planes \
+             share its addressing: use --layout spectrum-x, or write the planes as rails of their own",
+            rail.index
+        )));
+    }
+    let (subnet, gateway) = match ipam.subnets.get(position) {
+        Some(s) => {
+            if !s.exclusions.is_empty() {
+                return Err(PlanError(format!(
+                    "nvIpam subnet {}: exclusions have no railcni equivalent (each node's block is its own)",
+                    s.subnet
+                )));
+            }
+            (s.subnet, s.gateway)
+        }
+        None if !ipam.subnets.is_empty() => {
+            return Err(PlanError(format!(
+                "nvIpam lists {} subnets for {} or more rails: list one per rail",
+                ipam.subnets.len(),
+                position + 1
+            )))
+        }
+        None => generated_subnet(ipam, position)?,
+    };
+    let block = ipam.per_node_block_size.unwrap_or(1).max(1);
+    let host_bits = 32 - (block - 1).leading_zeros().min(32);
+    let per_node = if subnet.addr().is_ipv4() { 32 } else { 128 } - host_bits as u8;
+    r.cidr = subnet;
+    r.per_node_prefix = Some(per_node);
+    r.shared_subnet = Some(SharedSubnet { gateway });
+    let offset = match (subnet.network(), gateway) {
+        (IpAddr::V4(n), IpAddr::V4(g)) => u128::from(u32::from(g).wrapping_sub(u32::from(n))),
+        (IpAddr::V6(n), IpAddr::V6(g)) => u128::from(g).wrapping_sub(u128::from(n)),
+        _ => {
+            return Err(PlanError(format!(
+                "nvIpam subnet {subnet}: gateway {gateway} is of the other family"
+            )))
+        }
+    };
+    Ok(usize::try_from(offset >> host_bits).ok())
+}
+
+/// The launch kit's generated subnets: consecutive /mask blocks from
+/// `startingSubnet`, one per east-west PF; gateway network + offset.
+fn generated_subnet(ipam: &NvIpam, position: usize) -> Result<(IpNet, IpAddr)> {
+    let (Some(start), Some(mask)) = (ipam.starting_subnet, ipam.mask) else {
+        return Err(PlanError(
+            "nvIpam has neither subnets nor startingSubnet and mask: no addressing to import"
+                .into(),
+        ));
+    };
+    let base = Ipv4Net::new(start, mask)
+        .map_err(|e| PlanError(format!("nvIpam mask {mask}: {e}")))?
+        .trunc();
+    let size = 1u64 << (32 - u32::from(mask));
+    let network = u64::from(u32::from(base.network())) + size * position as u64;
+    let network = u32::try_from(network)
+        .map_err(|_| PlanError(format!("nvIpam: subnet {position} is past the end of IPv4")))?;
+    let subnet =
+        Ipv4Net::new(Ipv4Addr::from(network), mask).map_err(|e| PlanError(e.to_string()))?;
+    let gateway = Ipv4Addr::from(network + ipam.offset.unwrap_or(1));
+    Ok((IpNet::V4(subnet), IpAddr::V4(gateway)))
+}
+
+/// Spectrum-X 2-tier IPv4: host 172.S.T.2h, leaf +1. One plane: rail r is
+/// 172.(16+2r).0.0/15; several: plane p of rail r is the /18 at
+/// 172.(16 | p<<2 | (r>>2)&1).((r&3)<<6).0 under its plane's /14.
+fn spectrum_x_ipv4(rail: &ImportedRail, r: &mut Rail) -> Result<()> {
+    let n = rail.index;
+    if n > 7 {
+        return Err(PlanError(format!(
+            "rail {n}: Spectrum-X numbers rails 0 to 7"
+        )));
+    }
+    let net = |a: u8, b: u8, len: u8| {
+        IpNet::V4(Ipv4Net::new(Ipv4Addr::new(172, a, b, 0), len).expect("len <= 32"))
+    };
+    r.per_node_prefix = Some(31);
+    r.gateway_index = Some(1);
+    r.routes = vec![net(16, 0, 12)];
+    if rail.pfs.len() == 1 {
+        r.cidr = net(16 | (n << 1), 0, 15);
+    } else {
+        r.cidr = net(16, 0, 12);
+        r.plane_cidrs = (0..rail.pfs.len() as u8)
+            .map(|p| net(16 | (p << 2) | ((n >> 2) & 1), (n & 3) << 6, 18))
+            .collect();
+    }
+    Ok(())
+}
+
+/// Spectrum-X 2-tier IPv6: a /64 per node, fd02:00PP:RR00:SSHH::/64, host
+/// ::1, leaf ::2; rail r of plane p is fd02:00PP:RR00::/40.
+fn spectrum_x_ipv6(rail: &ImportedRail, r: &mut Rail) -> Result<()> {
+    let n = u16::from(rail.index);
+    let net = |plane: u16, len: u8| {
+        IpNet::V6(
+            Ipv6Net::new(Ipv6Addr::new(0xfd02, plane, n << 8, 0, 0, 0, 0, 0), len)
+                .expect("len <= 128"),
+        )
+    };
+    r.per_node_prefix = Some(64);
+    r.gateway_index = Some(2);
+    if rail.pfs.len() == 1 {
+        r.cidr = net(0, 40);
+        r.routes = vec![IpNet::V6(
+            Ipv6Net::new(Ipv6Addr::new(0xfd02, 0, 0, 0, 0, 0, 0, 0), 32).expect("32"),
+        )];
+    } else {
+        r.cidr =
+            IpNet::V6(Ipv6Net::new(Ipv6Addr::new(0xfd02, 0, 0, 0, 0, 0, 0, 0), 24).expect("24"));
+        r.routes = vec![r.cidr];
+        r.plane_cidrs = (0..rail.pfs.len() as u16).map(|p| net(p, 40)).collect();
+    }
+    Ok(())
+}
+
+/// Name what the plan does not carry: top-level sections (the Network
+/// Operator's business), fields within the ones read, per-PF details.
+fn name_unmapped(kit: &LaunchKit, layout: Layout, unmapped: &mut Vec<String>) {
+    let sections: Vec<&str> = kit.rest.keys().map(String::as_str).collect();
+    if !sections.is_empty() {
+        unmapped.push(format!(
+            "sections for the Network Operator and its tools, not for a rail plugin: {}",
+            sections.join(", ")
+        ));
+    }
+    if let Some(sriov) = &kit.sriov {
+        let keys: Vec<&str> = sriov.rest.keys().map(String::as_str).collect();
+        if !keys.is_empty() {
+            unmapped.push(format!(
+                "sriov: {} (VF counts and resource names are the SR-IOV operator's; railcni reads the VF it is given)",
+                keys.join(", ")
+            ));
+        }
+    }
+    match (&kit.nv_ipam, layout) {
+        (Some(ipam), Layout::NvIpam) if !ipam.rest.is_empty() => unmapped.push(format!(
+            "nvIpam: {} (pool names are nv-ipam's)",
+            ipam.rest
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        (Some(_), Layout::SpectrumX | Layout::SpectrumXIpv6) => {
+            unmapped.push("nvIpam: not used: the Spectrum-X layout addresses the rails".into())
+        }
+        _ => {}
+    }
+    for group in &kit.cluster_config {
+        let keys: Vec<&str> = group.rest.keys().map(String::as_str).collect();
+        if !keys.is_empty() {
+            unmapped.push(format!("{}: {}", group_label(group), keys.join(", ")));
+        }
+        let mut pf_keys: Vec<&str> = group
+            .pfs
+            .iter()
+            .flat_map(|pf| pf.rest.keys().map(String::as_str))
+            .filter(|k| !PF_DESCRIPTIVE.contains(k))
+            .collect();
+        pf_keys.sort_unstable();
+        pf_keys.dedup();
+        if !pf_keys.is_empty() {
+            unmapped.push(format!(
+                "{}: PF fields {}",
+                group_label(group),
+                pf_keys.join(", ")
+            ));
+        }
+        let paired: Vec<&str> = (group.pfs.iter())
+            .filter(|pf| pf.connected_gpu.is_some())
+            .map(|pf| pf.network_interface.as_str())
+            .collect();
+        if !paired.is_empty() {
+            unmapped.push(format!(
+                "{}: connectedGPU is known for {}: `--emit dra --pair-gpus` claims each rail's VF with a GPU \
+                 on its PCIe root (no per-node address needed)",
+                group_label(group),
+                paired.join(", ")
+            ));
+        }
+    }
+}
