@@ -1,8 +1,9 @@
 //! The shipped manifests hold what they say (#46): no container is
 //! privileged or can gain privileges, every one drops ALL capabilities and
-//! runs on a read-only root with the runtime's seccomp profile; the agent
-//! listens on loopback only and kube-rbac-proxy serves it over TLS; the
-//! ServiceMonitor scrapes https with a token. And every object of
+//! runs on a read-only root with the runtime's seccomp profile (that the
+//! agent listens on loopback only, kube-rbac-proxy serves it over TLS and
+//! the ServiceMonitor scrapes https with a token is tests/prometheus.rs's,
+//! which also runs them). And every object of
 //! deploy/*.yaml validates against the schema its consumer uses
 //! (scripts/validate-k8s.py: the Kubernetes schemas, strict; upstream CRDs
 //! in tests/fixtures/crds/), which refuses an unknown field, a wrong type
@@ -116,50 +117,6 @@ fn host_paths_are_read_only_where_nothing_writes_them() {
     );
     assert_ne!(pod["hostPID"], true);
     assert_ne!(pod["hostIPC"], true);
-}
-
-#[test]
-fn metrics_reach_the_network_only_through_the_proxy_over_tls() {
-    let pod = daemonset_pod();
-    let containers = pod["containers"].as_array().unwrap();
-    let agent = containers.iter().find(|c| c["name"] == "agent").unwrap();
-    let args: Vec<&str> = agent["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    let at = args.iter().position(|a| *a == "--listen").unwrap();
-    let listen: std::net::SocketAddr = args[at + 1].parse().unwrap();
-    assert!(listen.ip().is_loopback(), "the agent listens on {listen}");
-    assert!(agent["ports"].is_null(), "the agent declares a port");
-    let proxy = containers
-        .iter()
-        .find(|c| c["name"] == "kube-rbac-proxy")
-        .expect("kube-rbac-proxy");
-    let pargs: Vec<&str> = proxy["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(
-        pargs
-            .iter()
-            .any(|a| a.starts_with("--secure-listen-address=")),
-        "{pargs:?}"
-    );
-    assert!(
-        pargs.contains(&format!("--upstream=http://{listen}/").as_str()),
-        "the proxy does not forward to the agent's {listen}: {pargs:?}"
-    );
-    let sm = objects("servicemonitor.yaml")
-        .into_iter()
-        .find(|o| o["kind"] == "ServiceMonitor")
-        .unwrap();
-    let endpoint = &sm["spec"]["endpoints"][0];
-    assert_eq!(endpoint["scheme"], "https");
-    assert!(!endpoint["bearerTokenFile"].is_null() || !endpoint["authorization"].is_null());
 }
 
 #[test]
