@@ -99,9 +99,10 @@ fn host_paths_are_read_only_where_nothing_writes_them() {
         .iter()
         .find(|c| c["name"] == "agent")
         .unwrap();
-    // What the agent writes: state (records, leases, logs, counts) and the
-    // node file. The pods' namespaces it only opens (setns needs no write).
-    let written = ["state", "railcni-etc"];
+    // What the agent writes: state (records, leases, logs, counts), the
+    // node file, a re-attached rail's sysctls. The pods' namespaces it only
+    // opens (setns needs no write).
+    let written = ["state", "railcni-etc", "proc-sys-net"];
     for m in agent["volumeMounts"].as_array().unwrap() {
         let name = m["name"].as_str().unwrap();
         if !written.contains(&name) {

@@ -16,6 +16,7 @@ pub const DEFAULT_DEVINFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo";
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 pub const DEFAULT_LOG_DIR: &str = "/var/log/railcni";
+pub const DEFAULT_PROC_SYS_NET: &str = "/proc/sys/net";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -47,6 +48,12 @@ pub struct Settings {
     pub rebind_timeout: Duration,
     /// `RAILCNI_STATS=off`: do not count calls for `railcnictl metrics`.
     pub stats: bool,
+    /// `RAILCNI_PROC_SYS_NET`: where per-interface sysctls are written
+    /// (`/proc/sys/net`). A container's `/proc/sys` is read-only, so the
+    /// DaemonSet's agent mounts the host's `/proc/sys/net` elsewhere and
+    /// points here: what it names is the namespace of the thread that opens
+    /// it, so a pod's too.
+    pub proc_sys_net: PathBuf,
     /// This boot's id once read (`boot_id`): a call reads the file once,
     /// not per record. Leave it to `Default`/`from_env`.
     pub boot_id_read: std::sync::OnceLock<Option<String>>,
@@ -85,6 +92,7 @@ impl Settings {
                 .and_then(|v| v.parse().ok())
                 .map_or(Duration::from_secs(10), Duration::from_millis),
             stats: get("RAILCNI_STATS").as_deref() != Some("off"),
+            proc_sys_net: path("RAILCNI_PROC_SYS_NET", DEFAULT_PROC_SYS_NET),
             boot_id_read: std::sync::OnceLock::new(),
         }
     }

@@ -232,7 +232,12 @@ fn bring_up(
         }
     }
     if !files.is_empty() {
-        crate::routing::apply::write_sysctls(pod, &record.ifname, files)?;
+        crate::routing::apply::write_sysctls(
+            pod,
+            &node.settings.proc_sys_net,
+            &record.ifname,
+            files,
+        )?;
     }
     pod_nl.set_up(moved.index)
 }

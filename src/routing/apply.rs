@@ -44,10 +44,16 @@ impl InUse {
 /// `accept_dad` 0 must be in place before the kernel makes the link-local
 /// address, or that address (and the neighbour answers that need it)
 /// waits out duplicate detection.
-pub fn write_sysctls(pod: &NetNs, ifname: &str, sysctls: &[&Sysctl]) -> Result<()> {
+/// `proc_sys_net`: where `/proc/sys/net` is (`Settings::proc_sys_net`).
+pub fn write_sysctls(
+    pod: &NetNs,
+    proc_sys_net: &std::path::Path,
+    ifname: &str,
+    sysctls: &[&Sysctl],
+) -> Result<()> {
     let writes: Vec<_> = sysctls
         .iter()
-        .map(|s| (s.key.path(ifname), s.value.as_str()))
+        .map(|s| (s.key.path_in(proc_sys_net, ifname), s.value.as_str()))
         .collect();
     sysctl::write_all_in(pod, &writes)
 }

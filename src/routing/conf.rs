@@ -148,11 +148,17 @@ impl SysctlKey {
 
     /// `/proc/sys/net/<family>/conf/<ifname>/<key>`.
     pub fn path(&self, ifname: &str) -> PathBuf {
-        PathBuf::from(format!(
-            "/proc/sys/net/{}/conf/{ifname}/{}",
-            self.family.as_str(),
-            self.key
-        ))
+        self.path_in(std::path::Path::new("/proc/sys/net"), ifname)
+    }
+
+    /// `<proc_sys_net>/<family>/conf/<ifname>/<key>`: the same file where
+    /// `/proc/sys/net` is mounted elsewhere (`Settings::proc_sys_net`).
+    pub fn path_in(&self, proc_sys_net: &std::path::Path, ifname: &str) -> PathBuf {
+        proc_sys_net
+            .join(self.family.as_str())
+            .join("conf")
+            .join(ifname)
+            .join(&self.key)
     }
 }
 

@@ -324,7 +324,12 @@ impl AttachSteps for KernelAttach<'_> {
         }
         let files = self.sysctls().files;
         if !files.is_empty() {
-            rail::write_sysctls(self.sockets.pod, &ctx.env.ifname, &files)?;
+            rail::write_sysctls(
+                self.sockets.pod,
+                &ctx.node.settings.proc_sys_net,
+                &ctx.env.ifname,
+                &files,
+            )?;
         }
         nl.set_up(moved.index)
     }

@@ -29,7 +29,7 @@ host_path() {
   case "$1" in
     configmap:*) echo "$H/configmap/${1#configmap:}" ;;
     /var/run/*) echo "/run/${1#/var/run/}" ;;
-    /run/*) echo "$1" ;;
+    /run/* | /proc/*) echo "$1" ;;
     *) echo "$H$1" ;;
   esac
 }
@@ -94,7 +94,9 @@ mkdir -p "$H/configmap/railcni-plan"
 {
   echo "rails:"
   for ((r = 1; r <= ${#VM_PFS[@]}; r++)); do
-    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], mtu: 9000, pf: ${VM_PFS[r - 1]}}"
+    six=
+    ((r == 1)) && six=", cidr6: 'fd00:1::/64'"   # dual stack: its re-attach writes IPv6 sysctls
+    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], mtu: 9000, pf: ${VM_PFS[r - 1]}$six}"
   done
   echo "nodes: {vm-0: 0, vm-1: 1}"
 } > /run/plan.yaml
@@ -111,7 +113,11 @@ same "the installer wrote this node's node file" "$(railcnictl plan /run/plan.ya
 # pod2 on rail 2 (it dies).
 ip netns add pod1
 ip netns add pod2
-conf() { rail_conf "$1" "$2"; }
+# A rail's NAD as `plan --emit nads` writes it, with the deviceID Multus adds.
+conf() { # <rail> <pci>
+  railcnictl plan /run/plan.yaml --emit nads | yq -r --arg n "rail$1" 'select(.metadata.name == $n) | .spec.config' |
+    jq -c --arg pci "$2" '. + {deviceID: $pci}'
+}
 rail2_before=$(vf_snapshot "$pf2" 0)
 check "ADD pod1 rail 1" cni ADD c1 pod1 net1 "$(conf 1 "$(vf_pci "$pf1" 0)")"
 check "ADD pod2 rail 2" cni ADD c2 pod2 net1 "$(conf 2 "$(vf_pci "$pf2" 0)")"
@@ -134,6 +140,9 @@ reload() { echo 0 > "/sys/class/net/$pf1/device/sriov_numvfs"; echo 1 > "/sys/cl
 reload
 check "a driver reload: the agent re-attaches rail 1's VF and it pings" eventually jumbo_ping pod1 net1 1
 check "a driver reload: counted reattached" eventually scraped 'railcni_reattach_total{network="rail1",result="reattached"} 1'
+same "a driver reload: the dual-stack rail's IPv6 sysctls are set again in the pod (through /host/proc/sys/net)" "0 0 0" \
+  "$(ip netns exec pod1 sh -c 'cat /proc/sys/net/ipv6/conf/net1/accept_dad /proc/sys/net/ipv6/conf/net1/accept_ra /proc/sys/net/ipv6/conf/net1/autoconf' | xargs)"
+check "a driver reload: the dual-stack rail has its IPv6 address again" eventually ip netns exec pod1 ping -6 -c 1 -W 2 -I net1 fd00:1::1
 doctor=$(box agent "$AGENT_CAPS" /railcnictl doctor --json 2>&1)
 same "doctor in the box: no check broken" "" "$(jq -r '.checks[] | select(.result == "broken") | "\(.check): \(.found)"' <<<"$doctor" 2>&1)"
 refute "doctor in the box: no check was refused a read" grep -qi 'permission denied\|EACCES\|EPERM' <<<"$doctor"
