@@ -136,3 +136,10 @@ fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
     let out = scenario("confined");
     assert!(out.contains("without net_admin"), "{out}");
 }
+
+/// The GID table parser on the real kernel's sysfs (#44 item 3's ground):
+/// soft-RoCE on a VF, IPv4 (IPv4-mapped) and IPv6 RoCE v2 entries.
+#[test]
+fn the_gid_table_as_the_kernel_writes_it() {
+    scenario("gids");
+}

@@ -19,6 +19,7 @@
 
 pub mod answer;
 pub mod devconf;
+pub mod gid;
 pub mod guid;
 pub mod link;
 pub mod link_events;

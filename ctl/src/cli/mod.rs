@@ -8,6 +8,7 @@
 mod agent;
 pub mod doctor;
 mod gc;
+mod gids;
 mod inspect;
 mod install;
 mod metrics;
@@ -70,6 +71,8 @@ enum Command {
     Doctor(doctor::Args),
     /// Prove a pod's rails from the node: link, gateway ARP, don't-fragment pings at 1500 and full MTU.
     Probe(probe::Args),
+    /// An RDMA device's GID table, each entry's address and type (the RoCE v2 index NCCL_IB_GID_INDEX names).
+    Gids(gids::Args),
     /// This node's metrics in the Prometheus text format (docs/monitoring.md).
     Metrics {
         /// Only this network's samples.
@@ -141,6 +144,7 @@ pub fn main() {
         Command::Metrics { network } => metrics::run(&settings, network.as_deref()),
         Command::Agent(args) => agent::run(&settings, &args),
         Command::Probe(args) => probe::run(&settings, &args),
+        Command::Gids(args) => gids::run(&settings, &args),
         Command::Doctor(args) => doctor::run(&settings, &args),
         Command::Ipam {
             command: IpamCommand::Repair { network, json },
