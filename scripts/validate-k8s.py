@@ -27,7 +27,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRDS = os.path.join(HERE, "..", "tests", "fixtures", "crds")
 BUILTIN_GROUPS = {
-    "", "v1", "apps", "batch", "rbac.authorization.k8s.io", "policy", "networking.k8s.io",
+    "", "apps", "batch", "rbac.authorization.k8s.io", "policy", "networking.k8s.io",
     "resource.k8s.io", "storage.k8s.io", "scheduling.k8s.io", "coordination.k8s.io",
     "apiextensions.k8s.io", "admissionregistration.k8s.io", "autoscaling", "node.k8s.io",
     "discovery.k8s.io", "certificates.k8s.io", "authentication.k8s.io", "authorization.k8s.io",

@@ -44,7 +44,8 @@ pub fn read_table(ports: &Path, port: u32) -> Vec<Gid> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|index| {
             let text = std::fs::read_to_string(dir.join("gids").join(index.to_string())).ok()?;
-            let gid = parse_gid(&text)?;
+            // Sysfs's form, 8 groups of 4 hex digits, is IPv6 text.
+            let gid: Ipv6Addr = text.trim().parse().ok()?;
             if gid.is_unspecified() {
                 return None;
             }
@@ -64,11 +65,6 @@ pub fn read_table(ports: &Path, port: u32) -> Vec<Gid> {
         .collect();
     table.sort_by_key(|g| g.index);
     table
-}
-
-/// `fe80:0000:0000:0000:0ac0:ebff:fe40:8df2` (sysfs's form; any IPv6 text too).
-pub fn parse_gid(text: &str) -> Option<Ipv6Addr> {
-    text.trim().parse().ok()
 }
 
 /// The RoCE v2 entry for `addr`, if the kernel has made it.

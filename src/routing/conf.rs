@@ -148,7 +148,10 @@ impl SysctlKey {
 
     /// `/proc/sys/net/<family>/conf/<ifname>/<key>`.
     pub fn path(&self, ifname: &str) -> PathBuf {
-        self.path_in(std::path::Path::new("/proc/sys/net"), ifname)
+        self.path_in(
+            std::path::Path::new(base::settings::DEFAULT_PROC_SYS_NET),
+            ifname,
+        )
     }
 
     /// `<proc_sys_net>/<family>/conf/<ifname>/<key>`: the same file where

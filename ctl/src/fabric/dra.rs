@@ -107,7 +107,7 @@ impl Resolved {
                 }}})
             })
             .collect();
-        let mut devices = json!({"requests": [], "config": config});
+        let mut devices = json!({"config": config});
         if let Some(class) = &options.gpu_class {
             requests.insert(
                 0,

@@ -176,9 +176,7 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
             ..Rail::default()
         };
         match layout {
-            Layout::NvIpam => {
-                skipped.extend(nv_ipam(&kit, &kit.cluster_config, rail, position, &mut r)?)
-            }
+            Layout::NvIpam => skipped.extend(nv_ipam(&kit, rail, position, &mut r)?),
             Layout::SpectrumX => spectrum_x_ipv4(rail, &mut r)?,
             Layout::SpectrumXIpv6 => spectrum_x_ipv6(rail, &mut r)?,
         }
@@ -313,7 +311,6 @@ fn group_label(group: &Group) -> String {
 /// the gateway lies in, which no node may have.
 fn nv_ipam(
     kit: &LaunchKit,
-    groups: &[Group],
     rail: &ImportedRail,
     position: usize,
     r: &mut Rail,
@@ -321,7 +318,7 @@ fn nv_ipam(
     let ipam = kit.nv_ipam.as_ref().ok_or_else(|| {
         PlanError("no nvIpam section: give --layout spectrum-x or spectrum-x-ipv6".into())
     })?;
-    if groups.len() > 1 {
+    if kit.cluster_config.len() > 1 {
         return Err(PlanError(
             "nvIpam gives each clusterConfig group its own subnets, while a railcni rail is one subnet: \
              import each group as a plan of its own"
