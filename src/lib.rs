@@ -16,6 +16,7 @@ pub mod node;
 mod pci;
 mod policy;
 pub mod probe;
+pub mod rdma_qos;
 mod routing;
 pub mod run;
 pub mod state;

@@ -17,6 +17,7 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 pub const DEFAULT_LOG_DIR: &str = "/var/log/railcni";
 pub const DEFAULT_PROC_SYS_NET: &str = "/proc/sys/net";
+pub const DEFAULT_CONFIGFS: &str = "/sys/kernel/config";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -54,6 +55,8 @@ pub struct Settings {
     /// points here: what it names is the namespace of the thread that opens
     /// it, so a pod's too.
     pub proc_sys_net: PathBuf,
+    /// `RAILCNI_CONFIGFS_ROOT`: where configfs is (rdma_cm's default ToS).
+    pub configfs_root: PathBuf,
     /// This boot's id once read (`boot_id`): a call reads the file once,
     /// not per record. Leave it to `Default`/`from_env`.
     pub boot_id_read: std::sync::OnceLock<Option<String>>,
@@ -93,6 +96,7 @@ impl Settings {
                 .map_or(Duration::from_secs(10), Duration::from_millis),
             stats: get("RAILCNI_STATS").as_deref() != Some("off"),
             proc_sys_net: path("RAILCNI_PROC_SYS_NET", DEFAULT_PROC_SYS_NET),
+            configfs_root: path("RAILCNI_CONFIGFS_ROOT", DEFAULT_CONFIGFS),
             boot_id_read: std::sync::OnceLock::new(),
         }
     }

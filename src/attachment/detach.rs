@@ -52,6 +52,8 @@ pub enum Release<'a> {
 /// The operations a detach is made of.
 pub trait DetachSteps {
     fn return_rdma(&mut self, device: &str) -> Result<()>;
+    /// The RDMA device's traffic class and rdma_cm ToS, as ADD found them.
+    fn restore_rdma_qos(&mut self, record: &Record) -> Result<()>;
     /// A socket in the pod: `Ok(false)` when its namespace is gone.
     fn open_pod(&mut self) -> Result<bool>;
     fn remove_routing(&mut self, record: &Record) -> Result<()>;
@@ -75,6 +77,15 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
             &mut failures,
             "move RDMA device home",
             steps.return_rdma(device),
+        );
+    }
+    // Once the device is home: the traffic class can be written only there,
+    // and rdma_cm reset the ToS when it moved.
+    if let Some(r) = record.filter(|r| r.rdma_qos.is_some()) {
+        note(
+            &mut failures,
+            "restore RDMA QoS",
+            steps.restore_rdma_qos(r),
         );
     }
     let mut vf_home = true;
@@ -204,6 +215,15 @@ impl KernelDetach<'_> {
 impl DetachSteps for KernelDetach<'_> {
     fn return_rdma(&mut self, device: &str) -> Result<()> {
         self.node.hw.move_rdma_device(device, self.node.host.fd())
+    }
+
+    fn restore_rdma_qos(&mut self, record: &Record) -> Result<()> {
+        let Some(qos) = &record.rdma_qos else {
+            return Ok(());
+        };
+        let node = self.node;
+        let dir = node.sysfs.rdma_device_dir(self.a.pci, &qos.device);
+        crate::rdma_qos::restore(qos, dir.as_deref(), &node.settings.configfs_root)
     }
 
     fn open_pod(&mut self) -> Result<bool> {
@@ -344,6 +364,9 @@ mod tests {
         fn return_rdma(&mut self, _: &str) -> Result<()> {
             self.step("rdma")
         }
+        fn restore_rdma_qos(&mut self, _: &Record) -> Result<()> {
+            self.step("qos")
+        }
         fn open_pod(&mut self) -> Result<bool> {
             self.step("open pod").map(|()| !self.pod_gone)
         }
@@ -373,6 +396,15 @@ mod tests {
     fn record() -> Record {
         let mut r = Record::sample();
         r.rdma_device = Some("mlx5_3".into());
+        r.rdma_qos = Some(crate::rdma_qos::QosRecord {
+            device: "mlx5_3".into(),
+            port: 1,
+            traffic_class: Some(crate::rdma_qos::Change {
+                value: 96,
+                before: None,
+            }),
+            tos: None,
+        });
         r.routing = Some(crate::routing::RailRoutes {
             table: 1001,
             priority: 1001,
@@ -425,6 +457,7 @@ mod tests {
             rec.calls,
             [
                 "rdma",
+                "qos",
                 "open pod",
                 "routing",
                 "vf",
@@ -440,11 +473,11 @@ mod tests {
     #[test]
     fn a_failing_step_does_not_stop_the_others_and_all_are_reported() {
         let mut rec = Recorder {
-            fail: vec!["rdma", "routing", "settings"],
+            fail: vec!["rdma", "qos", "routing", "settings"],
             ..Recorder::default()
         };
         let failures = run(&mut rec, Some(&record()));
-        assert_eq!(failures.len(), 3, "{failures:?}");
+        assert_eq!(failures.len(), 4, "{failures:?}");
         assert!(
             failures[0].starts_with("move RDMA device home"),
             "{failures:?}"
@@ -453,6 +486,7 @@ mod tests {
             rec.calls,
             [
                 "rdma",
+                "qos",
                 "open pod",
                 "routing",
                 "vf",
@@ -503,6 +537,7 @@ mod tests {
         let mut dpdk = record();
         dpdk.dpdk = true;
         dpdk.rdma_device = None;
+        dpdk.rdma_qos = None;
         let mut rec = Recorder::default();
         run(&mut rec, Some(&dpdk));
         assert_eq!(

@@ -70,6 +70,8 @@ pub struct NetConf {
     /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
     pub vf: VfSettings,
     pub rdma: RdmaPolicy,
+    /// `rdmaQoS`: the RDMA device's traffic class and rdma_cm ToS.
+    pub rdma_qos: crate::rdma_qos::RdmaQos,
     /// Whether `mtu` / `rdma` were given (InfiniBand VFs default otherwise).
     pub mtu_given: bool,
     pub rdma_given: bool,
@@ -116,11 +118,20 @@ impl NetConf {
                 .and_then(|c| c.parse::<ipnet::IpNet>().ok())
                 .map(|c| c.trunc());
         }
+        let rdma = parse_rdma(conf.rdma.as_deref())?;
+        let rdma_qos = crate::rdma_qos::RdmaQos::parse(conf.rdma_qos.as_ref())?;
+        if rdma == RdmaPolicy::Off && !rdma_qos.is_empty() {
+            return Err(Error::config(
+                "rdmaQoS",
+                "sets the RDMA device's QoS, but rdma is off; set rdma to auto or required, or remove rdmaQoS",
+            ));
+        }
         Ok(NetConf {
             mtu_given: conf.mtu.is_some(),
             rdma_given: conf.rdma.is_some(),
             mtu: parse_mtu(conf.mtu.as_ref())?,
-            rdma: parse_rdma(conf.rdma.as_deref())?,
+            rdma,
+            rdma_qos,
             pkey: parse_pkey(conf.pkey.as_deref())?,
             ethernet_fields: ethernet_fields(object, mac),
             requested_ips: cni::args::requested_ips(&raw, &env.args)?,

@@ -21,6 +21,8 @@ pub(super) struct RawConf {
     pub(super) routing: Option<Value>,
     pub(super) checks: Option<Value>,
     pub(super) rdma: Option<String>,
+    #[serde(rename = "rdmaQoS")]
+    pub(super) rdma_qos: Option<Value>,
     pub(super) guid: Option<String>,
     pub(super) pkey: Option<String>,
     #[serde(default)]

@@ -75,6 +75,61 @@ pub fn roce_v2_index(table: &[Gid], addr: IpAddr) -> Option<u32> {
         .map(|g| g.index)
 }
 
+/// How a wait for an attachment's RoCE v2 GIDs ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wait {
+    /// Each address's entry, in the order asked.
+    Found(Vec<(IpAddr, u32)>),
+    /// Time ran out: the addresses without one, and the table as last read.
+    Missing { missing: Vec<IpAddr>, table: Vec<Gid> },
+    /// The port's table cannot be read here (no `gids/`).
+    NoTable,
+}
+
+/// Read the table (`read`: `None` when it cannot be read) until it holds a
+/// RoCE v2 entry for every address in `addrs`, or `timeout` passes. The
+/// kernel adds them from a work item after the address, usually within a
+/// few milliseconds, so the polls start short.
+pub fn wait_for(
+    addrs: &[IpAddr],
+    timeout: std::time::Duration,
+    mut read: impl FnMut() -> Option<Vec<Gid>>,
+) -> Wait {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(500);
+    loop {
+        let Some(table) = read() else {
+            return Wait::NoTable;
+        };
+        let found: Vec<_> = addrs
+            .iter()
+            .filter_map(|a| roce_v2_index(&table, *a).map(|i| (*a, i)))
+            .collect();
+        if found.len() == addrs.len() {
+            return Wait::Found(found);
+        }
+        if start.elapsed() >= timeout {
+            let missing = addrs
+                .iter()
+                .filter(|a| !found.iter().any(|(f, _)| f == *a))
+                .copied()
+                .collect();
+            return Wait::Missing { missing, table };
+        }
+        std::thread::sleep(pause.min(timeout.saturating_sub(start.elapsed())));
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The table where it can be read: `None` without a `gids/` directory.
+pub fn read_port(ports: &Path, port: u32) -> Option<Vec<Gid>> {
+    ports
+        .join(port.to_string())
+        .join("gids")
+        .is_dir()
+        .then(|| read_table(ports, port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +201,40 @@ mod tests {
         assert_eq!(table[2].address(), "172.16.0.0".parse::<IpAddr>().unwrap());
         assert_eq!(table[2].ndev.as_deref(), Some("net1"));
         assert!(read_table(t.path(), 2).is_empty(), "no port 2");
+    }
+
+    #[test]
+    fn the_wait_ends_when_every_address_has_its_entry_or_time_runs_out() {
+        let t = tempfile::tempdir().unwrap();
+        port(t.path());
+        let v4: IpAddr = "172.16.0.0".parse().unwrap();
+        let v6: IpAddr = "fd00:1::".parse().unwrap();
+        let long = std::time::Duration::from_secs(5);
+        assert_eq!(
+            wait_for(&[v4, v6], long, || read_port(t.path(), 1)),
+            Wait::Found(vec![(v4, 4), (v6, 5)])
+        );
+        // An entry that appears on the third read is waited for.
+        let mut reads = 0;
+        let waited = wait_for(&[v4], long, || {
+            reads += 1;
+            let mut table = read_port(t.path(), 1)?;
+            if reads < 3 {
+                table.retain(|g| g.index != 4);
+            }
+            Some(table)
+        });
+        assert_eq!((waited, reads), (Wait::Found(vec![(v4, 4)]), 3));
+        let other: IpAddr = "172.16.0.2".parse().unwrap();
+        let start = std::time::Instant::now();
+        match wait_for(&[v4, other], std::time::Duration::from_millis(30), || read_port(t.path(), 1)) {
+            Wait::Missing { missing, table } => {
+                assert_eq!(missing, [other]);
+                assert_eq!(table.len(), 5);
+            }
+            w => panic!("{w:?}"),
+        }
+        assert!(start.elapsed() >= std::time::Duration::from_millis(30));
+        assert_eq!(wait_for(&[v4], long, || read_port(t.path(), 9)), Wait::NoTable);
     }
 }

@@ -25,6 +25,7 @@ pub mod link;
 pub mod link_events;
 pub mod mac;
 pub mod netns;
+pub mod pod_sysfs;
 pub mod rdma;
 pub mod route;
 pub mod sysctl;

@@ -29,6 +29,12 @@ pub struct Probes {
     /// The whole check's budget, all tries together.
     pub timeout_ms: u64,
     pub retries: u32,
+    /// On a RoCE rail with an RDMA device: wait until the device's port
+    /// holds a RoCE v2 GID for each address (on by default: a QP for an
+    /// address without one cannot be made).
+    pub roce_gid: Mode,
+    /// How long the GID wait may take.
+    pub roce_gid_timeout_ms: u64,
 }
 
 impl Default for Probes {
@@ -38,6 +44,8 @@ impl Default for Probes {
             address_conflict: Mode::Off,
             timeout_ms: 300,
             retries: 3,
+            roce_gid: Mode::Require,
+            roce_gid_timeout_ms: 2000,
         }
     }
 }
@@ -49,6 +57,8 @@ struct RawChecks {
     address_conflict: Option<Value>,
     timeout_ms: Option<Value>,
     retries: Option<Value>,
+    roce_gid: Option<Value>,
+    roce_gid_timeout_ms: Option<Value>,
 }
 
 impl Probes {
@@ -66,6 +76,16 @@ impl Probes {
                 .unwrap_or(d.timeout_ms),
             retries: positive(raw.retries.as_ref(), "checks.retries", 100)?
                 .map_or(d.retries, |n| n as u32),
+            roce_gid: match raw.roce_gid.as_ref() {
+                None => d.roce_gid,
+                v => mode(v, "checks.roceGid")?,
+            },
+            roce_gid_timeout_ms: positive(
+                raw.roce_gid_timeout_ms.as_ref(),
+                "checks.roceGidTimeoutMs",
+                60_000,
+            )?
+            .unwrap_or(d.roce_gid_timeout_ms),
         })
     }
 
@@ -117,6 +137,9 @@ mod tests {
         let c = Probes::parse(Some(&json!({"gateway": "require", "addressConflict": "warn", "timeoutMs": 600, "retries": 2}))).unwrap();
         assert_eq!((c.gateway, c.address_conflict), (Mode::Require, Mode::Warn));
         assert_eq!(c.per_try(), Duration::from_millis(300));
+        assert_eq!((c.roce_gid, c.roce_gid_timeout_ms), (Mode::Require, 2000), "on by default");
+        let c = Probes::parse(Some(&json!({"roceGid": "off", "roceGidTimeoutMs": 50}))).unwrap();
+        assert_eq!((c.roce_gid, c.roce_gid_timeout_ms), (Mode::Off, 50));
     }
 
     #[test]
@@ -127,6 +150,8 @@ mod tests {
             (json!({"timeoutMs": 0}), "checks.timeoutMs"),
             (json!({"timeoutMs": -5}), "checks.timeoutMs"),
             (json!({"retries": 0}), "checks.retries"),
+            (json!({"roceGid": "yes"}), "checks.roceGid"),
+            (json!({"roceGidTimeoutMs": 0}), "checks.roceGidTimeoutMs"),
             (json!({"gatway": "warn"}), "checks"),
         ] {
             let e = Probes::parse(Some(&v)).unwrap_err();

@@ -48,6 +48,8 @@ pub struct Record {
     pub vf_applied: Option<crate::vf::settings::VfSettings>,
     /// The RDMA device ADD moved into the pod.
     pub rdma_device: Option<String>,
+    /// The RDMA device's QoS ADD set, with what it found before.
+    pub rdma_qos: Option<crate::rdma_qos::QosRecord>,
     /// The rail routing ADD installed (table, rules, routes, sysctls).
     pub routing: Option<crate::routing::RailRoutes>,
     pub phase: Phase,
@@ -91,6 +93,7 @@ impl Record {
             vf_applied: None,
             reattached: 0,
             rdma_device: None,
+            rdma_qos: None,
             routing: None,
             phase: Phase::Adding,
             result: None,

@@ -16,6 +16,7 @@ use crate::ipam::ExternalIpam;
 use crate::net::route::{RouteSpec, RuleSpec};
 use crate::net::Guid;
 use crate::net::Mac;
+use crate::rdma_qos::{Change, QosRecord};
 use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
@@ -57,12 +58,68 @@ pub struct RecordV1 {
     vf_applied: Option<VfSettingsV1>,
     #[serde(default)]
     rdma_device: Option<String>,
+    /// Absent in records of releases before rdmaQoS (and when none was set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rdma_qos: Option<RdmaQosV1>,
     #[serde(default)]
     routing: Option<RoutingV1>,
     phase: PhaseV1,
     /// The ADD result in the CNI 1.1 shape (the spec's format, not ours).
     result: Option<CniResult>,
     created_unix: u64,
+}
+
+/// `rdmaQos`: `{"device", "port", "trafficClass": {"value", "before"},
+/// "tos": {...}}`; a `before` of null is "no class set" / "no rdma_cm group".
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RdmaQosV1 {
+    device: String,
+    port: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    traffic_class: Option<ChangeV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tos: Option<ChangeV1>,
+}
+
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct ChangeV1 {
+    value: u8,
+    before: Option<u8>,
+}
+
+impl From<&QosRecord> for RdmaQosV1 {
+    fn from(q: &QosRecord) -> Self {
+        let change = |c: Option<Change>| {
+            c.map(|c| ChangeV1 {
+                value: c.value,
+                before: c.before,
+            })
+        };
+        RdmaQosV1 {
+            device: q.device.clone(),
+            port: q.port,
+            traffic_class: change(q.traffic_class),
+            tos: change(q.tos),
+        }
+    }
+}
+
+impl From<RdmaQosV1> for QosRecord {
+    fn from(q: RdmaQosV1) -> Self {
+        let change = |c: Option<ChangeV1>| {
+            c.map(|c| Change {
+                value: c.value,
+                before: c.before,
+            })
+        };
+        QosRecord {
+            device: q.device,
+            port: q.port,
+            traffic_class: change(q.traffic_class),
+            tos: change(q.tos),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -207,6 +264,7 @@ impl From<&Record> for RecordV1 {
             reattached: r.reattached,
             vf_applied: r.vf_applied.as_ref().map(VfSettingsV1::from),
             rdma_device: r.rdma_device.clone(),
+            rdma_qos: r.rdma_qos.as_ref().map(RdmaQosV1::from),
             routing: r.routing.as_ref().map(RoutingV1::from),
             phase: match r.phase {
                 Phase::Adding => PhaseV1::Adding,
@@ -245,6 +303,7 @@ impl From<RecordV1> for Record {
             reattached: r.reattached,
             vf_applied: r.vf_applied.map(VfSettings::from),
             rdma_device: r.rdma_device,
+            rdma_qos: r.rdma_qos.map(QosRecord::from),
             routing: r.routing.map(RailRoutes::from),
             phase: match r.phase {
                 PhaseV1::Adding => Phase::Adding,

@@ -138,6 +138,17 @@ impl Sysfs {
         .find(|p| p.is_dir())
     }
 
+    /// The sysfs directory of the VF's RDMA device `dev` as the host sees
+    /// it (its `ports/`, and on mlx5 its `tc/`).
+    pub fn rdma_device_dir(&self, pci: &str, dev: &str) -> Option<PathBuf> {
+        [
+            self.device(pci).join("infiniband").join(dev),
+            self.root.join("class/infiniband").join(dev),
+        ]
+        .into_iter()
+        .find(|p| p.is_dir())
+    }
+
     /// The directory of a PCI driver (`bus/pci/drivers/<driver>`).
     pub fn driver_dir(&self, driver: &str) -> PathBuf {
         self.root.join("bus/pci/drivers").join(driver)
@@ -149,6 +160,12 @@ impl Sysfs {
         let path = self.device(&vf.pf_pci).join("net").join(pf_if).join("mtu");
         fs::read_to_string(path).ok()?.trim().parse().ok()
     }
+}
+
+/// The RDMA port a VF's device works through: its first (a VF has one).
+pub fn first_port(device_dir: Option<&Path>) -> u32 {
+    let ports = device_dir.map(|d| list_dir(&d.join("ports"))).unwrap_or_default();
+    ports.iter().filter_map(|p| p.parse().ok()).min().unwrap_or(1)
 }
 
 impl Vf {

@@ -69,6 +69,16 @@ impl<'a> Intent<'a> {
 
 /// Fields that do not apply to the VF's link type are refused, naming them.
 fn check_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
+    if vf.infiniband && !ctx.conf.rdma_qos.is_empty() {
+        return Err(Error::config(
+            "rdmaQoS",
+            format!(
+                "VF {} is an InfiniBand VF: there the subnet manager's service levels decide its \
+                 traffic's class, not the host; remove rdmaQoS",
+                vf.pci
+            ),
+        ));
+    }
     if vf.infiniband {
         if let Some(field) = ctx.conf.ethernet_fields.first() {
             return Err(Error::config(

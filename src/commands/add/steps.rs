@@ -13,15 +13,19 @@
 //! 3. set the VF's MAC on its netdev, then the PF-side VF settings one by
 //!    one; a refused one is undone inside the step, so the undo (restore
 //!    them) is pushed only once all took;
+//! 3b. `rdmaQoS.tc`: the RDMA device's traffic class, on the host (it
+//!    cannot be written once the device has moved; undo: restore it);
 //! 4. move the netdev into the pod, its MTU and IPv4 settings in the
 //!    move's own message; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may
 //!    well have happened, and detach looks for the VF wherever it is);
-//! 5. bring it up (RDMA device, the sysctls only /proc/sys sets, up);
+//! 5. bring it up (RDMA device, then `rdmaQoS.tos` from the pod's
+//!    namespace, the sysctls only /proc/sys sets, up);
 //! 6. `checks.addressConflict`: an RFC 5227 probe for each address;
 //! 7. address it;
 //! 8. install the rail routing;
 //! 9. `checks.gateway`: each gateway answers ARP;
+//! 9b. `checks.roceGid`: the RDMA device holds a RoCE v2 GID per address;
 //! 10. report what the kernel confirms, and mark the record attached.
 //!
 //! A DPDK VF has no netdev: steps 4 to 9 are skipped.
@@ -38,6 +42,7 @@ pub enum Undo {
     ReleaseLease,
     RemoveRecord,
     RestoreVfSettings,
+    RestoreRdmaQos,
     /// Give everything back the way DEL does.
     Detach,
 }
@@ -47,16 +52,20 @@ pub trait AttachSteps {
     fn moves(&self) -> bool;
     /// Whether the config sets PF-side VF settings.
     fn sets_vf(&self) -> bool;
+    /// Whether the RDMA device's traffic class is set before the move.
+    fn sets_traffic_class(&self) -> bool;
     /// The IPAM result (empty without IPAM).
     fn lease(&mut self) -> Result<CniResult>;
     fn record(&mut self, ipam: &CniResult) -> Result<()>;
     fn set_vf(&mut self) -> Result<()>;
+    fn set_traffic_class(&mut self) -> Result<()>;
     fn move_in(&mut self) -> Result<()>;
     fn bring_up(&mut self) -> Result<()>;
     fn check_addresses(&mut self, result: &CniResult) -> Result<()>;
     fn address(&mut self, result: &mut CniResult) -> Result<()>;
     fn route(&mut self, result: &mut CniResult) -> Result<()>;
     fn check_gateways(&mut self, result: &CniResult) -> Result<()>;
+    fn check_gids(&mut self, result: &CniResult) -> Result<()>;
     fn report(&mut self, result: &mut CniResult) -> Result<()>;
     fn finish(&mut self, result: &CniResult) -> Result<()>;
     fn undo(&mut self, step: Undo) -> Result<()>;
@@ -86,6 +95,11 @@ fn run(steps: &mut impl AttachSteps, journal: &mut Journal<Undo>) -> Result<CniR
         steps.set_vf()?;
         journal.push(Undo::RestoreVfSettings);
     }
+    if steps.sets_traffic_class() {
+        // One write: a refused one changed nothing.
+        steps.set_traffic_class()?;
+        journal.push(Undo::RestoreRdmaQos);
+    }
     if steps.moves() {
         journal.replace_all(Undo::Detach);
         steps.move_in()?;
@@ -94,6 +108,7 @@ fn run(steps: &mut impl AttachSteps, journal: &mut Journal<Undo>) -> Result<CniR
         steps.address(&mut result)?;
         steps.route(&mut result)?;
         steps.check_gateways(&result)?;
+        steps.check_gids(&result)?;
     }
     steps.report(&mut result)?;
     steps.finish(&result)?;
@@ -148,6 +163,12 @@ mod tests {
         fn set_vf(&mut self) -> Result<()> {
             self.step("set_vf")
         }
+        fn sets_traffic_class(&self) -> bool {
+            self.vf_settings
+        }
+        fn set_traffic_class(&mut self) -> Result<()> {
+            self.step("set_traffic_class")
+        }
         fn move_in(&mut self) -> Result<()> {
             self.step("move_in")
         }
@@ -166,6 +187,9 @@ mod tests {
         fn check_gateways(&mut self, _: &CniResult) -> Result<()> {
             self.step("check_gateways")
         }
+        fn check_gids(&mut self, _: &CniResult) -> Result<()> {
+            self.step("check_gids")
+        }
         fn report(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("report")
         }
@@ -182,16 +206,18 @@ mod tests {
         attach(rec)
     }
 
-    const ALL: [&str; 11] = [
+    const ALL: [&str; 13] = [
         "lease",
         "record",
         "set_vf",
+        "set_traffic_class",
         "move_in",
         "bring_up",
         "check_addresses",
         "address",
         "route",
         "check_gateways",
+        "check_gids",
         "report",
         "finish",
     ];
@@ -207,16 +233,21 @@ mod tests {
     fn a_failure_undoes_exactly_what_was_done_newest_first() {
         let undo =
             |steps: &[&str]| -> Vec<String> { steps.iter().map(|s| format!("undo {s}")).collect() };
-        let cases: [(&str, Vec<String>); 11] = [
+        let cases: [(&str, Vec<String>); 13] = [
             ("lease", vec![]),
             ("record", undo(&["ReleaseLease"])),
             ("set_vf", undo(&["RemoveRecord", "ReleaseLease"])),
+            (
+                "set_traffic_class",
+                undo(&["RestoreVfSettings", "RemoveRecord", "ReleaseLease"]),
+            ),
             ("move_in", undo(&["Detach"])),
             ("bring_up", undo(&["Detach"])),
             ("check_addresses", undo(&["Detach"])),
             ("address", undo(&["Detach"])),
             ("route", undo(&["Detach"])),
             ("check_gateways", undo(&["Detach"])),
+            ("check_gids", undo(&["Detach"])),
             ("report", undo(&["Detach"])),
             ("finish", undo(&["Detach"])),
         ];
@@ -243,8 +274,9 @@ mod tests {
         rec.dpdk = true;
         attach_with(&mut rec).unwrap_err();
         assert_eq!(
-            rec.calls[rec.calls.len() - 3..],
+            rec.calls[rec.calls.len() - 4..],
             [
+                "undo RestoreRdmaQos",
                 "undo RestoreVfSettings",
                 "undo RemoveRecord",
                 "undo ReleaseLease"

@@ -13,7 +13,10 @@ use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
 use crate::log_info;
 use crate::net::mac::format_hw_addr;
+use crate::net::gid;
 use crate::net::rdma::RdmaNetnsMode;
+use crate::probe::Mode;
+use crate::rdma_qos::{self, QosRecord};
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::routing::apply::{self as rail, InUse};
 use crate::routing::devconf;
@@ -37,6 +40,13 @@ pub struct KernelAttach<'a> {
     link: Option<Link>,
     /// The RDMA device to move with the VF.
     rdma: Option<String>,
+    /// What `rdmaQoS` sets on the VF's RDMA device, with what it found.
+    qos: Option<QosRecord>,
+    /// The VF's RDMA device on a RoCE rail (moved or not): its GIDs are
+    /// checked, and what they are reported.
+    roce_device: Option<String>,
+    /// Each address's RoCE v2 GID index, once `check_gids` found them.
+    gids: Vec<(std::net::IpAddr, u32)>,
     /// The pod's rules and tables, read once when the table is chosen.
     in_use: Option<InUse>,
     /// The netdev once it is in the pod, as the kernel read it back right
@@ -55,8 +65,8 @@ impl<'a> KernelAttach<'a> {
         cleared: Option<Link>,
     ) -> Result<Self> {
         let vf = &intent.vf;
-        let (link, rdma) = if vf.is_dpdk() {
-            (None, None)
+        let (link, rdma, roce_device) = if vf.is_dpdk() {
+            (None, None, None)
         } else {
             let link = match cleared {
                 Some(link) => link,
@@ -76,8 +86,10 @@ impl<'a> KernelAttach<'a> {
                     ctx.env.ifname
                 )));
             }
-            (Some(link), rdma_to_move(ctx, intent)?)
+            let rdma = rdma_to_move(ctx, intent)?;
+            (Some(link), rdma, rdma_device_of(ctx, intent))
         };
+        let qos = qos_to_set(ctx, intent, roce_device.as_deref())?;
         let record = new_record(ctx, intent, link.as_ref());
         Ok(KernelAttach {
             ctx,
@@ -85,6 +97,9 @@ impl<'a> KernelAttach<'a> {
             sockets,
             link,
             rdma,
+            qos,
+            roce_device: roce_device.filter(|_| !intent.vf.infiniband),
+            gids: Vec::new(),
             in_use: None,
             moved: None,
             record,
@@ -213,6 +228,10 @@ impl AttachSteps for KernelAttach<'_> {
         !self.ctx.conf.vf.is_empty()
     }
 
+    fn sets_traffic_class(&self) -> bool {
+        self.qos.as_ref().is_some_and(|q| q.traffic_class.is_some())
+    }
+
     fn lease(&mut self) -> Result<CniResult> {
         match self.ctx.ipam() {
             Some(ipam) => {
@@ -239,6 +258,7 @@ impl AttachSteps for KernelAttach<'_> {
             self.plan_routing(ipam)?;
             self.record.rdma_device = self.rdma.clone();
         }
+        self.record.rdma_qos = self.qos.clone();
         ctx.node.store.save(&self.record)
     }
 
@@ -264,6 +284,12 @@ impl AttachSteps for KernelAttach<'_> {
             }
         }
         applied
+    }
+
+    fn set_traffic_class(&mut self) -> Result<()> {
+        let Some(qos) = &self.qos else { return Ok(()) };
+        let dir = self.ctx.node.sysfs.rdma_device_dir(&self.intent.vf.pci, &qos.device);
+        rdma_qos::write_traffic_class(qos, dir.as_deref())
     }
 
     fn move_in(&mut self) -> Result<()> {
@@ -322,6 +348,11 @@ impl AttachSteps for KernelAttach<'_> {
         if let Some(dev) = &self.rdma {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
+        if let Some(qos) = self.qos.as_ref().filter(|q| q.tos.is_some()) {
+            // rdma_cm forgot any earlier value when the device moved.
+            let configfs = &ctx.node.settings.configfs_root;
+            self.sockets.pod.run(|| rdma_qos::write_tos(qos, configfs))?;
+        }
         let files = self.sysctls().files;
         if !files.is_empty() {
             rail::write_sysctls(
@@ -379,6 +410,50 @@ impl AttachSteps for KernelAttach<'_> {
         crate::probe::gateway(&self.ctx.conf.probes, &self.rail()?, &result.ips)
     }
 
+    /// The RoCE v2 GID of each address (the kernel adds them shortly after
+    /// the address): an RDMA application that starts before its GID is
+    /// there cannot make a QP for it.
+    fn check_gids(&mut self, result: &CniResult) -> Result<()> {
+        let mode = self.ctx.conf.probes.roce_gid;
+        let Some(device) = self.roce_device.clone().filter(|_| mode != Mode::Off) else {
+            return Ok(());
+        };
+        let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address.addr()).collect();
+        if addrs.is_empty() {
+            return Ok(());
+        }
+        let timeout = std::time::Duration::from_millis(self.ctx.conf.probes.roce_gid_timeout_ms);
+        let port = self.qos.as_ref().map_or(1, |q| q.port);
+        let waited = wait_for_gids(self.ctx, self.sockets.pod, &self.intent.vf.pci, &device, port, &addrs, timeout)?;
+        match waited {
+            gid::Wait::Found(found) => {
+                self.gids = found;
+                Ok(())
+            }
+            gid::Wait::NoTable => {
+                log_info!("RDMA device {device} shows no GID table for port {port}; RoCE v2 GIDs not checked");
+                Ok(())
+            }
+            gid::Wait::Missing { missing, table } => {
+                let held: Vec<String> = table
+                    .iter()
+                    .map(|g| format!("{} {} {}", g.index, g.address(), g.kind))
+                    .collect();
+                let msg = format!(
+                    "RDMA device {device} port {port} has no RoCE v2 GID for {} after {} ms                      (its table holds: {}); RDMA to that address would fail",
+                    missing.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                    timeout.as_millis(),
+                    if held.is_empty() { "nothing".to_string() } else { held.join("; ") }
+                );
+                if mode == Mode::Require {
+                    return Err(Error::RailCheck(format!("checks.roceGid: {msg}")));
+                }
+                log_warn!("{msg}");
+                Ok(())
+            }
+        }
+    }
+
     /// The interface as the kernel confirms it (a DPDK VF: its PCI address).
     fn report(&mut self, result: &mut CniResult) -> Result<()> {
         let ctx = self.ctx;
@@ -415,6 +490,24 @@ impl AttachSteps for KernelAttach<'_> {
                     ),
                 ];
                 for (key, value) in extras {
+                    if let Some(v) = value {
+                        iface.extra.insert(key.into(), v.into());
+                    }
+                }
+                // What an RDMA launcher needs: the GID of the first address
+                // (IPv4 first, as IPAM orders them) and the classes set.
+                let numbers = [
+                    ("gidIndex", self.gids.first().map(|(_, i)| *i)),
+                    (
+                        "trafficClass",
+                        self.qos.as_ref().and_then(|q| q.traffic_class).map(|c| u32::from(c.value)),
+                    ),
+                    (
+                        "tos",
+                        self.qos.as_ref().and_then(|q| q.tos).map(|c| u32::from(c.value)),
+                    ),
+                ];
+                for (key, value) in numbers {
                     if let Some(v) = value {
                         iface.extra.insert(key.into(), v.into());
                     }
@@ -479,6 +572,13 @@ impl AttachSteps for KernelAttach<'_> {
                 );
                 admin.and(mac).and(rest)
             }
+            Undo::RestoreRdmaQos => match &self.record.rdma_qos {
+                Some(qos) => {
+                    let dir = node.sysfs.rdma_device_dir(&self.intent.vf.pci, &qos.device);
+                    rdma_qos::restore(qos, dir.as_deref(), &node.settings.configfs_root)
+                }
+                None => Ok(()),
+            },
             Undo::RemoveRecord => node.store.remove(&self.intent.vf.pci),
         }
     }
@@ -515,6 +615,74 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
     record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
     record.dpdk = link.is_none();
     record
+}
+
+/// The VF's RDMA device, whether or not it moves (`rdma` not off).
+fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
+    let vf = &intent.vf;
+    let off = ctx.conf.rdma == RdmaPolicy::Off && !(vf.infiniband && !ctx.conf.rdma_given);
+    vf.rdma_devices.first().filter(|_| !off).cloned()
+}
+
+/// What `rdmaQoS` will set on `device`, with what it holds now; checked
+/// before anything changes (see `rdma_qos::prepare`).
+fn qos_to_set(ctx: &Ctx, intent: &Intent<'_>, device: Option<&str>) -> Result<Option<QosRecord>> {
+    let asked = ctx.conf.rdma_qos;
+    if asked.is_empty() {
+        return Ok(None);
+    }
+    let required = ctx.conf.rdma == RdmaPolicy::Required;
+    let Some(device) = device else {
+        let why = format!("rdmaQoS is set but VF {} has no RDMA device", intent.vf.pci);
+        if required {
+            return Err(Error::UnsupportedDevice(why));
+        }
+        log_warn!("{why}; nothing to set (rdma is auto)");
+        return Ok(None);
+    };
+    let sysfs = &ctx.node.sysfs;
+    let device_dir = sysfs.rdma_device_dir(&intent.vf.pci, device);
+    let target = rdma_qos::Target {
+        device,
+        port: crate::vf::sysfs::first_port(device_dir.as_deref()),
+        device_dir,
+        configfs: &ctx.node.settings.configfs_root,
+    };
+    rdma_qos::prepare(asked, &target, required)
+}
+
+/// Wait for the RoCE v2 GIDs of `addrs` on `device`'s `port`, reading its
+/// table from the host's sysfs when it shows the device there (shared
+/// mode, and the test tree), else from the pod's own sysfs view.
+fn wait_for_gids(
+    ctx: &Ctx,
+    pod: &NetNs,
+    pci: &str,
+    device: &str,
+    port: u32,
+    addrs: &[std::net::IpAddr],
+    timeout: std::time::Duration,
+) -> Result<gid::Wait> {
+    let sysfs = &ctx.node.sysfs;
+    if let Some(dir) = sysfs.rdma_device_dir(pci, device) {
+        let ports = dir.join("ports");
+        if gid::read_port(&ports, port).is_some() {
+            return Ok(gid::wait_for(addrs, timeout, || gid::read_port(&ports, port)));
+        }
+    }
+    if ctx.node.settings.sysfs_root != std::path::Path::new(base::settings::DEFAULT_SYSFS_ROOT) {
+        return Ok(gid::Wait::NoTable);
+    }
+    crate::net::pod_sysfs::with_sysfs_of(pod, |root| {
+        let view = crate::vf::Sysfs::new(root);
+        match view.rdma_device_dir(pci, device) {
+            Some(dir) => {
+                let ports = dir.join("ports");
+                gid::wait_for(addrs, timeout, || gid::read_port(&ports, port))
+            }
+            None => gid::Wait::NoTable,
+        }
+    })
 }
 
 /// `rdma: auto` moves the VF's RDMA device when there is one and the
