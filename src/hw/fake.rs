@@ -34,7 +34,8 @@ pub struct FakeState {
     #[serde(default)]
     pub calls: Vec<String>,
     /// VF settings the fake driver refuses: field (as `vfs` spells it,
-    /// `linkState`) → errno name (`EOPNOTSUPP`), as igb refuses some.
+    /// `linkState`) → errno name (`EOPNOTSUPP`), as igb refuses some;
+    /// `moveRdma` refuses every RDMA device move, `moveRdmaOnce` the next.
     #[serde(default)]
     pub refuse: BTreeMap<String, String>,
 }
@@ -165,6 +166,19 @@ impl Hardware for Recorder {
 
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()> {
         let mut state = self.load()?;
+        // `moveRdmaOnce`: one refusal, as a busy device gives.
+        let once = state.refuse.remove("moveRdmaOnce");
+        if once.is_some() {
+            self.save(&state)?;
+        }
+        if let Some(errno) = once.as_ref().or(state.refuse.get("moveRdma")) {
+            let errno = errno_named(errno)
+                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {errno}")))?;
+            return Err(Error::Kernel {
+                what: format!("move RDMA device {name}"),
+                errno,
+            });
+        }
         let ns = nix::sys::stat::fstat(netns)
             .map(|st| format!("ns:{}", st.st_ino))
             .map_err(|e| Error::internal(format!("move RDMA device {name}: bad netns fd: {e}")))?;

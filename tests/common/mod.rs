@@ -202,6 +202,11 @@ impl Node {
         link_in(ns, name)
     }
 
+    /// Where this node's configfs is (rdma_cm's groups).
+    pub fn configfs(&self) -> PathBuf {
+        self.dir.path().join("configfs")
+    }
+
     /// Give `vf` an RDMA device in the fake sysfs.
     pub fn give_rdma_device(&self, vf: &FakeVf, name: &str) {
         std::fs::create_dir_all(
@@ -261,6 +266,7 @@ impl Node {
                 path(self.dir.path().join("no-node-file.json")),
             ),
             ("RAILCNI_LOG_DIR", path(self.dir.path().join("logs"))),
+            ("RAILCNI_CONFIGFS_ROOT", path(self.configfs())),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -1,0 +1,333 @@
+//! `rdmaQoS` and the RoCE v2 GID check on the fake node: the RDMA device's
+//! traffic class (`tc/<port>/traffic_class` in the fake sysfs) and
+//! rdma_cm's default ToS (a configfs tree under the node's dir), each set
+//! by ADD and put back exactly by DEL, rollback and a DEL after a crash.
+//! Real configfs (the group made by mkdir, removed on DEL) and the real
+//! GID table are proven on the emulated node (tests/vm/scenarios/rdma-qos.sh,
+//! gids.sh).
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Give `vf` the RoCE device `name` with port 1, a traffic class file
+/// holding `tc` (none: not an mlx5 with NVIDIA's stack) and an rdma_cm
+/// group holding `tos` (none: rdma_cm is not loaded).
+fn roce_device(node: &Node, vf: &FakeVf, name: &str, tc: Option<&str>, tos: Option<&str>) -> PathBuf {
+    node.give_rdma_device(vf, name);
+    let dir = node
+        .sysfs()
+        .join(format!("devices/pci0000:00/{}/infiniband/{name}", vf.pci));
+    std::fs::create_dir_all(dir.join("ports/1")).unwrap();
+    if let Some(tc) = tc {
+        std::fs::create_dir_all(dir.join("tc/1")).unwrap();
+        std::fs::write(dir.join("tc/1/traffic_class"), tc).unwrap();
+    }
+    if let Some(tos) = tos {
+        let port = node.configfs().join(format!("rdma_cm/{name}/ports/1"));
+        std::fs::create_dir_all(&port).unwrap();
+        std::fs::write(port.join("default_roce_tos"), tos).unwrap();
+    }
+    dir
+}
+
+/// Write the kernel's RoCE v2 entry for `addr` (IPv4) at `index`, after
+/// the link-local pair at 0 and 1.
+fn add_gid(dir: &std::path::Path, index: u32, addr: std::net::Ipv4Addr) {
+    let port = dir.join("ports/1");
+    for d in ["gids", "gid_attrs/types", "gid_attrs/ndevs"] {
+        std::fs::create_dir_all(port.join(d)).unwrap();
+    }
+    let o = addr.octets();
+    let entries = [
+        (0, "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2".to_string(), "IB/RoCE v1"),
+        (1, "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2".to_string(), "RoCE v2"),
+        (
+            index,
+            format!("0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}", o[0], o[1], o[2], o[3]),
+            "RoCE v2",
+        ),
+    ];
+    for (i, gid, kind) in entries {
+        std::fs::write(port.join(format!("gids/{i}")), format!("{gid}\n")).unwrap();
+        std::fs::write(port.join(format!("gid_attrs/types/{i}")), format!("{kind}\n")).unwrap();
+        std::fs::write(port.join(format!("gid_attrs/ndevs/{i}")), "net1\n").unwrap();
+    }
+}
+
+/// An empty GID table: the port exists, no address has an entry yet.
+fn empty_gids(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir.join("ports/1/gids")).unwrap();
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn tc_file(dir: &std::path::Path) -> PathBuf {
+    dir.join("tc/1/traffic_class")
+}
+
+fn tos_file(node: &Node, dev: &str) -> PathBuf {
+    node.configfs().join(format!("rdma_cm/{dev}/ports/1/default_roce_tos"))
+}
+
+const RAIL1_ADDR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(172, 16, 0, 0);
+
+fn qos_conf(node: &Node, vf: &FakeVf, ipam: Value, qos: Value) -> Value {
+    let _ = node;
+    let mut c = conf("1.1.0", "rail1", &vf.pci, ipam);
+    c["rdma"] = json!("required");
+    c["rdmaQoS"] = qos;
+    c
+}
+
+#[test]
+fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("0"));
+    add_gid(&dir, 3, RAIL1_ADDR);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let c = qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96}));
+    let add = Req::new("ADD", "c1", &pod, "net1", c);
+    let r = node.cni(&add).ok();
+    let iface = &r["interfaces"][0];
+    assert_eq!(
+        (&iface["trafficClass"], &iface["tos"], &iface["gidIndex"]),
+        (&json!(96), &json!(96), &json!(3)),
+        "{r}"
+    );
+    assert_eq!(read(tc_file(&dir)), "96");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
+    let record: Value = serde_json::from_str(&read(
+        node.state_dir().join(format!("attachments/{}.json", vf.pci)),
+    ))
+    .unwrap();
+    assert_eq!(
+        record["rdmaQos"],
+        json!({"device": "mlx5_2", "port": 1,
+               "trafficClass": {"value": 96, "before": null},
+               "tos": {"value": 96, "before": 0}})
+    );
+    // CHECK agrees with what is there.
+    node.cni(&add.cmd("CHECK").with_conf(with_prev(&add.conf, &r))).ok();
+
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "-1", "unset again, not 0");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+    assert!(!node.record_exists(&vf.pci));
+    // A second DEL has nothing left to give back.
+    node.cni(&add.cmd("DEL")).ok();
+}
+
+#[test]
+fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("32"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let add = Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, json!({}), json!({"tc": 106})));
+    let r = node.cni(&add).ok();
+    assert!(r["interfaces"][0].get("tos").is_none(), "only the class was asked");
+    assert_eq!(read(tc_file(&dir)), "106");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "32", "the ToS was not asked for");
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "24");
+
+    // No rdmaQoS: neither file is written (a marker that a write would replace).
+    std::fs::write(tc_file(&dir), "untouched").unwrap();
+    let mut c = qos_conf(&node, vf, json!({}), json!(null));
+    c.as_object_mut().unwrap().remove("rdmaQoS");
+    let add = Req::new("ADD", "c2", &pod, "net1", c);
+    let r = node.cni(&add).ok();
+    assert!(r["interfaces"][0].get("trafficClass").is_none());
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "untouched");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "32");
+}
+
+#[test]
+fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_auto() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let before = node.link(&node.host(), &vf.ifname).unwrap();
+    // No tc/: not NVIDIA's mlx5 stack.
+    roce_device(&node, vf, "mlx5_2", None, Some("0"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let qos = json!({"tos": 96, "tc": 96});
+    let e = node
+        .cni(&Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, Node::embedded_ipam(1), qos.clone())))
+        .err(103);
+    let msg = e["details"].as_str().unwrap();
+    assert!(msg.contains("no tc/1/traffic_class") && msg.contains("nothing was changed"), "{e}");
+    assert_eq!(node.link(&node.host(), &vf.ifname), Some(before), "the VF never moved");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+    assert!(!node.record_exists(&vf.pci));
+
+    let mut c = qos_conf(&node, vf, json!({}), qos);
+    c["rdma"] = json!("auto");
+    let add = Req::new("ADD", "c2", &pod, "net1", c);
+    let reply = node.cni(&add);
+    assert!(reply.stderr.contains("no tc/1/traffic_class"), "{}", reply.stderr);
+    let r = reply.ok();
+    assert!(r["interfaces"][0].get("trafficClass").is_none());
+    assert_eq!(r["interfaces"][0]["tos"], 96);
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+}
+
+#[test]
+fn a_failed_move_after_the_class_was_written_puts_it_back() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let before = node.link(&node.host(), &vf.ifname).unwrap();
+    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("8"));
+    node.set_hardware(json!({"rdmaMode": "exclusive", "refuse": {"moveRdmaOnce": "EBUSY"}}));
+    let pod = node.pod("pod");
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})),
+    );
+    let e = node.cni(&add).err_any();
+    assert!(e["details"].as_str().unwrap().contains("EBUSY"), "{e}");
+    assert_eq!(read(tc_file(&dir)), "-1", "the class written before the move is unset again");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "8");
+    assert_eq!(node.link(&node.host(), &vf.ifname), Some(before));
+    assert!(!node.record_exists(&vf.pci));
+}
+
+#[test]
+fn a_crash_after_the_first_write_is_undone_by_del() {
+    assert!(
+        std::process::Command::new("strace").arg("-V").output().is_ok(),
+        "strace is needed (scripts/install-test-deps.sh installs it)"
+    );
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let before = node.link(&node.host(), &vf.ifname).unwrap();
+    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("0"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})),
+    );
+    // Killed as it opens the ToS file to write it (the first open read it,
+    // before any change): the class is written, the VF moved.
+    let tos = tos_file(&node, "mlx5_2");
+    let mut crashed = add.clone();
+    crashed.wrap = ["strace", "-f", "-qq", "-o", "/dev/null", "-P"]
+        .map(String::from)
+        .to_vec();
+    crashed.wrap.push(tos.display().to_string());
+    crashed.wrap.extend(
+        ["-e", "trace=openat", "-e", "inject=openat:signal=SIGKILL:when=2"].map(String::from),
+    );
+    let reply = node.cni(&crashed);
+    assert!(!reply.success, "the ADD was killed: {}", reply.stdout);
+    assert_eq!(read(tc_file(&dir)), "96", "the first write happened");
+    assert!(node.record_exists(&vf.pci), "and the record saw it coming");
+
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "24");
+    assert_eq!(read(tos), "0");
+    assert_eq!(node.link(&node.host(), &vf.ifname), Some(before));
+    assert!(!node.record_exists(&vf.pci));
+}
+
+#[test]
+fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
+    let node = Node::new(1, 2);
+    let (a, b) = (&node.vfs[0], &node.vfs[1]);
+    let dir_a = roce_device(&node, a, "mlx5_2", Some(""), Some("0"));
+    let dir_b = roce_device(&node, b, "mlx5_3", Some(""), Some("0"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let (pod_a, pod_b) = (node.pod("a"), node.pod("b"));
+    let add_a = Req::new("ADD", "ca", &pod_a, "net1", qos_conf(&node, a, json!({}), json!({"tc": 96, "tos": 96})));
+    let add_b = Req::new("ADD", "cb", &pod_b, "net1", qos_conf(&node, b, json!({}), json!({"tc": 106, "tos": 106})));
+    node.cni(&add_a).ok();
+    node.cni(&add_b).ok();
+    assert_eq!((read(tc_file(&dir_a)), read(tc_file(&dir_b))), ("96".into(), "106".into()));
+    assert_eq!(
+        (read(tos_file(&node, "mlx5_2")), read(tos_file(&node, "mlx5_3"))),
+        ("96".into(), "106".into())
+    );
+    node.cni(&add_a.cmd("DEL")).ok();
+    assert_eq!((read(tc_file(&dir_a)), read(tc_file(&dir_b))), ("-1".into(), "106".into()));
+    assert_eq!(read(tos_file(&node, "mlx5_3")), "106", "the other pod's ToS stays");
+    node.cni(&add_b.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir_b)), "-1");
+}
+
+#[test]
+fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("0"));
+    empty_gids(&dir);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let mut c = qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tc": 96, "tos": 96}));
+    c["checks"] = json!({"roceGidTimeoutMs": 300});
+    let add = Req::new("ADD", "c1", &pod, "net1", c.clone());
+    let e = node.cni(&add).err(108);
+    let msg = e["details"].as_str().unwrap();
+    assert!(
+        msg.contains("172.16.0.0") && msg.contains("mlx5_2") && msg.contains("holds: nothing"),
+        "{e}"
+    );
+    // Rolled back: both halves as they were, the VF home, no record.
+    assert_eq!(read(tc_file(&dir)), "-1");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+    assert!(!node.record_exists(&vf.pci));
+
+    // The kernel adds the entry a while after the address: ADD waits for it.
+    c["checks"] = json!({"roceGidTimeoutMs": 5000});
+    let add = Req::new("ADD", "c2", &pod, "net1", c);
+    let writer = {
+        let dir = dir.clone();
+        let pod_ns = Node::ns_of(&pod);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            // Once the address is on net1, as the kernel would.
+            while addresses_in(&pod_ns, "net1").is_empty() && start.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(150));
+            add_gid(&dir, 2, RAIL1_ADDR);
+        })
+    };
+    let r = node.cni(&add).ok();
+    writer.join().unwrap();
+    assert_eq!(r["interfaces"][0]["gidIndex"], 2);
+    node.cni(&add.cmd("DEL")).ok();
+}
+
+#[test]
+fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("pod");
+    let mut c = qos_conf(&node, vf, json!({}), json!({"tc": 96}));
+    c["rdma"] = json!("off");
+    let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
+    assert!(e["details"].as_str().unwrap().contains("rdma is off"), "{e}");
+    let c = qos_conf(&node, vf, json!({}), json!({"tos": 300}));
+    let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
+    assert!(e["msg"].as_str().unwrap_or("").contains("rdmaQoS.tos") || e["details"].as_str().unwrap().contains("rdmaQoS.tos"), "{e}");
+}
