@@ -331,3 +331,49 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
     assert!(e["msg"].as_str().unwrap_or("").contains("rdmaQoS.tos") || e["details"].as_str().unwrap().contains("rdmaQoS.tos"), "{e}");
 }
+
+#[test]
+fn check_and_inspect_compare_the_classes_and_the_gid_table() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("0"));
+    add_gid(&dir, 3, RAIL1_ADDR);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})),
+    );
+    let r = node.cni(&add).ok();
+    let check = add.cmd("CHECK").with_conf(with_prev(&add.conf, &r));
+    node.cni(&check).ok();
+    let (code, report) = node.operator_json(&["inspect", &pod]);
+    assert_eq!(code, 0, "{report}");
+    let whats: Vec<&str> = report["interfaces"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["what"].as_str().unwrap())
+        .collect();
+    for line in ["rdma mlx5_2 traffic_class", "rdma_cm mlx5_2 default_roce_tos", "gid 172.16.0.0 RoCE v2 index"] {
+        assert!(whats.contains(&line), "{line}: {whats:?}");
+    }
+
+    // Someone reset the class and the GID moved: both are named.
+    std::fs::write(tc_file(&dir), "").unwrap();
+    add_gid(&dir, 5, RAIL1_ADDR);
+    std::fs::remove_file(dir.join("ports/1/gids/3")).unwrap();
+    let e = node.cni(&check).err(107);
+    let msg = e["details"].as_str().unwrap();
+    assert!(
+        msg.contains("rdma mlx5_2 traffic_class is unset, expected 96")
+            && msg.contains("gid 172.16.0.0 RoCE v2 index is 5, expected 3"),
+        "{e}"
+    );
+    let (code, report) = node.operator_json(&["inspect", &pod]);
+    assert_eq!((code, &report["drift"]), (1, &json!(true)), "{report}");
+    node.cni(&add.cmd("DEL")).ok();
+}

@@ -53,6 +53,14 @@ pub struct Expected {
     /// `None`: the result did not say (nothing to compare).
     pub mtu: Option<u32>,
     pub addresses: Vec<IpNet>,
+    /// The RoCE v2 GID index ADD reported (`gidIndex`).
+    pub gid_index: Option<u32>,
+}
+
+/// Where the RDMA device's files are read (the node's sysfs and configfs).
+pub struct RdmaPlaces<'a> {
+    pub sysfs: &'a crate::vf::Sysfs,
+    pub configfs: &'a std::path::Path,
 }
 
 impl Expected {
@@ -75,6 +83,10 @@ impl Expected {
                 .map(str::to_ascii_lowercase),
             mtu: iface.and_then(|i| i.mtu),
             addresses: result.ips.iter().map(|ip| ip.address).collect(),
+            gid_index: iface
+                .and_then(|i| i.extra.get("gidIndex"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
         }
     }
 
@@ -107,6 +119,7 @@ pub fn compare(
     nl: &Netlink,
     record: &Record,
     expected: &Expected,
+    places: &RdmaPlaces<'_>,
 ) -> Result<Vec<Comparison>> {
     let ifname = expected.ifname.as_str();
     let Some(link) = nl.link_by_name(ifname)? else {
@@ -144,6 +157,80 @@ pub fn compare(
     }
     if let Some(plan) = &record.routing {
         out.extend(compare_routing(pod, nl, ifname, plan)?);
+    }
+    out.extend(compare_rdma(pod, record, expected, places)?);
+    Ok(out)
+}
+
+/// The RDMA device's traffic class and rdma_cm ToS as ADD set them, and
+/// the RoCE v2 GID of each address at the index ADD reported.
+fn compare_rdma(
+    pod: &NetNs,
+    record: &Record,
+    expected: &Expected,
+    places: &RdmaPlaces<'_>,
+) -> Result<Vec<Comparison>> {
+    use crate::rdma_qos::{rdma_cm, traffic_class};
+    let qos = record.rdma_qos.as_ref();
+    let Some(device) = record.rdma_device.as_deref().or(qos.map(|q| q.device.as_str())) else {
+        return Ok(Vec::new());
+    };
+    let port = qos.map_or(1, |q| q.port);
+    let class = |v: Option<u8>| v.map_or_else(|| "unset".to_string(), |c| c.to_string());
+    let mut out = Vec::new();
+    let addrs: Vec<_> = expected.addresses.iter().map(|a| a.addr()).collect();
+    let want_gids = expected.gid_index.is_some();
+    let (tc_now, table) = crate::net::pod_sysfs::with_rdma_device_dir(
+        places.sysfs,
+        pod,
+        &record.pci,
+        device,
+        |dir| {
+            let tc = dir.map(|d| traffic_class::read(&traffic_class::path(d, port)));
+            let table = want_gids
+                .then(|| dir.and_then(|d| crate::net::gid::read_port(&d.join("ports"), port)))
+                .flatten();
+            (tc, table)
+        },
+    )?;
+    if let Some(change) = qos.and_then(|q| q.traffic_class) {
+        let actual = match tc_now {
+            Some(Ok(v)) => class(v),
+            Some(Err(e)) => e.details(),
+            None => "device not found".into(),
+        };
+        out.push(Comparison::new(
+            &format!("rdma {device} traffic_class"),
+            class(Some(change.value)),
+            actual,
+        ));
+    }
+    if let Some(change) = qos.and_then(|q| q.tos) {
+        let actual = match rdma_cm::read(places.configfs, device, port) {
+            Ok(Some(v)) => v.to_string(),
+            Ok(None) => "no rdma_cm group".into(),
+            Err(e) => e.details(),
+        };
+        out.push(Comparison::new(
+            &format!("rdma_cm {device} default_roce_tos"),
+            change.value,
+            actual,
+        ));
+    }
+    if let Some(index) = expected.gid_index {
+        let table = table.unwrap_or_default();
+        for (i, addr) in addrs.iter().enumerate() {
+            let found = crate::net::gid::roce_v2_index(&table, *addr);
+            if i == 0 {
+                out.push(Comparison::new(
+                    &format!("gid {addr} RoCE v2 index"),
+                    index,
+                    found.map_or_else(|| "missing".to_string(), |n| n.to_string()),
+                ));
+            } else {
+                out.push(Comparison::present(format!("gid {addr} RoCE v2"), found.is_some()));
+            }
+        }
     }
     Ok(out)
 }

@@ -1,7 +1,7 @@
 //! CHECK: the attachment still looks like ADD left it (its record), and the
 //! runtime's prevResult says the same.
 
-use crate::attachment::verify::{compare, drift, Expected};
+use crate::attachment::verify::{compare, drift, Expected, RdmaPlaces};
 use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::net::{NetNs, Netlink};
@@ -27,7 +27,11 @@ pub fn check(ctx: &Ctx) -> Result<()> {
             .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for CHECK"))?;
         let pod = NetNs::open(netns)?;
         let nl = Netlink::connect_in(&pod)?;
-        diffs.extend(drift(&compare(&pod, &nl, &record, &expected)?));
+        let places = RdmaPlaces {
+            sysfs: &ctx.node.sysfs,
+            configfs: &ctx.node.settings.configfs_root,
+        };
+        diffs.extend(drift(&compare(&pod, &nl, &record, &expected, &places)?));
     }
     // A DPDK VF was not moved: only the address reservation is checked.
     if !diffs.is_empty() {

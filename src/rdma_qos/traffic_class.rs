@@ -16,11 +16,13 @@ pub fn path(device_dir: &Path, port: u32) -> PathBuf {
         .join("traffic_class")
 }
 
-/// The class set now: `None` when none is.
+/// The class set now: `None` when none is. A file holding just what was
+/// written (a bare number, `-1` for none) reads the same way.
 pub fn parse(text: &str) -> Option<u8> {
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Global tclass="))
-        .and_then(|n| n.trim().parse().ok())
+    let global = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Global tclass="));
+    global.or(Some(text.trim())).and_then(|n| n.trim().parse().ok())
 }
 
 pub fn read(file: &Path) -> Result<Option<u8>> {
@@ -48,5 +50,6 @@ mod tests {
             Some(106)
         );
         assert_eq!(parse("tclass=24 dst_ip=10.0.0.0/8\n"), None, "a rule alone is not a global class");
+        assert_eq!((parse("96"), parse("-1\n")), (Some(96), None));
     }
 }

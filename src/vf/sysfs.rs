@@ -138,6 +138,11 @@ impl Sysfs {
         .find(|p| p.is_dir())
     }
 
+    /// Whether this is the kernel's own `/sys` (not a test tree).
+    pub fn is_kernels(&self) -> bool {
+        self.root == Path::new(base::settings::DEFAULT_SYSFS_ROOT)
+    }
+
     /// The sysfs directory of the VF's RDMA device `dev` as the host sees
     /// it (its `ports/`, and on mlx5 its `tc/`).
     pub fn rdma_device_dir(&self, pci: &str, dev: &str) -> Option<PathBuf> {

@@ -40,7 +40,12 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
             "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
         )));
     }
-    let interfaces: Vec<Interface> = records.into_iter().map(inspect_one).collect();
+    let sysfs = railcni::vf::Sysfs::new(&settings.sysfs_root);
+    let places = verify::RdmaPlaces {
+        sysfs: &sysfs,
+        configfs: &settings.configfs_root,
+    };
+    let interfaces: Vec<Interface> = records.into_iter().map(|r| inspect_one(r, &places)).collect();
     let drift = interfaces.iter().any(|i| i.findings.iter().any(|f| !f.ok));
     let report = Report {
         target: target.to_string(),
@@ -51,8 +56,8 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
     Ok(Outcome::found(drift))
 }
 
-fn inspect_one(r: &Record) -> Interface {
-    let findings = match findings(r) {
+fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
+    let findings = match findings(r, places) {
         Ok(f) => f,
         Err(e) => vec![Comparison {
             what: "netns".into(),
@@ -71,7 +76,7 @@ fn inspect_one(r: &Record) -> Interface {
     }
 }
 
-fn findings(r: &Record) -> railcni::error::Result<Vec<Comparison>> {
+fn findings(r: &Record, places: &verify::RdmaPlaces<'_>) -> railcni::error::Result<Vec<Comparison>> {
     if r.dpdk {
         return Ok(vec![Comparison {
             what: "dpdk".into(),
@@ -84,7 +89,7 @@ fn findings(r: &Record) -> railcni::error::Result<Vec<Comparison>> {
     let path = r.netns().unwrap_or_default();
     let pod = NetNs::open(Path::new(path))?;
     let nl = Netlink::connect_in(&pod)?;
-    verify::compare(&pod, &nl, r, &expected)
+    verify::compare(&pod, &nl, r, &expected, places)
 }
 
 fn print(r: &Report) {

@@ -651,9 +651,7 @@ fn qos_to_set(ctx: &Ctx, intent: &Intent<'_>, device: Option<&str>) -> Result<Op
     rdma_qos::prepare(asked, &target, required)
 }
 
-/// Wait for the RoCE v2 GIDs of `addrs` on `device`'s `port`, reading its
-/// table from the host's sysfs when it shows the device there (shared
-/// mode, and the test tree), else from the pod's own sysfs view.
+/// Wait for the RoCE v2 GIDs of `addrs` on `device`'s `port`.
 fn wait_for_gids(
     ctx: &Ctx,
     pod: &NetNs,
@@ -663,25 +661,11 @@ fn wait_for_gids(
     addrs: &[std::net::IpAddr],
     timeout: std::time::Duration,
 ) -> Result<gid::Wait> {
-    let sysfs = &ctx.node.sysfs;
-    if let Some(dir) = sysfs.rdma_device_dir(pci, device) {
-        let ports = dir.join("ports");
-        if gid::read_port(&ports, port).is_some() {
-            return Ok(gid::wait_for(addrs, timeout, || gid::read_port(&ports, port)));
-        }
-    }
-    if ctx.node.settings.sysfs_root != std::path::Path::new(base::settings::DEFAULT_SYSFS_ROOT) {
-        return Ok(gid::Wait::NoTable);
-    }
-    crate::net::pod_sysfs::with_sysfs_of(pod, |root| {
-        let view = crate::vf::Sysfs::new(root);
-        match view.rdma_device_dir(pci, device) {
-            Some(dir) => {
-                let ports = dir.join("ports");
-                gid::wait_for(addrs, timeout, || gid::read_port(&ports, port))
-            }
-            None => gid::Wait::NoTable,
-        }
+    crate::net::pod_sysfs::with_rdma_device_dir(&ctx.node.sysfs, pod, pci, device, |dir| {
+        let Some(ports) = dir.map(|d| d.join("ports")) else {
+            return gid::Wait::NoTable;
+        };
+        gid::wait_for(addrs, timeout, || gid::read_port(&ports, port))
     })
 }
 
