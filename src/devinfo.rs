@@ -25,6 +25,15 @@ pub struct Infiniband {
     pub pkey: Option<u16>,
 }
 
+/// A RoCE rail's numbers for RDMA launchers: the RoCE v2 GID index of its
+/// first address, and the traffic class and rdma_cm ToS `rdmaQoS` set.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Roce {
+    pub gid_index: Option<u32>,
+    pub traffic_class: Option<u8>,
+    pub tos: Option<u8>,
+}
+
 /// Write it, or log why not: device info is informational and never fails ADD.
 pub fn write(
     path: &Path,
@@ -32,6 +41,7 @@ pub fn write(
     vf: &Vf,
     rdma_device: Option<&str>,
     ib: Option<Infiniband>,
+    roce: Roce,
 ) {
     if !is_allowed(path, allowed_dir) {
         crate::log_warn!(
@@ -51,6 +61,16 @@ pub fn write(
         }
         if let Some(k) = ib.pkey {
             pci["pkey"] = json!(format!("{k:#06x}"));
+        }
+    }
+    let numbers = [
+        ("rdma-gid-index", roce.gid_index.map(u64::from)),
+        ("rdma-traffic-class", roce.traffic_class.map(u64::from)),
+        ("rdma-tos", roce.tos.map(u64::from)),
+    ];
+    for (key, value) in numbers {
+        if let Some(v) = value {
+            pci[key] = json!(v);
         }
     }
     let info = json!({"type": "pci", "version": "1.1.0", "pci": pci});

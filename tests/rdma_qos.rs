@@ -94,9 +94,19 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
     add_gid(&dir, 3, RAIL1_ADDR);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let c = qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96}));
-    let add = Req::new("ADD", "c1", &pod, "net1", c);
+    let mut c = qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96}));
+    let devinfo = node.dir.path().join("devinfo");
+    let info_file = devinfo.join("rail1-c1-net1.json");
+    c["runtimeConfig"] = json!({"CNIDeviceInfoFile": info_file.display().to_string()});
+    let mut add = Req::new("ADD", "c1", &pod, "net1", c);
+    add.env.push(("RAILCNI_DEVINFO_DIR".into(), devinfo.display().to_string()));
     let r = node.cni(&add).ok();
+    let info: Value = serde_json::from_str(&read(info_file)).unwrap();
+    assert_eq!(
+        (&info["pci"]["rdma-gid-index"], &info["pci"]["rdma-traffic-class"], &info["pci"]["rdma-tos"]),
+        (&json!(3), &json!(96), &json!(96)),
+        "{info}"
+    );
     let iface = &r["interfaces"][0];
     assert_eq!(
         (&iface["trafficClass"], &iface["tos"], &iface["gidIndex"]),

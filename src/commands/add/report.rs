@@ -17,7 +17,18 @@ pub fn attached(ctx: &Ctx, intent: &Intent<'_>, record: &Record, result: &CniRes
             pkey: ctx.conf.pkey,
         });
         let rdma = record.rdma_device.as_deref();
-        devinfo::write(path, &ctx.node.settings.devinfo_dir, vf, rdma, ib);
+        let qos = record.rdma_qos.as_ref();
+        let roce = devinfo::Roce {
+            gid_index: result
+                .interfaces
+                .first()
+                .and_then(|i| i.extra.get("gidIndex"))
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
+            traffic_class: qos.and_then(|q| q.traffic_class).map(|c| c.value),
+            tos: qos.and_then(|q| q.tos).map(|c| c.value),
+        };
+        devinfo::write(path, &ctx.node.settings.devinfo_dir, vf, rdma, ib, roce);
     }
     log_info!(
         "attached VF {} as {} in {}: {}, table {}; {}",
