@@ -387,3 +387,58 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
     assert_eq!((code, &report["drift"]), (1, &json!(true)), "{report}");
     node.cni(&add.cmd("DEL")).ok();
 }
+
+#[test]
+fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_when_not() {
+    let node = Node::new(2, 1);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let addrs = [RAIL1_ADDR, std::net::Ipv4Addr::new(172, 18, 0, 0)];
+    let dirs: Vec<PathBuf> = node
+        .vfs
+        .iter()
+        .zip(["mlx5_3", "mlx5_7"])
+        .zip(addrs)
+        .map(|((vf, dev), addr)| {
+            let dir = roce_device(&node, vf, dev, Some(""), Some("0"));
+            add_gid(&dir, 3, addr);
+            dir
+        })
+        .collect();
+    let add = |pod: &str, classes: [u8; 2]| {
+        for (vf, class) in node.vfs.iter().zip(classes) {
+            let mut c = conf("1.1.0", &format!("rail{}", vf.rail), &vf.pci, Node::embedded_ipam(vf.rail));
+            c["rdma"] = json!("required");
+            c["rdmaQoS"] = json!({"tc": class, "tos": class});
+            node.cni(&Req::new("ADD", "trainer", pod, &format!("net{}", vf.rail), c)).ok();
+        }
+    };
+    let pod = node.pod("p");
+    add(&pod, [96, 96]);
+    let (code, text, err) = node.operator(&["nccl-env", &pod]);
+    assert_eq!(code, 0, "{text}{err}");
+    for line in ["NCCL_IB_TC=96", "UCX_IB_TRAFFIC_CLASS=96", "NCCL_IB_GID_INDEX=3"] {
+        assert!(text.lines().any(|l| l == line), "{line}: {text}");
+    }
+    assert!(!text.contains("NCCL_IB_FIFO_TC"), "only where asked: {text}");
+    let (_, v) = node.operator_json(&["nccl-env", &pod, "--fifo-tc"]);
+    assert!(v["env"].as_array().unwrap().contains(&json!(["NCCL_IB_FIFO_TC", "96"])), "{v}");
+    assert_eq!(v["rails"][1]["trafficClass"], 96);
+    assert_eq!(v["rails"][1]["gidIndex"], 3);
+    let (_, v) = node.operator_json(&["nccl-env", &pod, "--fifo-tc", "104"]);
+    assert!(v["env"].as_array().unwrap().contains(&json!(["NCCL_IB_FIFO_TC", "104"])), "{v}");
+    for vf in &node.vfs {
+        let del = Req::new("DEL", "trainer", &pod, &format!("net{}", vf.rail), conf("1.1.0", &format!("rail{}", vf.rail), &vf.pci, Node::embedded_ipam(vf.rail)));
+        node.cni(&del).ok();
+    }
+
+    // Rail 2 on another class, its GID elsewhere: both named, neither printed.
+    add_gid(&dirs[1], 4, addrs[1]);
+    std::fs::remove_file(dirs[1].join("ports/1/gids/3")).unwrap();
+    let pod = node.pod("q");
+    add(&pod, [96, 106]);
+    let (code, text, err) = node.operator(&["nccl-env", &pod]);
+    assert_eq!(code, 1, "{text}");
+    assert!(err.contains("disagree on their traffic class (net1 96, net2 106)"), "{err}");
+    assert!(err.contains("different indexes (net1 3, net2 4)"), "{err}");
+    assert!(!text.contains("NCCL_IB_TC=") && !text.contains("NCCL_IB_GID_INDEX="), "{text}");
+}

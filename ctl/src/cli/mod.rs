@@ -97,6 +97,10 @@ enum Command {
         /// Only these networks (e.g. compute rails, not storage), comma-separated.
         #[arg(long, value_delimiter = ',')]
         networks: Vec<String>,
+        /// Also print NCCL_IB_FIFO_TC (NCCL 2.22+: its control messages' class
+        /// on RoCE): this class, or the rails' own when given no value.
+        #[arg(long, num_args = 0..=1, value_name = "CLASS", value_parser = clap::value_parser!(u8))]
+        fifo_tc: Option<Option<u8>>,
         #[arg(long)]
         json: bool,
     },
@@ -154,8 +158,9 @@ pub fn main() {
         Command::NcclEnv {
             target,
             networks,
+            fifo_tc,
             json,
-        } => nccl::run(&settings, &target, &networks, json),
+        } => nccl::run(&settings, &target, &networks, fifo_tc, json),
     };
     std::process::exit(match outcome {
         Ok(Outcome::Clean) => 0,
