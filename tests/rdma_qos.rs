@@ -442,3 +442,60 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
     assert!(err.contains("different indexes (net1 3, net2 4)"), "{err}");
     assert!(!text.contains("NCCL_IB_TC=") && !text.contains("NCCL_IB_GID_INDEX="), "{text}");
 }
+
+/// `railcnictl plan` with per-rail QoS: its NADs carry it, its node file
+/// says the same, and the pod's rails then tell NCCL that class.
+#[test]
+fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
+    let node = Node::new(2, 1);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let plan_file = node.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan_file,
+        "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, rdmaQoS: {tos: 96, tc: 96}, rdma: required}\n  \
+         - {name: rail2, cidr: 172.18.0.0/15, rdmaQoS: {tos: 96, tc: 96}, rdma: required}\nnodes: [gpu-0]\n",
+    )
+    .unwrap();
+    let plan = |args: &[&str]| {
+        let out = std::process::Command::new(ctl()).arg("plan").arg(&plan_file).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let configs: Vec<Value> = plan(&["--emit", "nads"])
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            let doc: Value = serde_yaml_ng::from_str(d).unwrap();
+            serde_json::from_str(doc["spec"]["config"].as_str().unwrap()).unwrap()
+        })
+        .collect();
+    let node_file = node.dir.path().join("node.json");
+    std::fs::write(&node_file, plan(&["--emit", "node-file", "--node", "gpu-0"])).unwrap();
+    let file: Value = serde_json::from_str(&read(node_file.clone())).unwrap();
+    for (conf, rail) in configs.iter().zip(["rail1", "rail2"]) {
+        assert_eq!(conf["rdmaQoS"], json!({"tos": 96, "tc": 96}), "{conf}");
+        assert_eq!(file["networks"][rail]["rdmaQoS"], conf["rdmaQoS"], "{file}");
+    }
+    let pod = node.pod("p");
+    let addrs = [RAIL1_ADDR, std::net::Ipv4Addr::new(172, 18, 0, 0)];
+    let mut dirs = Vec::new();
+    for ((vf, conf), (dev, addr)) in node.vfs.iter().zip(&configs).zip(["mlx5_3", "mlx5_7"].into_iter().zip(addrs)) {
+        let dir = roce_device(&node, vf, dev, Some(""), Some("0"));
+        add_gid(&dir, 3, addr);
+        let mut c = conf.clone();
+        c["deviceID"] = json!(vf.pci);
+        let mut add = Req::new("ADD", "trainer", &pod, &format!("net{}", vf.rail), c);
+        add.env.push(("RAILCNI_NODE_CONFIG".into(), node_file.display().to_string()));
+        let r = node.cni(&add).ok();
+        assert_eq!(r["ips"][0]["address"], format!("{addr}/31"));
+        assert_eq!(read(tc_file(&dir)), "96");
+        dirs.push((add, dir));
+    }
+    let (code, text, err) = node.operator(&["nccl-env", &pod]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.lines().any(|l| l == "NCCL_IB_TC=96"), "{text}");
+    for (add, dir) in dirs {
+        node.cni(&add.cmd("DEL")).ok();
+        assert_eq!(read(tc_file(&dir)), "-1");
+    }
+}

@@ -80,6 +80,9 @@ impl Resolved {
             // Storage rails carry TCP/NVMe-oF; their RDMA device stays put.
             conf["rdma"] = json!("off");
         }
+        if let Some(qos) = rail.rdma_qos.as_ref().filter(|q| !q.is_null()) {
+            conf["rdmaQoS"] = qos.clone();
+        }
         conf
     }
 
@@ -135,7 +138,7 @@ impl Resolved {
                 continue;
             };
             let conf = self.cni_config(rail);
-            for key in ["mtu", "rdma"] {
+            for key in ["mtu", "rdma", "rdmaQoS"] {
                 if let Some(v) = conf.get(key) {
                     entry[key] = v.clone();
                 }
@@ -495,6 +498,39 @@ mod tests {
             "{}",
             e.0
         );
+    }
+
+    #[test]
+    fn a_rails_rdma_qos_reaches_its_nads_and_node_files_and_bad_ones_name_the_rail() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, rdmaQoS: {tos: 96, tc: 96}, planes: 2, pf: [a0, a1]}\n  \
+                    - {name: rail2, cidr: 172.18.0.0/15}\nnodes: [gpu-0]\n";
+        let r = Plan::parse(plan).unwrap().resolve().unwrap();
+        let qos = serde_json::json!({"tos": 96, "tc": 96});
+        for plane in &r.plan.rails[..2] {
+            assert_eq!(r.cni_config(plane)["rdmaQoS"], qos, "{}", plane.name);
+        }
+        assert!(r.cni_config(&r.plan.rails[2]).get("rdmaQoS").is_none());
+        let nads = r.nads().unwrap();
+        assert_eq!(nads.matches(r#""rdmaQoS":{"tc":96,"tos":96}"#).count(), 2, "{nads}");
+        let file = r.node_file("gpu-0").unwrap();
+        assert_eq!(file["networks"]["rail1-p1"]["rdmaQoS"], qos);
+        // What the plugin reads back from the node file.
+        let read = railcni_ipam::config::node_file::NodeFile::parse(file.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            read.networks["rail1-p0"].rdma_qos,
+            Some(railcni_ipam::config::node_file::RailQos { tos: Some(96), tc: Some(96) })
+        );
+        for (bad, words) in [
+            ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {tos: 256}"),
+            ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {dscp: 24}"),
+            ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {tc: 96}, rdma: off"),
+            ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {tc: 96}, role: storage"),
+        ] {
+            let Err(e) = Plan::parse(&plan.replace(bad, words)).unwrap().resolve() else {
+                panic!("{words} must be refused")
+            };
+            assert!(e.0.contains("rail rail1") && e.0.contains("rdmaQoS"), "{words}: {}", e.0);
+        }
     }
 
     #[test]

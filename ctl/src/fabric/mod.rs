@@ -106,6 +106,11 @@ pub struct Rail {
     /// plugin enforces it; absent: no ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow: Option<Allow>,
+    /// The rail's RoCE QoS (`{tos, tc}`, NVIDIA's rdma-cni shape), copied
+    /// into its NADs and its node file entries (where `doctor` checks the
+    /// PF's DCB against it).
+    #[serde(default, rename = "rdmaQoS", skip_serializing_if = "Option::is_none")]
+    pub rdma_qos: Option<serde_json::Value>,
     /// For a plane's network: the rail it is a plane of (set when the plan
     /// is resolved; never read or written).
     #[serde(skip)]
@@ -299,6 +304,18 @@ impl Plan {
                         rail.name
                     )));
                 }
+            }
+            let qos = railcni::rdma_qos::RdmaQos::parse(rail.rdma_qos.as_ref())
+                .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
+            let rdma_off = rail.rdma.as_deref() == Some("off")
+                || (rail.rdma.is_none() && rail.role == Role::Storage)
+                || rail.dpdk;
+            if !qos.is_empty() && rdma_off {
+                return Err(PlanError(format!(
+                    "rail {}: rdmaQoS sets the class of the rail's RDMA device, but its pods do not use it \
+                     (rdma off, a storage rail or DPDK); remove rdmaQoS or set rdma",
+                    rail.name
+                )));
             }
         }
         let indices = self.node_indices()?;

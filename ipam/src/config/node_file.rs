@@ -41,6 +41,17 @@ pub struct NodeAllocation {
     /// The most a NAD of this rail may ask of its VF (absent: no ceiling;
     /// the plugin enforces it, `railcni::policy`).
     pub allow: Option<Allow>,
+    /// The rail's `rdmaQoS`, for `doctor`'s check of the PF's DCB.
+    pub rdma_qos: Option<RailQos>,
+}
+
+/// A rail's `rdmaQoS` as the node file carries it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct RailQos {
+    #[serde(default)]
+    pub tos: Option<u8>,
+    #[serde(default)]
+    pub tc: Option<u8>,
 }
 
 /// A rail's ceiling on the VF settings its NADs may ask for: a NAD is a
@@ -94,6 +105,8 @@ struct NodeAllocationV1 {
     dpdk: bool,
     #[serde(default)]
     allow: Option<Allow>,
+    #[serde(default, rename = "rdmaQoS")]
+    rdma_qos: Option<RailQos>,
 }
 
 impl From<NodeFileV1> for NodeFile {
@@ -110,6 +123,7 @@ impl From<NodeFileV1> for NodeFile {
                     rdma: a.rdma,
                     dpdk: a.dpdk,
                     allow: a.allow,
+                    rdma_qos: a.rdma_qos,
                 };
                 (name, a)
             })
