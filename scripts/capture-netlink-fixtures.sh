@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate tests/fixtures/netlink/*.hex: the exact netlink messages iproute2
-# sends for each VF setting and RDMA operation railcni implements, captured
+# sends for each VF setting, RDMA operation and DCB query railcni implements, captured
 # with strace. railcni's encoders are tested byte for byte against them.
 #
 # VF commands run against a veth named pf0 (the kernel refuses them, but the
@@ -63,6 +63,8 @@ capture vf-state-enable $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev p
 capture vf-state-disable $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 state disable
 capture vf-state-auto $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 state auto
 capture vf-rate $RTM_NEWLINK "ifindex $ifindex" $in_ns ip link set dev pf0 vf 3 min_tx_rate 100 max_tx_rate 1000
+RTM_GETDCB=78
+capture dcb-ieee-get $RTM_GETDCB "ifname pf0" $in_ns dcb app show dev pf0
 capture rdma-system 5126 "sys get" env LD_PRELOAD="$work/shim.so" rdma system
 # rdma opens the netns by name; the fd it gets is recorded in the message.
 capture rdma-dev-set-netns 5122 "device index 7" env LD_PRELOAD="$work/shim.so" rdma dev set mlx5_0 netns "$ns"

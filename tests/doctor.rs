@@ -342,3 +342,41 @@ fn no_iommu_is_advice_without_dpdk_rails_and_broken_with_one() {
     assert_eq!(check(&report, "kernel/iommu")["result"], "broken");
     assert_eq!(first_broken(&report), "kernel/iommu");
 }
+
+/// A RoCE rail with `rdmaQoS`: the PF must trust its DSCP and keep that
+/// DSCP's priority lossless. Each way it is not is named with the `dcb`
+/// command that sets it; a PF without DCB says so.
+#[test]
+fn the_pf_half_of_a_rails_roce_qos() {
+    let d = Doctor::new();
+    d.node_file(json!({
+        "rail1": {"prefix": "172.16.0.0/31", "pf": "pf1", "mtu": 9000, "rdma": "required",
+                  "rdmaQoS": {"tos": 96, "tc": 96}},
+        "rail2": {"prefix": "172.18.0.0/31", "pf": "pf2", "mtu": 9000},
+    }));
+    let run = |dcb: Value| {
+        d.node.set_hardware(json!({"rdmaMode": "exclusive", "dcb": dcb}));
+        let (code, report) = d.run();
+        (code, check(&report, "rail1/roce-qos").clone(), report)
+    };
+    let (code, c, report) = run(json!({"pf1": {"pfc": [3], "dscpPrio": {"24": 3}}}));
+    assert_eq!((code, &c["result"]), (0, &json!("ok")), "{report:#}");
+    assert_eq!(c["found"], "PF pf1: DSCP 24 → priority 3, PFC on");
+    assert!(
+        report["checks"].as_array().unwrap().iter().all(|c| c["check"] != "rail2/roce-qos"),
+        "a rail without rdmaQoS has nothing to check"
+    );
+
+    let (code, c, _) = run(json!({"pf1": {"pfc": [4], "dscpPrio": {"24": 3}}}));
+    assert_eq!((code, &c["result"]), (1, &json!("broken")));
+    assert_eq!(c["fix"], "dcb pfc set dev pf1 prio-pfc 3:on");
+
+    let (code, c, _) = run(json!({"pf1": {"pfc": [3], "dscpPrio": {"26": 3}}}));
+    assert_eq!((code, &c["result"]), (1, &json!("broken")));
+    assert!(c["found"].as_str().unwrap().contains("maps no priority to DSCP 24"), "{c}");
+    assert!(c["fix"].as_str().unwrap().starts_with("dcb app add dev pf1 dscp-prio 24:"), "{c}");
+
+    let (code, c, _) = run(json!({}));
+    assert_eq!((code, &c["result"]), (1, &json!("broken")));
+    assert!(c["found"].as_str().unwrap().contains("no DCB"), "{c}");
+}

@@ -33,11 +33,26 @@ pub struct FakeState {
     pub rdma_devices: BTreeMap<String, String>,
     #[serde(default)]
     pub calls: Vec<String>,
+    /// PF → its DCB: `{"pfc": [3], "dscpPrio": {"24": 3}}`; a PF not
+    /// listed has none (EOPNOTSUPP, as igb and veth answer).
+    #[serde(default)]
+    pub dcb: BTreeMap<String, FakeDcb>,
     /// VF settings the fake driver refuses: field (as `vfs` spells it,
     /// `linkState`) → errno name (`EOPNOTSUPP`), as igb refuses some;
     /// `moveRdma` refuses every RDMA device move, `moveRdmaOnce` the next.
     #[serde(default)]
     pub refuse: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FakeDcb {
+    /// Priorities PFC keeps lossless.
+    #[serde(default)]
+    pub pfc: Vec<u8>,
+    /// DSCP → priority.
+    #[serde(default)]
+    pub dscp_prio: BTreeMap<u8, u8>,
 }
 
 pub struct Recorder {
@@ -160,6 +175,19 @@ impl Hardware for Recorder {
             _ => Err(Error::Kernel {
                 what: "query the RDMA netns mode (is ib_core loaded?)".into(),
                 errno: nix::errno::Errno::EPROTONOSUPPORT,
+            }),
+        }
+    }
+
+    fn dcb(&self, pf: &str) -> Result<crate::net::dcb::Dcb> {
+        match self.load()?.dcb.get(pf) {
+            Some(d) => Ok(crate::net::dcb::Dcb {
+                pfc_enabled: d.pfc.iter().filter(|p| **p < 8).fold(0, |m, p| m | (1 << p)),
+                dscp_prio: d.dscp_prio.iter().map(|(d, p)| (*d, *p)).collect(),
+            }),
+            None => Err(Error::Kernel {
+                what: format!("read the DCB of {pf}"),
+                errno: nix::errno::Errno::EOPNOTSUPP,
             }),
         }
     }

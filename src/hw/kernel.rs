@@ -26,4 +26,8 @@ impl Hardware for Kernel {
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()> {
         rdma::move_device(name, netns)
     }
+
+    fn dcb(&self, pf: &str) -> Result<crate::net::dcb::Dcb> {
+        crate::net::dcb::read(pf)
+    }
 }

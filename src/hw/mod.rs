@@ -1,5 +1,5 @@
 //! What railcni does to hardware that this VM cannot reach: VF attributes
-//! on the PF (`IFLA_VFINFO_LIST`) and RDMA devices. One small interface,
+//! on the PF (`IFLA_VFINFO_LIST`), RDMA devices and the PF's DCB. One small interface,
 //! `Hardware`, with the kernel implementation (the messages are `net`'s)
 //! and a recording fake that tests select with
 //! `RAILCNI_FAKE_HARDWARE=<state file>`. The fake is compiled in only with
@@ -28,4 +28,6 @@ pub trait Hardware {
     fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode>;
     /// Move the RDMA device `name` into the namespace behind `netns_fd`.
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()>;
+    /// The PF's DCB (PFC, DSCP map); EOPNOTSUPP from a driver without it.
+    fn dcb(&self, pf_ifname: &str) -> Result<crate::net::dcb::Dcb>;
 }

@@ -18,6 +18,7 @@
 //! agent, which serves HTTP and watches link events, has one).
 
 pub mod answer;
+pub mod dcb;
 pub mod devconf;
 pub mod gid;
 pub mod guid;

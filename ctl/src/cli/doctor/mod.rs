@@ -10,6 +10,7 @@ mod kernel;
 mod place;
 mod rails;
 mod rdma;
+mod roce_qos;
 
 pub use finding::{Finding, Verdict};
 pub use place::Where;
@@ -58,6 +59,7 @@ pub fn findings(w: &Where) -> Vec<Finding> {
         out.extend(rails::check(w, rail, &held));
     }
     out.extend(rdma::findings(w, &rails));
+    out.extend(roce_qos::findings(&rails));
     out.extend(cni_files::findings(w));
     out.extend(host::multus(w));
     for rail in &rails {

@@ -18,6 +18,8 @@ pub struct Rail {
     /// The NAD's `rdma`: auto (the default), required or off.
     pub rdma: String,
     pub dpdk: bool,
+    /// The class the rail's RDMA traffic carries (`rdmaQoS.tc`, else `tos`).
+    pub qos_class: Option<u8>,
 }
 
 /// The rails the node file (or plan) names, in rail order.
@@ -32,6 +34,7 @@ pub fn expected(w: &Where) -> Vec<Rail> {
             mtu: a.mtu.unwrap_or(DEFAULT_MTU),
             rdma: a.rdma.clone().unwrap_or_else(|| "auto".into()),
             dpdk: a.dpdk,
+            qos_class: a.rdma_qos.and_then(|q| q.tc.or(q.tos)),
         })
         .collect();
     rails.sort_by_key(|r| rail_order(&r.name));
