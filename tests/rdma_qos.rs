@@ -277,6 +277,18 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
         (read(tos_file(&node, "mlx5_2")), read(tos_file(&node, "mlx5_3"))),
         ("96".into(), "106".into())
     );
+    let (code, metrics, err) = node.operator(&["metrics"]);
+    assert_eq!(code, 0, "{err}");
+    let sample = |name: &str, dev: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&format!("rdma_device=\"{dev}\"")))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    assert_eq!(sample("railcni_rdma_traffic_class", "mlx5_2").as_deref(), Some("96"), "{metrics}");
+    assert_eq!(sample("railcni_rdma_traffic_class", "mlx5_3").as_deref(), Some("106"));
+    assert_eq!(sample("railcni_rdma_tos", "mlx5_3").as_deref(), Some("106"));
     node.cni(&add_a.cmd("DEL")).ok();
     assert_eq!((read(tc_file(&dir_a)), read(tc_file(&dir_b))), ("-1".into(), "106".into()));
     assert_eq!(read(tos_file(&node, "mlx5_3")), "106", "the other pod's ToS stays");

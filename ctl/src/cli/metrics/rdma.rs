@@ -1,4 +1,6 @@
-//! Per RDMA device of an attached rail: every numeric file of each port's
+//! Per RDMA device of an attached rail: the traffic class and ToS
+//! `rdmaQoS` set (`railcni_rdma_traffic_class`, `railcni_rdma_tos`), and
+//! every numeric file of each port's
 //! `hw_counters/` and `counters/`, as `railcni_rdma_<file name>`, typed
 //! `unknown` (the driver's files mix counters and gauges). The device is
 //! found at scrape time, moved with the VF or not (shared mode).
@@ -15,6 +17,7 @@ use railcni::vf::sysfs::list_dir;
 use railcni::vf::Sysfs;
 
 pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
+    qos(e, attached);
     for r in attached {
         let Ok(vf) = sysfs.resolve(&r.pci) else {
             continue;
@@ -26,6 +29,30 @@ pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
             for port in list_dir(&ports) {
                 device_port(e, r, dev, &port, &ports.join(&port));
             }
+        }
+    }
+}
+
+/// What `rdmaQoS` set on each attachment's RDMA device.
+fn qos(e: &mut Exposition, attached: &[&Record]) {
+    for r in attached {
+        let Some(q) = &r.rdma_qos else { continue };
+        let pod = pod_label(r);
+        let port = q.port.to_string();
+        let labels = [
+            ("network", r.network.as_str()),
+            ("ifname", r.ifname.as_str()),
+            ("pod", pod.as_str()),
+            ("rdma_device", q.device.as_str()),
+            ("port", port.as_str()),
+        ];
+        if let Some(c) = q.traffic_class {
+            let help = "The traffic class (IP ToS byte) railcni forced on the attachment's RDMA device (rdmaQoS.tc).";
+            e.sample("railcni_rdma_traffic_class", help, Kind::Gauge, &labels, f64::from(c.value));
+        }
+        if let Some(c) = q.tos {
+            let help = "rdma_cm's default ToS railcni set for the attachment's RDMA device (rdmaQoS.tos).";
+            e.sample("railcni_rdma_tos", help, Kind::Gauge, &labels, f64::from(c.value));
         }
     }
 }
