@@ -511,3 +511,35 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
         assert_eq!(read(tc_file(&dir)), "-1");
     }
 }
+
+/// A driver reload gives the VF back to the host with a new RDMA device
+/// that holds no QoS; the re-attach (gc here, the agent's link watch on a
+/// node) sets both halves again, and DEL then gives back what the new
+/// device held.
+#[test]
+fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let add = Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})));
+    node.cni(&add).ok();
+    // The reload: a new netdev (a new ifindex: the old one is taken, so the
+    // kernel renumbers it) on the host, the device's QoS forgotten.
+    let index = link_in(&Node::ns_of(&pod), "net1").unwrap().ifindex;
+    let holder = format!("h{}", std::process::id() % 100_000_000);
+    sh(&format!("ip -n {} link add {holder} index {index} type veth peer name {holder}p", node.host()));
+    sh(&format!("ip -n {} link set net1 netns {} name {}", Node::ns_of(&pod), node.host(), vf.ifname));
+    sh(&format!("ip -n {} link del {holder}", node.host()));
+    std::fs::write(tc_file(&dir), "").unwrap();
+    std::fs::write(tos_file(&node, "mlx5_2"), "0").unwrap();
+    let (code, done) = node.operator_json(&["gc", "--apply"]);
+    assert_eq!(code, 0, "{done}");
+    assert!(link_in(&Node::ns_of(&pod), "net1").is_some(), "re-attached: {done}");
+    assert_eq!(read(tc_file(&dir)), "96");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "-1", "what the new device held, not the old one's 24");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+}

@@ -14,6 +14,7 @@ use std::path::Path;
 use cni::{CniResult, Interface};
 
 use super::detach::{detach, Attachment, Release};
+use crate::rdma_qos::{self, QosRecord};
 use crate::error::{Error, Result};
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::node::Node;
@@ -129,6 +130,19 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     })?;
     let iface = result.interfaces.first().cloned().unwrap_or_default();
     set_vf_again(node, record, &vf)?;
+    // The reload made a new RDMA device with no QoS: what it holds now is
+    // what DEL gives back, so the record says so before the first write.
+    let mut record = record.clone();
+    let qos = qos_again(node, &record, &vf)?;
+    if qos != record.rdma_qos {
+        record.rdma_qos = qos;
+        node.store.save(&record)?;
+    }
+    let record = &record;
+    if let Some(q) = &record.rdma_qos {
+        let dir = node.sysfs.rdma_device_dir(pci, &q.device);
+        rdma_qos::write_traffic_class(q, dir.as_deref())?;
+    }
     let host_nl = Netlink::connect_in(&node.host)?;
     let link = find_in_host(&host_nl, pci, &vf.netdevs, None)?
         .ok_or_else(|| Error::DeviceNotFound(format!("VF {pci} left the host again")))?;
@@ -157,6 +171,10 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
         Error::DeviceVanished(format!("VF {pci} moved but {} is not there", record.ifname))
     })?;
     bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
+    if let Some(q) = &record.rdma_qos {
+        let configfs = &node.settings.configfs_root;
+        pod.run(|| rdma_qos::write_tos(q, configfs))?;
+    }
     address_and_route(record, result, &pod_nl, &moved)?;
     let mut updated = record.clone();
     updated.pod_ifindex = Some(moved.index);
@@ -169,6 +187,48 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
         record.network
     );
     Ok(())
+}
+
+/// `rdmaQoS` for the VF's RDMA device as the reload left it (its name may
+/// have changed): the same values, with what the new device holds now.
+/// A half it cannot take is left out and reported.
+fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<QosRecord>> {
+    let (Some(old), Some(device)) = (&record.rdma_qos, vf.rdma_devices.first()) else {
+        return Ok(None);
+    };
+    if old.device != *device && old.tos.is_some_and(|t| t.before.is_none()) {
+        // The group railcni made for the old device has nothing to name.
+        let configfs = &node.settings.configfs_root;
+        if let Err(e) = rdma_qos::rdma_cm::restore(configfs, &old.device, old.port, None) {
+            log_warn!("VF {}: rdma_cm group of {}: {}", vf.pci, old.device, e.details());
+        }
+    }
+    let device_dir = node.sysfs.rdma_device_dir(&vf.pci, device);
+    let asked = rdma_qos::RdmaQos {
+        tc: old.traffic_class.map(|c| c.value),
+        tos: old.tos.map(|c| c.value),
+    };
+    let target = rdma_qos::Target {
+        device,
+        port: crate::vf::sysfs::first_port(device_dir.as_deref()),
+        device_dir,
+        configfs: &node.settings.configfs_root,
+    };
+    let mut fresh = rdma_qos::prepare(asked, &target, false)?;
+    // The same device still holding what railcni wrote was not remade:
+    // what it held before railcni stays what DEL gives back.
+    if let Some(new) = fresh.as_mut().filter(|n| n.device == old.device) {
+        let keep = |now: &mut Option<rdma_qos::Change>, was: Option<rdma_qos::Change>| {
+            if let (Some(n), Some(w)) = (now.as_mut(), was) {
+                if n.before == Some(w.value) {
+                    n.before = w.before;
+                }
+            }
+        };
+        keep(&mut new.traffic_class, old.traffic_class);
+        keep(&mut new.tos, old.tos);
+    }
+    Ok(fresh)
 }
 
 /// The PF-side settings ADD set: a reload brought the VF back with the
