@@ -7,7 +7,9 @@
 # a C compiler with static libc (the benchmark's no-op plugin), and
 # Prometheus with promtool and curl (the metrics tests), and containerd,
 # runc and protoc (the CRI tests and their client's build), and the emulated
-# SR-IOV node (scripts/vm.sh prepare: QEMU, a guest kernel, an initramfs).
+# SR-IOV node (scripts/vm.sh prepare: QEMU, a guest kernel, an initramfs),
+# whose guest runs the host's rping with the rxe provider and tcpdump (the
+# rdma-qos scenario's packets on the wire).
 set -euo pipefail
 
 need=()
@@ -27,6 +29,9 @@ command -v containerd >/dev/null && command -v ctr >/dev/null || need+=(containe
 command -v runc >/dev/null || need+=(runc)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
+command -v rping >/dev/null || need+=(rdmacm-utils)
+[ -f /etc/libibverbs.d/rxe.driver ] || need+=(ibverbs-providers)
+command -v tcpdump >/dev/null || need+=(tcpdump)
 
 if ((${#need[@]})); then
   echo "install-test-deps: installing ${need[*]}"

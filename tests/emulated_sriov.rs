@@ -143,3 +143,12 @@ fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
 fn the_gid_table_as_the_kernel_writes_it() {
     scenario("gids");
 }
+
+/// rdmaQoS's rdma_cm half on the real kernel's configfs: the group made,
+/// the ToS written from the pod's side and read back, removed or restored
+/// on DEL, and rping's RoCE v2 packets carrying it on the wire.
+#[test]
+fn rdma_cm_tos_on_the_real_configfs_and_on_the_wire() {
+    let out = scenario("rdma-qos");
+    assert!(out.contains("tos 0x60"), "{out}");
+}

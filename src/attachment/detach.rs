@@ -404,6 +404,7 @@ mod tests {
                 before: None,
             }),
             tos: None,
+            tos_group_made: false,
         });
         r.routing = Some(crate::routing::RailRoutes {
             table: 1001,

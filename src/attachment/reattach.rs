@@ -196,11 +196,14 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
     let (Some(old), Some(device)) = (&record.rdma_qos, vf.rdma_devices.first()) else {
         return Ok(None);
     };
-    if old.device != *device && old.tos.is_some_and(|t| t.before.is_none()) {
+    if old.device != *device && old.tos_group_made {
         // The group railcni made for the old device has nothing to name.
         let configfs = &node.settings.configfs_root;
-        if let Err(e) = rdma_qos::rdma_cm::restore(configfs, &old.device, old.port, None) {
-            log_warn!("VF {}: rdma_cm group of {}: {}", vf.pci, old.device, e.details());
+        let dir = rdma_qos::rdma_cm::group(configfs, &old.device);
+        if let Err(e) = std::fs::remove_dir(&dir).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }
+        }) {
+            log_warn!("VF {}: rdma_cm group of {}: {e}", vf.pci, old.device);
         }
     }
     let device_dir = node.sysfs.rdma_device_dir(&vf.pci, device);
@@ -227,6 +230,7 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
         };
         keep(&mut new.traffic_class, old.traffic_class);
         keep(&mut new.tos, old.tos);
+        new.tos_group_made |= old.tos_group_made;
     }
     Ok(fresh)
 }

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::{log_info, log_warn};
 
 /// One value railcni writes and what it found before: `before: None` is
-/// "no class set" for the traffic class, "no rdma_cm group" for the ToS.
+/// "no class set" for the traffic class (the ToS always has one in force).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Change {
     pub value: u8,
@@ -36,6 +36,8 @@ pub struct QosRecord {
     pub port: u32,
     pub traffic_class: Option<Change>,
     pub tos: Option<Change>,
+    /// The device had no rdma_cm group: railcni makes it and removes it.
+    pub tos_group_made: bool,
 }
 
 /// Where the device's two halves live.
@@ -56,6 +58,7 @@ pub fn prepare(asked: RdmaQos, t: &Target<'_>, required: bool) -> Result<Option<
         port: t.port,
         traffic_class: None,
         tos: None,
+        tos_group_made: false,
     };
     if let Some(value) = asked.tc {
         let file = t.device_dir.as_deref().map(|d| traffic_class::path(d, t.port));
@@ -77,8 +80,12 @@ pub fn prepare(asked: RdmaQos, t: &Target<'_>, required: bool) -> Result<Option<
     if let Some(value) = asked.tos {
         match rdma_cm::available(t.configfs) {
             Ok(()) => {
-                let before = rdma_cm::read(t.configfs, t.device, t.port)?;
-                record.tos = Some(Change { value, before });
+                let (before, had_group) = rdma_cm::read_in_force(t.configfs, t.device, t.port)?;
+                record.tos = Some(Change {
+                    value,
+                    before: Some(before),
+                });
+                record.tos_group_made = !had_group;
             }
             Err(why) => cannot(
                 required,
@@ -151,7 +158,14 @@ pub fn restore(r: &QosRecord, device_dir: Option<&Path>, configfs: &Path) -> Res
         (None, _) => Ok(()),
     };
     let tos = match r.tos {
-        Some(change) => rdma_cm::restore(configfs, &r.device, r.port, change.before),
+        // 0: the kernel's own default (every record railcni writes has one).
+        Some(change) => rdma_cm::restore(
+            configfs,
+            &r.device,
+            r.port,
+            change.before.unwrap_or(0),
+            r.tos_group_made,
+        ),
         None => Ok(()),
     };
     tc.and(tos)
@@ -185,6 +199,17 @@ mod tests {
             port: 1,
             configfs,
         }
+    }
+
+    #[test]
+    fn a_missing_group_is_read_through_one_made_for_the_moment() {
+        let t = tempfile::tempdir().unwrap();
+        let (dir, configfs) = device(t.path(), Some(""), None);
+        // A plain directory gets no ports/ from mkdir as configfs does:
+        // the read fails, and the group made for it is gone again.
+        let err = prepare(BOTH, &target(&dir, &configfs), true).unwrap_err();
+        assert!(err.to_string().contains("default_roce_tos"), "{err}");
+        assert!(!configfs.join("rdma_cm/mlx5_3").exists());
     }
 
     const BOTH: RdmaQos = RdmaQos {
@@ -247,11 +272,14 @@ mod tests {
     #[test]
     fn a_failed_write_is_an_error_with_its_errno() {
         let t = tempfile::tempdir().unwrap();
-        let (dir, configfs) = device(t.path(), Some(""), None);
+        let (dir, configfs) = device(t.path(), Some(""), Some("0"));
         let r = prepare(BOTH, &target(&dir, &configfs), true).unwrap().unwrap();
-        // The group is made by mkdir; a plain file in its place makes mkdir fail.
-        std::fs::write(configfs.join("rdma_cm/mlx5_3"), "").unwrap();
+        // A directory where the value's file is: the write fails (EISDIR).
+        let file = configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos");
+        std::fs::remove_file(&file).unwrap();
+        std::fs::create_dir(&file).unwrap();
         let err = write_tos(&r, &configfs).unwrap_err();
-        assert!(err.errno().is_some(), "{err:?}");
+        assert_eq!(err.errno(), Some(nix::errno::Errno::EISDIR), "{err:?}");
     }
+
 }

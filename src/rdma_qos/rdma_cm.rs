@@ -1,8 +1,12 @@
 //! rdma_cm's per-device settings in configfs:
 //! `<configfs>/rdma_cm/<device>/ports/<port>/default_roce_tos`. The
 //! device's group exists only once someone makes it (`mkdir`, named after
-//! the device; the kernel then adds its `ports/`), and the value is lost
-//! when the device changes namespace, so it is written after the move.
+//! the device; the kernel then adds its `ports/`). The value lives in the
+//! kernel's rdma_cm device, not in the group: removing the group leaves it
+//! in force (seen on the emulated node), so what was there is read through
+//! a group made for the moment, and restored before railcni's own group
+//! goes. It is lost when the device changes namespace, so it is written
+//! after the move.
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +55,30 @@ fn is_configfs(dir: &Path) -> bool {
     nix::sys::statfs::statfs(dir).is_ok_and(|s| s.filesystem_type().0 as i64 == CONFIGFS_MAGIC)
 }
 
+/// The port's default ToS in force now, and whether the device had a
+/// group; a missing group is made to read it and removed again.
+pub fn read_in_force(configfs: &Path, device: &str, port: u32) -> Result<(u8, bool)> {
+    if let Some(tos) = read(configfs, device, port)? {
+        return Ok((tos, true));
+    }
+    let dir = group(configfs, device);
+    make_group(&dir, device)?;
+    let tos = read(configfs, device, port);
+    let removed = std::fs::remove_dir(&dir)
+        .map_err(|e| Error::os(format!("remove rdma_cm group {}", dir.display()), &e));
+    let tos = tos?.ok_or_else(|| Error::internal(format!("{} vanished", dir.display())))?;
+    removed.map(|()| (tos, false))
+}
+
+fn make_group(dir: &Path, device: &str) -> Result<()> {
+    std::fs::create_dir(dir).map_err(|e| {
+        Error::os(
+            format!("make rdma_cm group {} (does rdma_cm know {device}?)", dir.display()),
+            &e,
+        )
+    })
+}
+
 /// The port's default ToS now; `None` when the device has no group.
 pub fn read(configfs: &Path, device: &str, port: u32) -> Result<Option<u8>> {
     if !group(configfs, device).is_dir() {
@@ -68,26 +96,24 @@ pub fn read(configfs: &Path, device: &str, port: u32) -> Result<Option<u8>> {
 pub fn write(configfs: &Path, device: &str, port: u32, tos: u8) -> Result<()> {
     let dir = group(configfs, device);
     if !dir.is_dir() {
-        std::fs::create_dir(&dir).map_err(|e| {
-            Error::os(format!("make rdma_cm group {} (does rdma_cm know {device}?)", dir.display()), &e)
-        })?;
+        make_group(&dir, device)?;
     }
     let file = tos_file(configfs, device, port);
     std::fs::write(&file, tos.to_string())
         .map_err(|e| Error::os(format!("write {tos} to {}", file.display()), &e))
 }
 
-/// Put back what was there: `None` removes the group railcni made.
-pub fn restore(configfs: &Path, device: &str, port: u32, before: Option<u8>) -> Result<()> {
-    match before {
-        Some(tos) => write(configfs, device, port, tos),
-        None => {
-            let dir = group(configfs, device);
-            match std::fs::remove_dir(&dir) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(Error::os(format!("remove rdma_cm group {}", dir.display()), &e)),
-            }
-        }
+/// Put back the ToS that was in force, then remove the group when railcni
+/// made it (`made_group`).
+pub fn restore(configfs: &Path, device: &str, port: u32, tos: u8, made_group: bool) -> Result<()> {
+    write(configfs, device, port, tos)?;
+    if !made_group {
+        return Ok(());
+    }
+    let dir = group(configfs, device);
+    match std::fs::remove_dir(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::os(format!("remove rdma_cm group {}", dir.display()), &e)),
     }
 }

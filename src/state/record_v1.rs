@@ -70,7 +70,8 @@ pub struct RecordV1 {
 }
 
 /// `rdmaQos`: `{"device", "port", "trafficClass": {"value", "before"},
-/// "tos": {...}}`; a `before` of null is "no class set" / "no rdma_cm group".
+/// "tos": {...}, "tosGroupMade"}`; a class `before` of null is "no class
+/// set"; `tosGroupMade`: railcni made the rdma_cm group and removes it.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RdmaQosV1 {
@@ -80,6 +81,8 @@ struct RdmaQosV1 {
     traffic_class: Option<ChangeV1>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tos: Option<ChangeV1>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    tos_group_made: bool,
 }
 
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -101,6 +104,7 @@ impl From<&QosRecord> for RdmaQosV1 {
             port: q.port,
             traffic_class: change(q.traffic_class),
             tos: change(q.tos),
+            tos_group_made: q.tos_group_made,
         }
     }
 }
@@ -118,6 +122,7 @@ impl From<RdmaQosV1> for QosRecord {
             port: q.port,
             traffic_class: change(q.traffic_class),
             tos: change(q.tos),
+            tos_group_made: q.tos_group_made,
         }
     }
 }
