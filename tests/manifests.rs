@@ -100,9 +100,9 @@ fn host_paths_are_read_only_where_nothing_writes_them() {
         .find(|c| c["name"] == "agent")
         .unwrap();
     // What the agent writes: state (records, leases, logs, counts), the
-    // node file, a re-attached rail's sysctls. The pods' namespaces it only
-    // opens (setns needs no write).
-    let written = ["state", "railcni-etc", "proc-sys-net"];
+    // node file, a re-attached rail's sysctls, rdma_cm's ToS (configfs).
+    // The pods' namespaces it only opens (setns needs no write).
+    let written = ["state", "railcni-etc", "proc-sys-net", "configfs"];
     for m in agent["volumeMounts"].as_array().unwrap() {
         let name = m["name"].as_str().unwrap();
         if !written.contains(&name) {

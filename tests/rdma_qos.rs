@@ -543,3 +543,24 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
     assert_eq!(read(tc_file(&dir)), "-1", "what the new device held, not the old one's 24");
     assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
 }
+
+/// After a reboot the driver has been reloaded: nothing railcni set is
+/// left, and what the new boot set (here an administrator's class) is not
+/// overwritten with the old boot's "before".
+#[test]
+fn a_record_of_an_earlier_boot_gives_back_no_qos() {
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let pod = node.pod("pod");
+    let add = Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, json!({}), json!({"tos": 96, "tc": 96})));
+    node.cni(&add).ok();
+    node.reboot("boot-2");
+    std::fs::write(tc_file(&dir), "Global tclass=40\n").unwrap();
+    std::fs::write(tos_file(&node, "mlx5_2"), "16").unwrap();
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "Global tclass=40\n");
+    assert_eq!(read(tos_file(&node, "mlx5_2")), "16");
+    assert!(!node.record_exists(&vf.pci));
+}

@@ -222,6 +222,15 @@ impl DetachSteps for KernelDetach<'_> {
             return Ok(());
         };
         let node = self.node;
+        let (then, now) = (record.proof.boot_id.as_deref(), node.settings.boot_id());
+        if then.is_some_and(|then| now.as_deref().is_some_and(|now| now != then)) {
+            // The reboot reloaded the driver: nothing railcni set survived.
+            log_info!(
+                "RDMA device {} was given its QoS in an earlier boot; nothing of it is left to give back",
+                qos.device
+            );
+            return Ok(());
+        }
         let dir = node.sysfs.rdma_device_dir(self.a.pci, &qos.device);
         crate::rdma_qos::restore(qos, dir.as_deref(), &node.settings.configfs_root)
     }
