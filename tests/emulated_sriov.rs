@@ -145,7 +145,7 @@ fn the_gid_table_as_the_kernel_writes_it() {
 }
 
 /// rdmaQoS's rdma_cm half on the real kernel's configfs: the group made,
-/// the ToS written from the pod's side and read back, removed or restored
+/// the ToS written and read back, removed or restored
 /// on DEL, and rping's RoCE v2 packets carrying it on the wire.
 #[test]
 fn rdma_cm_tos_on_the_real_configfs_and_on_the_wire() {

@@ -173,7 +173,7 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
     if let Some(q) = &record.rdma_qos {
         let configfs = &node.settings.configfs_root;
-        pod.run(|| rdma_qos::write_tos(q, configfs))?;
+        rdma_qos::write_tos(q, configfs)?;
     }
     address_and_route(record, result, &pod_nl, &moved)?;
     let mut updated = record.clone();

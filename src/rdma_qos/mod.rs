@@ -6,8 +6,11 @@
 //! 1. `prepare`, before any change: what the device can take and what it
 //!    holds now ("unset" and "no rdma_cm group" included), into the record;
 //! 2. `write_traffic_class` on the host, before the device moves;
-//! 3. `write_tos` from the pod's namespace, after the move (rdma_cm
-//!    forgets the value when the device changes namespace);
+//! 3. `write_tos` after the move (rdma_cm forgets the value when the
+//!    device changes namespace). configfs finds the device by name in
+//!    every namespace (cma_configfs looks it up in rdma_cm's global device
+//!    list), so the write is made from the host: from the pod's namespace
+//!    the same write cost an ADD 1.5 ms more (scripts/bench-qos.sh);
 //! 4. `restore`, once the device is home (DEL, gc, rollback).
 
 pub mod conf;
@@ -124,7 +127,7 @@ pub fn write_traffic_class(r: &QosRecord, device_dir: Option<&Path>) -> Result<(
     Ok(())
 }
 
-/// rdma_cm's default ToS; the caller runs it in the pod's namespace.
+/// rdma_cm's default ToS, once the device has moved.
 pub fn write_tos(r: &QosRecord, configfs: &Path) -> Result<()> {
     let Some(change) = r.tos else { return Ok(()) };
     rdma_cm::write(configfs, &r.device, r.port, change.value)?;

@@ -19,8 +19,8 @@
 //!    move's own message; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may
 //!    well have happened, and detach looks for the VF wherever it is);
-//! 5. bring it up (RDMA device, then `rdmaQoS.tos` from the pod's
-//!    namespace, the sysctls only /proc/sys sets, up);
+//! 5. bring it up (RDMA device, then `rdmaQoS.tos`, which rdma_cm forgets
+//!    when the device moves, the sysctls only /proc/sys sets, up);
 //! 6. `checks.addressConflict`: an RFC 5227 probe for each address;
 //! 7. address it;
 //! 8. install the rail routing;

@@ -349,9 +349,10 @@ impl AttachSteps for KernelAttach<'_> {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
         if let Some(qos) = self.qos.as_ref().filter(|q| q.tos.is_some()) {
-            // rdma_cm forgot any earlier value when the device moved.
+            // rdma_cm forgot any earlier value when the device moved;
+            // configfs finds it by name from any namespace.
             let configfs = &ctx.node.settings.configfs_root;
-            self.sockets.pod.run(|| rdma_qos::write_tos(qos, configfs))?;
+            rdma_qos::write_tos(qos, configfs)?;
         }
         let files = self.sysctls().files;
         if !files.is_empty() {

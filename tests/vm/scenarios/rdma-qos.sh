@@ -7,7 +7,8 @@
 # (RAILCNI_SYSFS_ROOT), and its move is the recording stand-in's
 # (RAILCNI_FAKE_HARDWARE). What is real: the VF, its move into the pod,
 # configfs (mounted by railcni where nothing is), rdma_cm's group made by
-# mkdir, the ToS written from the pod's namespace, read back, removed or
+# mkdir, the ToS written (from the host: configfs finds the device by name
+# in every namespace) read back, removed or
 # restored on DEL (value first: removing the group alone leaves the value in
 # force); and rping's RoCE v2 packets carrying that ToS, and 0 again after.
 vfs_up 2
@@ -49,7 +50,7 @@ same "nothing changed: the VF is still on the host" "$vf" "$(vf_netdev "$pf" 0)"
 refute "nothing changed: no rdma_cm group was made" test -e "$group"
 cni_log >/dev/null
 
-# 2. The ToS alone, no group before: railcni makes it, from the pod's side.
+# 2. The ToS alone, no group before: railcni makes it.
 out=$(qos ADD c1 pod1 net1 "$(conf required '{"tos": 96}')"); rc=$?
 same "ToS 96: ADD answers 0" 0 "$rc"
 same "ToS 96: the result says it" 96 "$(jq -r '.interfaces[0].tos' <<<"$out")"
