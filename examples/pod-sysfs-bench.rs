@@ -14,7 +14,10 @@ use railcni::net::NetNs;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let (Some(path), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse::<usize>().ok())) else {
+    let (Some(path), Some(n)) = (
+        args.get(1),
+        args.get(2).and_then(|n| n.parse::<usize>().ok()),
+    ) else {
         return Err("usage: pod-sysfs-bench NETNS-PATH N".into());
     };
     let pod = NetNs::open(Path::new(path))?;
@@ -24,7 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::read_to_string("/sys/class/net/lo/mtu")?;
         host.push(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
-        with_sysfs_of(&pod, |sys| std::fs::read_to_string(sys.join("class/net/lo/mtu")))??;
+        with_sysfs_of(&pod, |sys| {
+            std::fs::read_to_string(sys.join("class/net/lo/mtu"))
+        })??;
         view.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let p50 = |v: &mut Vec<f64>| {
@@ -34,6 +39,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (h, p) = (p50(&mut host), p50(&mut view));
     println!("reading one sysfs file, p50 of {n}, taking turns:");
     println!("  the host's sysfs                              {h:8.3} ms");
-    println!("  the pod's own sysfs view (thread, mount)      {p:8.3} ms   {:+8.3} ms", p - h);
+    println!(
+        "  the pod's own sysfs view (thread, mount)      {p:8.3} ms   {:+8.3} ms",
+        p - h
+    );
     Ok(())
 }

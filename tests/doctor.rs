@@ -355,7 +355,8 @@ fn the_pf_half_of_a_rails_roce_qos() {
         "rail2": {"prefix": "172.18.0.0/31", "pf": "pf2", "mtu": 9000},
     }));
     let run = |dcb: Value| {
-        d.node.set_hardware(json!({"rdmaMode": "exclusive", "dcb": dcb}));
+        d.node
+            .set_hardware(json!({"rdmaMode": "exclusive", "dcb": dcb}));
         let (code, report) = d.run();
         (code, check(&report, "rail1/roce-qos").clone(), report)
     };
@@ -363,7 +364,11 @@ fn the_pf_half_of_a_rails_roce_qos() {
     assert_eq!((code, &c["result"]), (0, &json!("ok")), "{report:#}");
     assert_eq!(c["found"], "PF pf1: DSCP 24 → priority 3, PFC on");
     assert!(
-        report["checks"].as_array().unwrap().iter().all(|c| c["check"] != "rail2/roce-qos"),
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["check"] != "rail2/roce-qos"),
         "a rail without rdmaQoS has nothing to check"
     );
 
@@ -373,8 +378,20 @@ fn the_pf_half_of_a_rails_roce_qos() {
 
     let (code, c, _) = run(json!({"pf1": {"pfc": [3], "dscpPrio": {"26": 3}}}));
     assert_eq!((code, &c["result"]), (1, &json!("broken")));
-    assert!(c["found"].as_str().unwrap().contains("maps no priority to DSCP 24"), "{c}");
-    assert!(c["fix"].as_str().unwrap().starts_with("dcb app add dev pf1 dscp-prio 24:"), "{c}");
+    assert!(
+        c["found"]
+            .as_str()
+            .unwrap()
+            .contains("maps no priority to DSCP 24"),
+        "{c}"
+    );
+    assert!(
+        c["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("dcb app add dev pf1 dscp-prio 24:"),
+        "{c}"
+    );
 
     let (code, c, _) = run(json!({}));
     assert_eq!((code, &c["result"]), (1, &json!("broken")));

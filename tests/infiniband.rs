@@ -150,7 +150,10 @@ fn ethernet_only_fields_and_bad_guids_are_config_errors_naming_the_field() {
     c["rdmaQoS"] = json!({"tos": 96, "tc": 96});
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
     let msg = e["details"].as_str().unwrap();
-    assert!(msg.contains("`rdmaQoS`") && msg.contains("subnet manager"), "{e}");
+    assert!(
+        msg.contains("`rdmaQoS`") && msg.contains("subnet manager"),
+        "{e}"
+    );
     assert!(!node.record_exists(&vf.pci), "nothing changed");
     let mut c = ib_conf(&vf);
     c["guid"] = json!("ff:ff:ff:ff:ff:ff:ff:ff");

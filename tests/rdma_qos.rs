@@ -17,7 +17,13 @@ use serde_json::{json, Value};
 /// Give `vf` the RoCE device `name` with port 1, a traffic class file
 /// holding `tc` (none: not an mlx5 with NVIDIA's stack) and an rdma_cm
 /// group holding `tos` (none: rdma_cm is not loaded).
-fn roce_device(node: &Node, vf: &FakeVf, name: &str, tc: Option<&str>, tos: Option<&str>) -> PathBuf {
+fn roce_device(
+    node: &Node,
+    vf: &FakeVf,
+    name: &str,
+    tc: Option<&str>,
+    tos: Option<&str>,
+) -> PathBuf {
     node.give_rdma_device(vf, name);
     let dir = node
         .sysfs()
@@ -44,17 +50,32 @@ fn add_gid(dir: &std::path::Path, index: u32, addr: std::net::Ipv4Addr) {
     }
     let o = addr.octets();
     let entries = [
-        (0, "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2".to_string(), "IB/RoCE v1"),
-        (1, "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2".to_string(), "RoCE v2"),
+        (
+            0,
+            "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2".to_string(),
+            "IB/RoCE v1",
+        ),
+        (
+            1,
+            "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2".to_string(),
+            "RoCE v2",
+        ),
         (
             index,
-            format!("0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}", o[0], o[1], o[2], o[3]),
+            format!(
+                "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
+                o[0], o[1], o[2], o[3]
+            ),
             "RoCE v2",
         ),
     ];
     for (i, gid, kind) in entries {
         std::fs::write(port.join(format!("gids/{i}")), format!("{gid}\n")).unwrap();
-        std::fs::write(port.join(format!("gid_attrs/types/{i}")), format!("{kind}\n")).unwrap();
+        std::fs::write(
+            port.join(format!("gid_attrs/types/{i}")),
+            format!("{kind}\n"),
+        )
+        .unwrap();
         std::fs::write(port.join(format!("gid_attrs/ndevs/{i}")), "net1\n").unwrap();
     }
 }
@@ -73,7 +94,8 @@ fn tc_file(dir: &std::path::Path) -> PathBuf {
 }
 
 fn tos_file(node: &Node, dev: &str) -> PathBuf {
-    node.configfs().join(format!("rdma_cm/{dev}/ports/1/default_roce_tos"))
+    node.configfs()
+        .join(format!("rdma_cm/{dev}/ports/1/default_roce_tos"))
 }
 
 const RAIL1_ADDR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(172, 16, 0, 0);
@@ -94,16 +116,26 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
     add_gid(&dir, 3, RAIL1_ADDR);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let mut c = qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96}));
+    let mut c = qos_conf(
+        &node,
+        vf,
+        Node::embedded_ipam(1),
+        json!({"tos": 96, "tc": 96}),
+    );
     let devinfo = node.dir.path().join("devinfo");
     let info_file = devinfo.join("rail1-c1-net1.json");
     c["runtimeConfig"] = json!({"CNIDeviceInfoFile": info_file.display().to_string()});
     let mut add = Req::new("ADD", "c1", &pod, "net1", c);
-    add.env.push(("RAILCNI_DEVINFO_DIR".into(), devinfo.display().to_string()));
+    add.env
+        .push(("RAILCNI_DEVINFO_DIR".into(), devinfo.display().to_string()));
     let r = node.cni(&add).ok();
     let info: Value = serde_json::from_str(&read(info_file)).unwrap();
     assert_eq!(
-        (&info["pci"]["rdma-gid-index"], &info["pci"]["rdma-traffic-class"], &info["pci"]["rdma-tos"]),
+        (
+            &info["pci"]["rdma-gid-index"],
+            &info["pci"]["rdma-traffic-class"],
+            &info["pci"]["rdma-tos"]
+        ),
         (&json!(3), &json!(96), &json!(96)),
         "{info}"
     );
@@ -116,7 +148,8 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
     assert_eq!(read(tc_file(&dir)), "96");
     assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
     let record: Value = serde_json::from_str(&read(
-        node.state_dir().join(format!("attachments/{}.json", vf.pci)),
+        node.state_dir()
+            .join(format!("attachments/{}.json", vf.pci)),
     ))
     .unwrap();
     assert_eq!(
@@ -126,7 +159,8 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
                "tos": {"value": 96, "before": 0}})
     );
     // CHECK agrees with what is there.
-    node.cni(&add.cmd("CHECK").with_conf(with_prev(&add.conf, &r))).ok();
+    node.cni(&add.cmd("CHECK").with_conf(with_prev(&add.conf, &r)))
+        .ok();
 
     node.cni(&add.cmd("DEL")).ok();
     assert_eq!(read(tc_file(&dir)), "-1", "unset again, not 0");
@@ -143,11 +177,24 @@ fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("32"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, json!({}), json!({"tc": 106})));
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        qos_conf(&node, vf, json!({}), json!({"tc": 106})),
+    );
     let r = node.cni(&add).ok();
-    assert!(r["interfaces"][0].get("tos").is_none(), "only the class was asked");
+    assert!(
+        r["interfaces"][0].get("tos").is_none(),
+        "only the class was asked"
+    );
     assert_eq!(read(tc_file(&dir)), "106");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "32", "the ToS was not asked for");
+    assert_eq!(
+        read(tos_file(&node, "mlx5_2")),
+        "32",
+        "the ToS was not asked for"
+    );
     node.cni(&add.cmd("DEL")).ok();
     assert_eq!(read(tc_file(&dir)), "24");
 
@@ -174,11 +221,24 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
     let pod = node.pod("pod");
     let qos = json!({"tos": 96, "tc": 96});
     let e = node
-        .cni(&Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, Node::embedded_ipam(1), qos.clone())))
+        .cni(&Req::new(
+            "ADD",
+            "c1",
+            &pod,
+            "net1",
+            qos_conf(&node, vf, Node::embedded_ipam(1), qos.clone()),
+        ))
         .err(103);
     let msg = e["details"].as_str().unwrap();
-    assert!(msg.contains("no tc/1/traffic_class") && msg.contains("nothing was changed"), "{e}");
-    assert_eq!(node.link(&node.host(), &vf.ifname), Some(before), "the VF never moved");
+    assert!(
+        msg.contains("no tc/1/traffic_class") && msg.contains("nothing was changed"),
+        "{e}"
+    );
+    assert_eq!(
+        node.link(&node.host(), &vf.ifname),
+        Some(before),
+        "the VF never moved"
+    );
     assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
     assert!(!node.record_exists(&vf.pci));
 
@@ -186,7 +246,11 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
     c["rdma"] = json!("auto");
     let add = Req::new("ADD", "c2", &pod, "net1", c);
     let reply = node.cni(&add);
-    assert!(reply.stderr.contains("no tc/1/traffic_class"), "{}", reply.stderr);
+    assert!(
+        reply.stderr.contains("no tc/1/traffic_class"),
+        "{}",
+        reply.stderr
+    );
     let r = reply.ok();
     assert!(r["interfaces"][0].get("trafficClass").is_none());
     assert_eq!(r["interfaces"][0]["tos"], 96);
@@ -208,11 +272,20 @@ fn a_failed_move_after_the_class_was_written_puts_it_back() {
         "c1",
         &pod,
         "net1",
-        qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})),
+        qos_conf(
+            &node,
+            vf,
+            Node::embedded_ipam(1),
+            json!({"tos": 96, "tc": 96}),
+        ),
     );
     let e = node.cni(&add).err_any();
     assert!(e["details"].as_str().unwrap().contains("EBUSY"), "{e}");
-    assert_eq!(read(tc_file(&dir)), "-1", "the class written before the move is unset again");
+    assert_eq!(
+        read(tc_file(&dir)),
+        "-1",
+        "the class written before the move is unset again"
+    );
     assert_eq!(read(tos_file(&node, "mlx5_2")), "8");
     assert_eq!(node.link(&node.host(), &vf.ifname), Some(before));
     assert!(!node.record_exists(&vf.pci));
@@ -221,7 +294,10 @@ fn a_failed_move_after_the_class_was_written_puts_it_back() {
 #[test]
 fn a_crash_after_the_first_write_is_undone_by_del() {
     assert!(
-        std::process::Command::new("strace").arg("-V").output().is_ok(),
+        std::process::Command::new("strace")
+            .arg("-V")
+            .output()
+            .is_ok(),
         "strace is needed (scripts/install-test-deps.sh installs it)"
     );
     let node = Node::new(1, 1);
@@ -235,7 +311,12 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
         "c1",
         &pod,
         "net1",
-        qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})),
+        qos_conf(
+            &node,
+            vf,
+            Node::embedded_ipam(1),
+            json!({"tos": 96, "tc": 96}),
+        ),
     );
     // Killed as it opens the ToS file to write it (the first open read it,
     // before any change): the class is written, the VF moved.
@@ -246,7 +327,13 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
         .to_vec();
     crashed.wrap.push(tos.display().to_string());
     crashed.wrap.extend(
-        ["-e", "trace=openat", "-e", "inject=openat:signal=SIGKILL:when=2"].map(String::from),
+        [
+            "-e",
+            "trace=openat",
+            "-e",
+            "inject=openat:signal=SIGKILL:when=2",
+        ]
+        .map(String::from),
     );
     let reply = node.cni(&crashed);
     assert!(!reply.success, "the ADD was killed: {}", reply.stdout);
@@ -268,13 +355,31 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
     let dir_b = roce_device(&node, b, "mlx5_3", Some(""), Some("0"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let (pod_a, pod_b) = (node.pod("a"), node.pod("b"));
-    let add_a = Req::new("ADD", "ca", &pod_a, "net1", qos_conf(&node, a, json!({}), json!({"tc": 96, "tos": 96})));
-    let add_b = Req::new("ADD", "cb", &pod_b, "net1", qos_conf(&node, b, json!({}), json!({"tc": 106, "tos": 106})));
+    let add_a = Req::new(
+        "ADD",
+        "ca",
+        &pod_a,
+        "net1",
+        qos_conf(&node, a, json!({}), json!({"tc": 96, "tos": 96})),
+    );
+    let add_b = Req::new(
+        "ADD",
+        "cb",
+        &pod_b,
+        "net1",
+        qos_conf(&node, b, json!({}), json!({"tc": 106, "tos": 106})),
+    );
     node.cni(&add_a).ok();
     node.cni(&add_b).ok();
-    assert_eq!((read(tc_file(&dir_a)), read(tc_file(&dir_b))), ("96".into(), "106".into()));
     assert_eq!(
-        (read(tos_file(&node, "mlx5_2")), read(tos_file(&node, "mlx5_3"))),
+        (read(tc_file(&dir_a)), read(tc_file(&dir_b))),
+        ("96".into(), "106".into())
+    );
+    assert_eq!(
+        (
+            read(tos_file(&node, "mlx5_2")),
+            read(tos_file(&node, "mlx5_3"))
+        ),
         ("96".into(), "106".into())
     );
     let (code, metrics, err) = node.operator(&["metrics"]);
@@ -282,16 +387,32 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
     let sample = |name: &str, dev: &str| {
         metrics
             .lines()
-            .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&format!("rdma_device=\"{dev}\"")))
+            .find(|l| {
+                l.starts_with(&format!("{name}{{")) && l.contains(&format!("rdma_device=\"{dev}\""))
+            })
             .and_then(|l| l.rsplit(' ').next())
             .map(str::to_string)
     };
-    assert_eq!(sample("railcni_rdma_traffic_class", "mlx5_2").as_deref(), Some("96"), "{metrics}");
-    assert_eq!(sample("railcni_rdma_traffic_class", "mlx5_3").as_deref(), Some("106"));
+    assert_eq!(
+        sample("railcni_rdma_traffic_class", "mlx5_2").as_deref(),
+        Some("96"),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample("railcni_rdma_traffic_class", "mlx5_3").as_deref(),
+        Some("106")
+    );
     assert_eq!(sample("railcni_rdma_tos", "mlx5_3").as_deref(), Some("106"));
     node.cni(&add_a.cmd("DEL")).ok();
-    assert_eq!((read(tc_file(&dir_a)), read(tc_file(&dir_b))), ("-1".into(), "106".into()));
-    assert_eq!(read(tos_file(&node, "mlx5_3")), "106", "the other pod's ToS stays");
+    assert_eq!(
+        (read(tc_file(&dir_a)), read(tc_file(&dir_b))),
+        ("-1".into(), "106".into())
+    );
+    assert_eq!(
+        read(tos_file(&node, "mlx5_3")),
+        "106",
+        "the other pod's ToS stays"
+    );
     node.cni(&add_b.cmd("DEL")).ok();
     assert_eq!(read(tc_file(&dir_b)), "-1");
 }
@@ -304,7 +425,12 @@ fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
     empty_gids(&dir);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let mut c = qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tc": 96, "tos": 96}));
+    let mut c = qos_conf(
+        &node,
+        vf,
+        Node::embedded_ipam(1),
+        json!({"tc": 96, "tos": 96}),
+    );
     c["checks"] = json!({"roceGidTimeoutMs": 300});
     let add = Req::new("ADD", "c1", &pod, "net1", c.clone());
     let e = node.cni(&add).err(108);
@@ -327,7 +453,9 @@ fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
         std::thread::spawn(move || {
             let start = Instant::now();
             // Once the address is on net1, as the kernel would.
-            while addresses_in(&pod_ns, "net1").is_empty() && start.elapsed() < Duration::from_secs(10) {
+            while addresses_in(&pod_ns, "net1").is_empty()
+                && start.elapsed() < Duration::from_secs(10)
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             std::thread::sleep(Duration::from_millis(150));
@@ -348,10 +476,17 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
     let mut c = qos_conf(&node, vf, json!({}), json!({"tc": 96}));
     c["rdma"] = json!("off");
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
-    assert!(e["details"].as_str().unwrap().contains("rdma is off"), "{e}");
+    assert!(
+        e["details"].as_str().unwrap().contains("rdma is off"),
+        "{e}"
+    );
     let c = qos_conf(&node, vf, json!({}), json!({"tos": 300}));
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
-    assert!(e["msg"].as_str().unwrap_or("").contains("rdmaQoS.tos") || e["details"].as_str().unwrap().contains("rdmaQoS.tos"), "{e}");
+    assert!(
+        e["msg"].as_str().unwrap_or("").contains("rdmaQoS.tos")
+            || e["details"].as_str().unwrap().contains("rdmaQoS.tos"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -367,7 +502,12 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
         "c1",
         &pod,
         "net1",
-        qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})),
+        qos_conf(
+            &node,
+            vf,
+            Node::embedded_ipam(1),
+            json!({"tos": 96, "tc": 96}),
+        ),
     );
     let r = node.cni(&add).ok();
     let check = add.cmd("CHECK").with_conf(with_prev(&add.conf, &r));
@@ -380,7 +520,11 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
         .iter()
         .map(|f| f["what"].as_str().unwrap())
         .collect();
-    for line in ["rdma mlx5_2 traffic_class", "rdma_cm mlx5_2 default_roce_tos", "gid 172.16.0.0 RoCE v2 index"] {
+    for line in [
+        "rdma mlx5_2 traffic_class",
+        "rdma_cm mlx5_2 default_roce_tos",
+        "gid 172.16.0.0 RoCE v2 index",
+    ] {
         assert!(whats.contains(&line), "{line}: {whats:?}");
     }
 
@@ -418,28 +562,70 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
         .collect();
     let add = |pod: &str, classes: [u8; 2]| {
         for (vf, class) in node.vfs.iter().zip(classes) {
-            let mut c = conf("1.1.0", &format!("rail{}", vf.rail), &vf.pci, Node::embedded_ipam(vf.rail));
+            let mut c = conf(
+                "1.1.0",
+                &format!("rail{}", vf.rail),
+                &vf.pci,
+                Node::embedded_ipam(vf.rail),
+            );
             c["rdma"] = json!("required");
             c["rdmaQoS"] = json!({"tc": class, "tos": class});
-            node.cni(&Req::new("ADD", "trainer", pod, &format!("net{}", vf.rail), c)).ok();
+            node.cni(&Req::new(
+                "ADD",
+                "trainer",
+                pod,
+                &format!("net{}", vf.rail),
+                c,
+            ))
+            .ok();
         }
     };
     let pod = node.pod("p");
     add(&pod, [96, 96]);
     let (code, text, err) = node.operator(&["nccl-env", &pod]);
     assert_eq!(code, 0, "{text}{err}");
-    for line in ["NCCL_IB_TC=96", "UCX_IB_TRAFFIC_CLASS=96", "NCCL_IB_GID_INDEX=3"] {
+    for line in [
+        "NCCL_IB_TC=96",
+        "UCX_IB_TRAFFIC_CLASS=96",
+        "NCCL_IB_GID_INDEX=3",
+    ] {
         assert!(text.lines().any(|l| l == line), "{line}: {text}");
     }
-    assert!(!text.contains("NCCL_IB_FIFO_TC"), "only where asked: {text}");
+    assert!(
+        !text.contains("NCCL_IB_FIFO_TC"),
+        "only where asked: {text}"
+    );
     let (_, v) = node.operator_json(&["nccl-env", &pod, "--fifo-tc"]);
-    assert!(v["env"].as_array().unwrap().contains(&json!(["NCCL_IB_FIFO_TC", "96"])), "{v}");
+    assert!(
+        v["env"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(["NCCL_IB_FIFO_TC", "96"])),
+        "{v}"
+    );
     assert_eq!(v["rails"][1]["trafficClass"], 96);
     assert_eq!(v["rails"][1]["gidIndex"], 3);
     let (_, v) = node.operator_json(&["nccl-env", &pod, "--fifo-tc", "104"]);
-    assert!(v["env"].as_array().unwrap().contains(&json!(["NCCL_IB_FIFO_TC", "104"])), "{v}");
+    assert!(
+        v["env"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(["NCCL_IB_FIFO_TC", "104"])),
+        "{v}"
+    );
     for vf in &node.vfs {
-        let del = Req::new("DEL", "trainer", &pod, &format!("net{}", vf.rail), conf("1.1.0", &format!("rail{}", vf.rail), &vf.pci, Node::embedded_ipam(vf.rail)));
+        let del = Req::new(
+            "DEL",
+            "trainer",
+            &pod,
+            &format!("net{}", vf.rail),
+            conf(
+                "1.1.0",
+                &format!("rail{}", vf.rail),
+                &vf.pci,
+                Node::embedded_ipam(vf.rail),
+            ),
+        );
         node.cni(&del).ok();
     }
 
@@ -450,9 +636,15 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
     add(&pod, [96, 106]);
     let (code, text, err) = node.operator(&["nccl-env", &pod]);
     assert_eq!(code, 1, "{text}");
-    assert!(err.contains("disagree on their traffic class (net1 96, net2 106)"), "{err}");
+    assert!(
+        err.contains("disagree on their traffic class (net1 96, net2 106)"),
+        "{err}"
+    );
     assert!(err.contains("different indexes (net1 3, net2 4)"), "{err}");
-    assert!(!text.contains("NCCL_IB_TC=") && !text.contains("NCCL_IB_GID_INDEX="), "{text}");
+    assert!(
+        !text.contains("NCCL_IB_TC=") && !text.contains("NCCL_IB_GID_INDEX="),
+        "{text}"
+    );
 }
 
 /// `railcnictl plan` with per-rail QoS: its NADs carry it, its node file
@@ -469,8 +661,17 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
     )
     .unwrap();
     let plan = |args: &[&str]| {
-        let out = std::process::Command::new(ctl()).arg("plan").arg(&plan_file).args(args).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = std::process::Command::new(ctl())
+            .arg("plan")
+            .arg(&plan_file)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let configs: Vec<Value> = plan(&["--emit", "nads"])
@@ -482,7 +683,11 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
         })
         .collect();
     let node_file = node.dir.path().join("node.json");
-    std::fs::write(&node_file, plan(&["--emit", "node-file", "--node", "gpu-0"])).unwrap();
+    std::fs::write(
+        &node_file,
+        plan(&["--emit", "node-file", "--node", "gpu-0"]),
+    )
+    .unwrap();
     let file: Value = serde_json::from_str(&read(node_file.clone())).unwrap();
     for (conf, rail) in configs.iter().zip(["rail1", "rail2"]) {
         assert_eq!(conf["rdmaQoS"], json!({"tos": 96, "tc": 96}), "{conf}");
@@ -491,13 +696,21 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
     let pod = node.pod("p");
     let addrs = [RAIL1_ADDR, std::net::Ipv4Addr::new(172, 18, 0, 0)];
     let mut dirs = Vec::new();
-    for ((vf, conf), (dev, addr)) in node.vfs.iter().zip(&configs).zip(["mlx5_3", "mlx5_7"].into_iter().zip(addrs)) {
+    for ((vf, conf), (dev, addr)) in node
+        .vfs
+        .iter()
+        .zip(&configs)
+        .zip(["mlx5_3", "mlx5_7"].into_iter().zip(addrs))
+    {
         let dir = roce_device(&node, vf, dev, Some(""), Some("0"));
         add_gid(&dir, 3, addr);
         let mut c = conf.clone();
         c["deviceID"] = json!(vf.pci);
         let mut add = Req::new("ADD", "trainer", &pod, &format!("net{}", vf.rail), c);
-        add.env.push(("RAILCNI_NODE_CONFIG".into(), node_file.display().to_string()));
+        add.env.push((
+            "RAILCNI_NODE_CONFIG".into(),
+            node_file.display().to_string(),
+        ));
         let r = node.cni(&add).ok();
         assert_eq!(r["ips"][0]["address"], format!("{addr}/31"));
         assert_eq!(read(tc_file(&dir)), "96");
@@ -523,24 +736,50 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96})));
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        qos_conf(
+            &node,
+            vf,
+            Node::embedded_ipam(1),
+            json!({"tos": 96, "tc": 96}),
+        ),
+    );
     node.cni(&add).ok();
     // The reload: a new netdev (a new ifindex: the old one is taken, so the
     // kernel renumbers it) on the host, the device's QoS forgotten.
     let index = link_in(&Node::ns_of(&pod), "net1").unwrap().ifindex;
     let holder = format!("h{}", std::process::id() % 100_000_000);
-    sh(&format!("ip -n {} link add {holder} index {index} type veth peer name {holder}p", node.host()));
-    sh(&format!("ip -n {} link set net1 netns {} name {}", Node::ns_of(&pod), node.host(), vf.ifname));
+    sh(&format!(
+        "ip -n {} link add {holder} index {index} type veth peer name {holder}p",
+        node.host()
+    ));
+    sh(&format!(
+        "ip -n {} link set net1 netns {} name {}",
+        Node::ns_of(&pod),
+        node.host(),
+        vf.ifname
+    ));
     sh(&format!("ip -n {} link del {holder}", node.host()));
     std::fs::write(tc_file(&dir), "").unwrap();
     std::fs::write(tos_file(&node, "mlx5_2"), "0").unwrap();
     let (code, done) = node.operator_json(&["gc", "--apply"]);
     assert_eq!(code, 0, "{done}");
-    assert!(link_in(&Node::ns_of(&pod), "net1").is_some(), "re-attached: {done}");
+    assert!(
+        link_in(&Node::ns_of(&pod), "net1").is_some(),
+        "re-attached: {done}"
+    );
     assert_eq!(read(tc_file(&dir)), "96");
     assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(read(tc_file(&dir)), "-1", "what the new device held, not the old one's 24");
+    assert_eq!(
+        read(tc_file(&dir)),
+        "-1",
+        "what the new device held, not the old one's 24"
+    );
     assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
 }
 
@@ -554,7 +793,13 @@ fn a_record_of_an_earlier_boot_gives_back_no_qos() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new("ADD", "c1", &pod, "net1", qos_conf(&node, vf, json!({}), json!({"tos": 96, "tc": 96})));
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        qos_conf(&node, vf, json!({}), json!({"tos": 96, "tc": 96})),
+    );
     node.cni(&add).ok();
     node.reboot("boot-2");
     std::fs::write(tc_file(&dir), "Global tclass=40\n").unwrap();

@@ -82,11 +82,7 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
     // Once the device is home: the traffic class can be written only there,
     // and rdma_cm reset the ToS when it moved.
     if let Some(r) = record.filter(|r| r.rdma_qos.is_some()) {
-        note(
-            &mut failures,
-            "restore RDMA QoS",
-            steps.restore_rdma_qos(r),
-        );
+        note(&mut failures, "restore RDMA QoS", steps.restore_rdma_qos(r));
     }
     let mut vf_home = true;
     let mut returned = None;

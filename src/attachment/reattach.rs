@@ -14,10 +14,10 @@ use std::path::Path;
 use cni::{CniResult, Interface};
 
 use super::detach::{detach, Attachment, Release};
-use crate::rdma_qos::{self, QosRecord};
 use crate::error::{Error, Result};
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::node::Node;
+use crate::rdma_qos::{self, QosRecord};
 use crate::routing::devconf;
 use crate::state::{Phase, Record};
 use crate::vf::home::{find_in_host, is_vf_in_pod};
@@ -201,7 +201,11 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
         let configfs = &node.settings.configfs_root;
         let dir = rdma_qos::rdma_cm::group(configfs, &old.device);
         if let Err(e) = std::fs::remove_dir(&dir).or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) }
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
         }) {
             log_warn!("VF {}: rdma_cm group of {}: {e}", vf.pci, old.device);
         }

@@ -172,7 +172,11 @@ fn compare_rdma(
 ) -> Result<Vec<Comparison>> {
     use crate::rdma_qos::{rdma_cm, traffic_class};
     let qos = record.rdma_qos.as_ref();
-    let Some(device) = record.rdma_device.as_deref().or(qos.map(|q| q.device.as_str())) else {
+    let Some(device) = record
+        .rdma_device
+        .as_deref()
+        .or(qos.map(|q| q.device.as_str()))
+    else {
         return Ok(Vec::new());
     };
     let port = qos.map_or(1, |q| q.port);
@@ -228,7 +232,10 @@ fn compare_rdma(
                     found.map_or_else(|| "missing".to_string(), |n| n.to_string()),
                 ));
             } else {
-                out.push(Comparison::present(format!("gid {addr} RoCE v2"), found.is_some()));
+                out.push(Comparison::present(
+                    format!("gid {addr} RoCE v2"),
+                    found.is_some(),
+                ));
             }
         }
     }

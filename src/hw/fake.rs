@@ -182,7 +182,11 @@ impl Hardware for Recorder {
     fn dcb(&self, pf: &str) -> Result<crate::net::dcb::Dcb> {
         match self.load()?.dcb.get(pf) {
             Some(d) => Ok(crate::net::dcb::Dcb {
-                pfc_enabled: d.pfc.iter().filter(|p| **p < 8).fold(0, |m, p| m | (1 << p)),
+                pfc_enabled: d
+                    .pfc
+                    .iter()
+                    .filter(|p| **p < 8)
+                    .fold(0, |m, p| m | (1 << p)),
                 dscp_prio: d.dscp_prio.iter().map(|(d, p)| (*d, *p)).collect(),
             }),
             None => Err(Error::Kernel {

@@ -38,7 +38,10 @@ pub struct Dcb {
 impl Dcb {
     /// The priority `dscp` maps to, if the PF maps it (trusts it).
     pub fn priority_of(&self, dscp: u8) -> Option<u8> {
-        self.dscp_prio.iter().find(|(d, _)| *d == dscp).map(|(_, p)| *p)
+        self.dscp_prio
+            .iter()
+            .find(|(d, _)| *d == dscp)
+            .map(|(_, p)| *p)
     }
 
     pub fn pfc_on(&self, priority: u8) -> bool {
@@ -73,7 +76,10 @@ impl NetlinkSerializable for DcbMessage {
 impl NetlinkDeserializable for DcbMessage {
     type Error = DecodeError;
 
-    fn deserialize(header: &NetlinkHeader, payload: &[u8]) -> std::result::Result<Self, DecodeError> {
+    fn deserialize(
+        header: &NetlinkHeader,
+        payload: &[u8],
+    ) -> std::result::Result<Self, DecodeError> {
         if header.message_type != RTM_GETDCB || payload.len() < DCBMSG_LEN {
             return Err(DecodeError::from(format!(
                 "not a DCB reply: type {}, {} bytes",
@@ -201,14 +207,23 @@ mod tests {
                 nla(DCB_ATTR_IEEE_APP, &app)
             })
             .collect();
-        let ieee = [nla(1, &[0; 4]), nla(DCB_ATTR_IEEE_PFC, &pfc), nla(DCB_ATTR_IEEE_APP_TABLE, &table)].concat();
+        let ieee = [
+            nla(1, &[0; 4]),
+            nla(DCB_ATTR_IEEE_PFC, &pfc),
+            nla(DCB_ATTR_IEEE_APP_TABLE, &table),
+        ]
+        .concat();
         [nla(DCB_ATTR_IFNAME, b"pf0\0"), nla(DCB_ATTR_IEEE, &ieee)].concat()
     }
 
     #[test]
     fn pfc_and_the_dscp_map_are_read_other_selectors_passed_over() {
         // PFC on priority 3; DSCP 24 → 3, DSCP 48 → 6, an ethertype entry.
-        let dcb = parse_ieee(&reply(0b0000_1000, &[(5, 3, 24), (5, 6, 48), (1, 4, 0x8915)])).unwrap();
+        let dcb = parse_ieee(&reply(
+            0b0000_1000,
+            &[(5, 3, 24), (5, 6, 48), (1, 4, 0x8915)],
+        ))
+        .unwrap();
         assert_eq!(dcb.dscp_prio, [(24, 3), (48, 6)]);
         assert_eq!(dcb.priority_of(24), Some(3));
         assert_eq!(dcb.priority_of(26), None);

@@ -81,7 +81,10 @@ pub enum Wait {
     /// Each address's entry, in the order asked.
     Found(Vec<(IpAddr, u32)>),
     /// Time ran out: the addresses without one, and the table as last read.
-    Missing { missing: Vec<IpAddr>, table: Vec<Gid> },
+    Missing {
+        missing: Vec<IpAddr>,
+        table: Vec<Gid>,
+    },
     /// The port's table cannot be read here (no `gids/`).
     NoTable,
 }
@@ -227,7 +230,9 @@ mod tests {
         assert_eq!((waited, reads), (Wait::Found(vec![(v4, 4)]), 3));
         let other: IpAddr = "172.16.0.2".parse().unwrap();
         let start = std::time::Instant::now();
-        match wait_for(&[v4, other], std::time::Duration::from_millis(30), || read_port(t.path(), 1)) {
+        match wait_for(&[v4, other], std::time::Duration::from_millis(30), || {
+            read_port(t.path(), 1)
+        }) {
             Wait::Missing { missing, table } => {
                 assert_eq!(missing, [other]);
                 assert_eq!(table.len(), 5);
@@ -235,6 +240,9 @@ mod tests {
             w => panic!("{w:?}"),
         }
         assert!(start.elapsed() >= std::time::Duration::from_millis(30));
-        assert_eq!(wait_for(&[v4], long, || read_port(t.path(), 9)), Wait::NoTable);
+        assert_eq!(
+            wait_for(&[v4], long, || read_port(t.path(), 9)),
+            Wait::NoTable
+        );
     }
 }

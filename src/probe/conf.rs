@@ -137,7 +137,11 @@ mod tests {
         let c = Probes::parse(Some(&json!({"gateway": "require", "addressConflict": "warn", "timeoutMs": 600, "retries": 2}))).unwrap();
         assert_eq!((c.gateway, c.address_conflict), (Mode::Require, Mode::Warn));
         assert_eq!(c.per_try(), Duration::from_millis(300));
-        assert_eq!((c.roce_gid, c.roce_gid_timeout_ms), (Mode::Require, 2000), "on by default");
+        assert_eq!(
+            (c.roce_gid, c.roce_gid_timeout_ms),
+            (Mode::Require, 2000),
+            "on by default"
+        );
         let c = Probes::parse(Some(&json!({"roceGid": "off", "roceGidTimeoutMs": 50}))).unwrap();
         assert_eq!((c.roce_gid, c.roce_gid_timeout_ms), (Mode::Off, 50));
     }

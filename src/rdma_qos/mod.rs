@@ -64,7 +64,10 @@ pub fn prepare(asked: RdmaQos, t: &Target<'_>, required: bool) -> Result<Option<
         tos_group_made: false,
     };
     if let Some(value) = asked.tc {
-        let file = t.device_dir.as_deref().map(|d| traffic_class::path(d, t.port));
+        let file = t
+            .device_dir
+            .as_deref()
+            .map(|d| traffic_class::path(d, t.port));
         match file.filter(|f| f.is_file()) {
             Some(file) => {
                 let before = traffic_class::read(&file)?;
@@ -92,7 +95,10 @@ pub fn prepare(asked: RdmaQos, t: &Target<'_>, required: bool) -> Result<Option<
             }
             Err(why) => cannot(
                 required,
-                &format!("rdmaQoS.tos: rdma_cm's default ToS cannot be set for {}: {why}", t.device),
+                &format!(
+                    "rdmaQoS.tos: rdma_cm's default ToS cannot be set for {}: {why}",
+                    t.device
+                ),
             )?,
         }
     }
@@ -103,7 +109,9 @@ pub fn prepare(asked: RdmaQos, t: &Target<'_>, required: bool) -> Result<Option<
 /// `required`, else one warning.
 fn cannot(required: bool, why: &str) -> Result<()> {
     if required {
-        return Err(Error::UnsupportedDevice(format!("{why}; nothing was changed")));
+        return Err(Error::UnsupportedDevice(format!(
+            "{why}; nothing was changed"
+        )));
     }
     log_warn!("{why}; left unset (rdma is auto)");
     Ok(())
@@ -155,7 +163,10 @@ pub fn restore(r: &QosRecord, device_dir: Option<&Path>, configfs: &Path) -> Res
             }
         }
         (Some(_), None) => {
-            log_info!("RDMA device {} is gone; its traffic class went with it", r.device);
+            log_info!(
+                "RDMA device {} is gone; its traffic class went with it",
+                r.device
+            );
             Ok(())
         }
         (None, _) => Ok(()),
@@ -224,9 +235,23 @@ mod tests {
     fn unset_then_set_then_restored_to_unset() {
         let t = tempfile::tempdir().unwrap();
         let (dir, configfs) = device(t.path(), Some(""), Some("0"));
-        let r = prepare(BOTH, &target(&dir, &configfs), true).unwrap().unwrap();
-        assert_eq!(r.traffic_class, Some(Change { value: 96, before: None }));
-        assert_eq!(r.tos, Some(Change { value: 96, before: Some(0) }));
+        let r = prepare(BOTH, &target(&dir, &configfs), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            r.traffic_class,
+            Some(Change {
+                value: 96,
+                before: None
+            })
+        );
+        assert_eq!(
+            r.tos,
+            Some(Change {
+                value: 96,
+                before: Some(0)
+            })
+        );
         write_traffic_class(&r, Some(&dir)).unwrap();
         write_tos(&r, &configfs).unwrap();
         let tc_file = dir.join("tc/1/traffic_class");
@@ -234,7 +259,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&tc_file).unwrap(), "96");
         assert_eq!(std::fs::read_to_string(&tos_file).unwrap(), "96");
         restore(&r, Some(&dir), &configfs).unwrap();
-        assert_eq!(std::fs::read_to_string(&tc_file).unwrap(), "-1", "unset, not 0");
+        assert_eq!(
+            std::fs::read_to_string(&tc_file).unwrap(),
+            "-1",
+            "unset, not 0"
+        );
         assert_eq!(std::fs::read_to_string(&tos_file).unwrap(), "0");
     }
 
@@ -242,12 +271,18 @@ mod tests {
     fn a_class_that_was_set_comes_back() {
         let t = tempfile::tempdir().unwrap();
         let (dir, configfs) = device(t.path(), Some("Global tclass=24\n"), Some("32"));
-        let r = prepare(BOTH, &target(&dir, &configfs), true).unwrap().unwrap();
+        let r = prepare(BOTH, &target(&dir, &configfs), true)
+            .unwrap()
+            .unwrap();
         write_traffic_class(&r, Some(&dir)).unwrap();
         restore(&r, Some(&dir), &configfs).unwrap();
-        assert_eq!(std::fs::read_to_string(dir.join("tc/1/traffic_class")).unwrap(), "24");
         assert_eq!(
-            std::fs::read_to_string(configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos")).unwrap(),
+            std::fs::read_to_string(dir.join("tc/1/traffic_class")).unwrap(),
+            "24"
+        );
+        assert_eq!(
+            std::fs::read_to_string(configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos"))
+                .unwrap(),
             "32"
         );
     }
@@ -259,24 +294,39 @@ mod tests {
         let err = prepare(BOTH, &target(&dir, &configfs), true).unwrap_err();
         assert_eq!(err.code(), 103);
         let msg = err.to_string();
-        assert!(msg.contains("no tc/1/traffic_class") && msg.contains("nothing was changed"), "{msg}");
-        let r = prepare(BOTH, &target(&dir, &configfs), false).unwrap().unwrap();
+        assert!(
+            msg.contains("no tc/1/traffic_class") && msg.contains("nothing was changed"),
+            "{msg}"
+        );
+        let r = prepare(BOTH, &target(&dir, &configfs), false)
+            .unwrap()
+            .unwrap();
         assert_eq!(r.traffic_class, None, "left out");
         assert!(r.tos.is_some());
 
         let no_cm = t.path().join("empty-config");
         std::fs::create_dir_all(&no_cm).unwrap();
-        let only_tos = RdmaQos { tc: None, tos: Some(96) };
-        let err = prepare(only_tos, &target(&dir, &no_cm), true).unwrap_err().to_string();
+        let only_tos = RdmaQos {
+            tc: None,
+            tos: Some(96),
+        };
+        let err = prepare(only_tos, &target(&dir, &no_cm), true)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("modprobe rdma_cm"), "{err}");
-        assert_eq!(prepare(only_tos, &target(&dir, &no_cm), false).unwrap(), None);
+        assert_eq!(
+            prepare(only_tos, &target(&dir, &no_cm), false).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn a_failed_write_is_an_error_with_its_errno() {
         let t = tempfile::tempdir().unwrap();
         let (dir, configfs) = device(t.path(), Some(""), Some("0"));
-        let r = prepare(BOTH, &target(&dir, &configfs), true).unwrap().unwrap();
+        let r = prepare(BOTH, &target(&dir, &configfs), true)
+            .unwrap()
+            .unwrap();
         // A directory where the value's file is: the write fails (EISDIR).
         let file = configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos");
         std::fs::remove_file(&file).unwrap();
@@ -284,5 +334,4 @@ mod tests {
         let err = write_tos(&r, &configfs).unwrap_err();
         assert_eq!(err.errno(), Some(nix::errno::Errno::EISDIR), "{err:?}");
     }
-
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// configfs's `f_type` (`CONFIGFS_MAGIC`).
-const CONFIGFS_MAGIC: i64 = 0x6265_6570;
+const CONFIGFS_MAGIC: nix::sys::statfs::FsType = nix::sys::statfs::FsType(0x6265_6570);
 
 pub fn group(configfs: &Path, device: &str) -> PathBuf {
     configfs.join("rdma_cm").join(device)
@@ -38,7 +38,12 @@ pub fn available(configfs: &Path) -> std::result::Result<(), String> {
             nix::mount::MsFlags::empty(),
             None::<&str>,
         )
-        .map_err(|e| format!("configfs is not mounted at {} and mounting it failed: {e}", configfs.display()))?;
+        .map_err(|e| {
+            format!(
+                "configfs is not mounted at {} and mounting it failed: {e}",
+                configfs.display()
+            )
+        })?;
         crate::log_info!("mounted configfs at {}", configfs.display());
     }
     if configfs.join("rdma_cm").is_dir() {
@@ -52,7 +57,7 @@ pub fn available(configfs: &Path) -> std::result::Result<(), String> {
 }
 
 fn is_configfs(dir: &Path) -> bool {
-    nix::sys::statfs::statfs(dir).is_ok_and(|s| s.filesystem_type().0 as i64 == CONFIGFS_MAGIC)
+    nix::sys::statfs::statfs(dir).is_ok_and(|s| s.filesystem_type() == CONFIGFS_MAGIC)
 }
 
 /// The port's default ToS in force now, and whether the device had a
@@ -73,7 +78,10 @@ pub fn read_in_force(configfs: &Path, device: &str, port: u32) -> Result<(u8, bo
 fn make_group(dir: &Path, device: &str) -> Result<()> {
     std::fs::create_dir(dir).map_err(|e| {
         Error::os(
-            format!("make rdma_cm group {} (does rdma_cm know {device}?)", dir.display()),
+            format!(
+                "make rdma_cm group {} (does rdma_cm know {device}?)",
+                dir.display()
+            ),
             &e,
         )
     })
@@ -88,7 +96,11 @@ pub fn read(configfs: &Path, device: &str, port: u32) -> Result<Option<u8>> {
     let text = std::fs::read_to_string(&file)
         .map_err(|e| Error::os(format!("read {}", file.display()), &e))?;
     text.trim().parse().map(Some).map_err(|_| {
-        Error::UnsupportedDevice(format!("{} holds {:?}, not a ToS byte", file.display(), text.trim()))
+        Error::UnsupportedDevice(format!(
+            "{} holds {:?}, not a ToS byte",
+            file.display(),
+            text.trim()
+        ))
     })
 }
 
@@ -114,6 +126,9 @@ pub fn restore(configfs: &Path, device: &str, port: u32, tos: u8, made_group: bo
     match std::fs::remove_dir(&dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::os(format!("remove rdma_cm group {}", dir.display()), &e)),
+        Err(e) => Err(Error::os(
+            format!("remove rdma_cm group {}", dir.display()),
+            &e,
+        )),
     }
 }

@@ -22,7 +22,9 @@ pub fn parse(text: &str) -> Option<u8> {
     let global = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("Global tclass="));
-    global.or(Some(text.trim())).and_then(|n| n.trim().parse().ok())
+    global
+        .or(Some(text.trim()))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 pub fn read(file: &Path) -> Result<Option<u8>> {
@@ -34,7 +36,8 @@ pub fn read(file: &Path) -> Result<Option<u8>> {
 /// Set `class`, or unset with `None`.
 pub fn write(file: &Path, class: Option<u8>) -> Result<()> {
     let text = class.map_or_else(|| "-1".to_string(), |c| c.to_string());
-    std::fs::write(file, &text).map_err(|e| Error::os(format!("write {text} to {}", file.display()), &e))
+    std::fs::write(file, &text)
+        .map_err(|e| Error::os(format!("write {text} to {}", file.display()), &e))
 }
 
 #[cfg(test)]
@@ -49,7 +52,11 @@ mod tests {
             parse("Global tclass=106\ntclass=24 dst_ip=10.0.0.0/8\n"),
             Some(106)
         );
-        assert_eq!(parse("tclass=24 dst_ip=10.0.0.0/8\n"), None, "a rule alone is not a global class");
+        assert_eq!(
+            parse("tclass=24 dst_ip=10.0.0.0/8\n"),
+            None,
+            "a rule alone is not a global class"
+        );
         assert_eq!((parse("96"), parse("-1\n")), (Some(96), None));
     }
 }

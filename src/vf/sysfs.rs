@@ -169,8 +169,14 @@ impl Sysfs {
 
 /// The RDMA port a VF's device works through: its first (a VF has one).
 pub fn first_port(device_dir: Option<&Path>) -> u32 {
-    let ports = device_dir.map(|d| list_dir(&d.join("ports"))).unwrap_or_default();
-    ports.iter().filter_map(|p| p.parse().ok()).min().unwrap_or(1)
+    let ports = device_dir
+        .map(|d| list_dir(&d.join("ports")))
+        .unwrap_or_default();
+    ports
+        .iter()
+        .filter_map(|p| p.parse().ok())
+        .min()
+        .unwrap_or(1)
 }
 
 impl Vf {

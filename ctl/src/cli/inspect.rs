@@ -45,7 +45,10 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
         sysfs: &sysfs,
         configfs: &settings.configfs_root,
     };
-    let interfaces: Vec<Interface> = records.into_iter().map(|r| inspect_one(r, &places)).collect();
+    let interfaces: Vec<Interface> = records
+        .into_iter()
+        .map(|r| inspect_one(r, &places))
+        .collect();
     let drift = interfaces.iter().any(|i| i.findings.iter().any(|f| !f.ok));
     let report = Report {
         target: target.to_string(),
@@ -76,7 +79,10 @@ fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
     }
 }
 
-fn findings(r: &Record, places: &verify::RdmaPlaces<'_>) -> railcni::error::Result<Vec<Comparison>> {
+fn findings(
+    r: &Record,
+    places: &verify::RdmaPlaces<'_>,
+) -> railcni::error::Result<Vec<Comparison>> {
     if r.dpdk {
         return Ok(vec![Comparison {
             what: "dpdk".into(),

@@ -113,7 +113,13 @@ fn agreed<T: Copy + PartialEq + std::fmt::Display>(
     Err(rails
         .iter()
         .zip(&values)
-        .map(|(r, v)| format!("{} {}", r.ifname, v.map_or_else(|| "none".to_string(), |v| v.to_string())))
+        .map(|(r, v)| {
+            format!(
+                "{} {}",
+                r.ifname,
+                v.map_or_else(|| "none".to_string(), |v| v.to_string())
+            )
+        })
         .collect::<Vec<_>>()
         .join(", "))
 }

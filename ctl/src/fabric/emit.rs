@@ -511,25 +511,40 @@ mod tests {
         }
         assert!(r.cni_config(&r.plan.rails[2]).get("rdmaQoS").is_none());
         let nads = r.nads().unwrap();
-        assert_eq!(nads.matches(r#""rdmaQoS":{"tc":96,"tos":96}"#).count(), 2, "{nads}");
+        assert_eq!(
+            nads.matches(r#""rdmaQoS":{"tc":96,"tos":96}"#).count(),
+            2,
+            "{nads}"
+        );
         let file = r.node_file("gpu-0").unwrap();
         assert_eq!(file["networks"]["rail1-p1"]["rdmaQoS"], qos);
         // What the plugin reads back from the node file.
-        let read = railcni_ipam::config::node_file::NodeFile::parse(file.to_string().as_bytes()).unwrap();
+        let read =
+            railcni_ipam::config::node_file::NodeFile::parse(file.to_string().as_bytes()).unwrap();
         assert_eq!(
             read.networks["rail1-p0"].rdma_qos,
-            Some(railcni_ipam::config::node_file::RailQos { tos: Some(96), tc: Some(96) })
+            Some(railcni_ipam::config::node_file::RailQos {
+                tos: Some(96),
+                tc: Some(96)
+            })
         );
         for (bad, words) in [
             ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {tos: 256}"),
             ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {dscp: 24}"),
             ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {tc: 96}, rdma: off"),
-            ("rdmaQoS: {tos: 96, tc: 96}", "rdmaQoS: {tc: 96}, role: storage"),
+            (
+                "rdmaQoS: {tos: 96, tc: 96}",
+                "rdmaQoS: {tc: 96}, role: storage",
+            ),
         ] {
             let Err(e) = Plan::parse(&plan.replace(bad, words)).unwrap().resolve() else {
                 panic!("{words} must be refused")
             };
-            assert!(e.0.contains("rail rail1") && e.0.contains("rdmaQoS"), "{words}: {}", e.0);
+            assert!(
+                e.0.contains("rail rail1") && e.0.contains("rdmaQoS"),
+                "{words}: {}",
+                e.0
+            );
         }
     }
 

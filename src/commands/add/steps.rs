@@ -13,22 +13,22 @@
 //! 3. set the VF's MAC on its netdev, then the PF-side VF settings one by
 //!    one; a refused one is undone inside the step, so the undo (restore
 //!    them) is pushed only once all took;
-//! 3b. `rdmaQoS.tc`: the RDMA device's traffic class, on the host (it
+//! 4. `rdmaQoS.tc`: the RDMA device's traffic class, on the host (it
 //!    cannot be written once the device has moved; undo: restore it);
-//! 4. move the netdev into the pod, its MTU and IPv4 settings in the
+//! 5. move the netdev into the pod, its MTU and IPv4 settings in the
 //!    move's own message; from here the undo is a full detach,
 //!    which covers every earlier step (a move whose answer was lost may
 //!    well have happened, and detach looks for the VF wherever it is);
-//! 5. bring it up (RDMA device, then `rdmaQoS.tos`, which rdma_cm forgets
+//! 6. bring it up (RDMA device, then `rdmaQoS.tos`, which rdma_cm forgets
 //!    when the device moves, the sysctls only /proc/sys sets, up);
-//! 6. `checks.addressConflict`: an RFC 5227 probe for each address;
-//! 7. address it;
-//! 8. install the rail routing;
-//! 9. `checks.gateway`: each gateway answers ARP;
-//! 9b. `checks.roceGid`: the RDMA device holds a RoCE v2 GID per address;
-//! 10. report what the kernel confirms, and mark the record attached.
+//! 7. `checks.addressConflict`: an RFC 5227 probe for each address;
+//! 8. address it;
+//! 9. install the rail routing;
+//! 10. `checks.gateway`: each gateway answers ARP;
+//! 11. `checks.roceGid`: the RDMA device holds a RoCE v2 GID per address;
+//! 12. report what the kernel confirms, and mark the record attached.
 //!
-//! A DPDK VF has no netdev: steps 4 to 9 are skipped.
+//! A DPDK VF has no netdev (nor RDMA device): steps 4 to 11 are skipped.
 
 use cni::CniResult;
 

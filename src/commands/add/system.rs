@@ -12,12 +12,12 @@ use crate::commands::ctx::Ctx;
 use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
 use crate::log_info;
-use crate::net::mac::format_hw_addr;
 use crate::net::gid;
+use crate::net::mac::format_hw_addr;
 use crate::net::rdma::RdmaNetnsMode;
+use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::probe::Mode;
 use crate::rdma_qos::{self, QosRecord};
-use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::routing::apply::{self as rail, InUse};
 use crate::routing::devconf;
 use crate::state::{HostLink, Phase, Record};
@@ -288,7 +288,11 @@ impl AttachSteps for KernelAttach<'_> {
 
     fn set_traffic_class(&mut self) -> Result<()> {
         let Some(qos) = &self.qos else { return Ok(()) };
-        let dir = self.ctx.node.sysfs.rdma_device_dir(&self.intent.vf.pci, &qos.device);
+        let dir = self
+            .ctx
+            .node
+            .sysfs
+            .rdma_device_dir(&self.intent.vf.pci, &qos.device);
         rdma_qos::write_traffic_class(qos, dir.as_deref())
     }
 
@@ -425,7 +429,15 @@ impl AttachSteps for KernelAttach<'_> {
         }
         let timeout = std::time::Duration::from_millis(self.ctx.conf.probes.roce_gid_timeout_ms);
         let port = self.qos.as_ref().map_or(1, |q| q.port);
-        let waited = wait_for_gids(self.ctx, self.sockets.pod, &self.intent.vf.pci, &device, port, &addrs, timeout)?;
+        let waited = wait_for_gids(
+            self.ctx,
+            self.sockets.pod,
+            &self.intent.vf.pci,
+            &device,
+            port,
+            &addrs,
+            timeout,
+        )?;
         match waited {
             gid::Wait::Found(found) => {
                 self.gids = found;
@@ -501,11 +513,17 @@ impl AttachSteps for KernelAttach<'_> {
                     ("gidIndex", self.gids.first().map(|(_, i)| *i)),
                     (
                         "trafficClass",
-                        self.qos.as_ref().and_then(|q| q.traffic_class).map(|c| u32::from(c.value)),
+                        self.qos
+                            .as_ref()
+                            .and_then(|q| q.traffic_class)
+                            .map(|c| u32::from(c.value)),
                     ),
                     (
                         "tos",
-                        self.qos.as_ref().and_then(|q| q.tos).map(|c| u32::from(c.value)),
+                        self.qos
+                            .as_ref()
+                            .and_then(|q| q.tos)
+                            .map(|c| u32::from(c.value)),
                     ),
                 ];
                 for (key, value) in numbers {
@@ -621,8 +639,16 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
 /// The VF's RDMA device, whether or not it moves (`rdma` not off).
 fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
     let vf = &intent.vf;
-    let off = ctx.conf.rdma == RdmaPolicy::Off && !(vf.infiniband && !ctx.conf.rdma_given);
-    vf.rdma_devices.first().filter(|_| !off).cloned()
+    // As `rdma_to_move` reads it: InfiniBand rails default to required.
+    let policy = if vf.infiniband && !ctx.conf.rdma_given {
+        RdmaPolicy::Required
+    } else {
+        ctx.conf.rdma
+    };
+    vf.rdma_devices
+        .first()
+        .filter(|_| policy != RdmaPolicy::Off)
+        .cloned()
 }
 
 /// What `rdmaQoS` will set on `device`, with what it holds now; checked
