@@ -184,19 +184,15 @@ fn compare_rdma(
     let mut out = Vec::new();
     let addrs: Vec<_> = expected.addresses.iter().map(|a| a.addr()).collect();
     let want_gids = expected.gid_index.is_some();
-    let (tc_now, table) = crate::net::pod_sysfs::with_rdma_device_dir(
-        places.sysfs,
-        pod,
-        &record.pci,
-        device,
-        |dir| {
+    let (tc_now, table) = places
+        .sysfs
+        .with_rdma_device_dir(pod, &record.pci, device, |dir| {
             let tc = dir.map(|d| traffic_class::read(&traffic_class::path(d, port)));
             let table = want_gids
                 .then(|| dir.and_then(|d| crate::net::gid::read_port(&d.join("ports"), port)))
                 .flatten();
             (tc, table)
-        },
-    )?;
+        })?;
     if let Some(change) = qos.and_then(|q| q.traffic_class) {
         let actual = match tc_now {
             Some(Ok(v)) => class(v),

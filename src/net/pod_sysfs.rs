@@ -48,25 +48,3 @@ pub fn with_sysfs_of<T: Send>(pod: &NetNs, f: impl FnOnce(&Path) -> T + Send) ->
             .unwrap_or_else(|_| Err(Error::internal("reading a pod's sysfs panicked")))
     })
 }
-
-/// Run `f` on the sysfs directory of `pci`'s RDMA device `device`: the
-/// host's, when it shows the device (shared mode, a test tree), else the
-/// pod's own view when `sysfs` is the kernel's; `None` when neither does.
-pub fn with_rdma_device_dir<T: Send>(
-    sysfs: &crate::vf::Sysfs,
-    pod: &NetNs,
-    pci: &str,
-    device: &str,
-    f: impl FnOnce(Option<&Path>) -> T + Send,
-) -> Result<T> {
-    if let Some(dir) = sysfs.rdma_device_dir(pci, device) {
-        return Ok(f(Some(&dir)));
-    }
-    if !sysfs.is_kernels() {
-        return Ok(f(None));
-    }
-    with_sysfs_of(pod, |root| {
-        let dir = crate::vf::Sysfs::new(root).rdma_device_dir(pci, device);
-        f(dir.as_deref())
-    })
-}

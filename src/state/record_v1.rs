@@ -578,4 +578,26 @@ mod tests {
         let read_later = VfSettings::from(serde_json::from_value::<VfSettingsV1>(later).unwrap());
         assert_eq!(read_later, read);
     }
+
+    /// `rdmaQos` as this build writes it (railcni's first with rdmaQoS):
+    /// every later build reads it back and writes it unchanged.
+    const RDMA_QOS: &str = include_str!("../../tests/fixtures/state/v1/rdma-qos.json");
+
+    #[test]
+    fn rdma_qos_reads_and_writes_back_unchanged() {
+        let read = QosRecord::from(serde_json::from_str::<RdmaQosV1>(RDMA_QOS).unwrap());
+        assert_eq!(read.device, "mlx5_2");
+        assert_eq!(
+            read.traffic_class,
+            Some(Change {
+                value: 96,
+                before: None
+            }),
+            "null: no class was set"
+        );
+        assert_eq!(read.tos.map(|c| c.before), Some(Some(0)));
+        assert!(read.tos_group_made);
+        let written = serde_json::to_string(&RdmaQosV1::from(&read)).unwrap();
+        assert_eq!(written, RDMA_QOS.trim_end());
+    }
 }

@@ -154,6 +154,29 @@ impl Sysfs {
         .find(|p| p.is_dir())
     }
 
+    /// Run `f` on the sysfs directory of `pci`'s RDMA device `device`: the
+    /// host's, when it shows the device (shared mode, a test tree), else
+    /// the pod's own view when this is the kernel's sysfs (a device that
+    /// moved is shown only there); `None` when neither does.
+    pub fn with_rdma_device_dir<T: Send>(
+        &self,
+        pod: &crate::net::NetNs,
+        pci: &str,
+        device: &str,
+        f: impl FnOnce(Option<&Path>) -> T + Send,
+    ) -> Result<T> {
+        if let Some(dir) = self.rdma_device_dir(pci, device) {
+            return Ok(f(Some(&dir)));
+        }
+        if !self.is_kernels() {
+            return Ok(f(None));
+        }
+        crate::net::pod_sysfs::with_sysfs_of(pod, |root| {
+            let dir = Sysfs::new(root).rdma_device_dir(pci, device);
+            f(dir.as_deref())
+        })
+    }
+
     /// The directory of a PCI driver (`bus/pci/drivers/<driver>`).
     pub fn driver_dir(&self, driver: &str) -> PathBuf {
         self.root.join("bus/pci/drivers").join(driver)

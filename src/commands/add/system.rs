@@ -688,12 +688,14 @@ fn wait_for_gids(
     addrs: &[std::net::IpAddr],
     timeout: std::time::Duration,
 ) -> Result<gid::Wait> {
-    crate::net::pod_sysfs::with_rdma_device_dir(&ctx.node.sysfs, pod, pci, device, |dir| {
-        let Some(ports) = dir.map(|d| d.join("ports")) else {
-            return gid::Wait::NoTable;
-        };
-        gid::wait_for(addrs, timeout, || gid::read_port(&ports, port))
-    })
+    ctx.node
+        .sysfs
+        .with_rdma_device_dir(pod, pci, device, |dir| {
+            let Some(ports) = dir.map(|d| d.join("ports")) else {
+                return gid::Wait::NoTable;
+            };
+            gid::wait_for(addrs, timeout, || gid::read_port(&ports, port))
+        })
 }
 
 /// `rdma: auto` moves the VF's RDMA device when there is one and the
