@@ -429,7 +429,7 @@ impl AttachSteps for KernelAttach<'_> {
         }
         let timeout = std::time::Duration::from_millis(self.ctx.conf.probes.roce_gid_timeout_ms);
         let port = self.qos.as_ref().map_or(1, |q| q.port);
-        let waited = wait_for_gids(
+        let waited = match wait_for_gids(
             self.ctx,
             self.sockets.pod,
             &self.intent.vf.pci,
@@ -437,7 +437,16 @@ impl AttachSteps for KernelAttach<'_> {
             port,
             &addrs,
             timeout,
-        )?;
+        ) {
+            Ok(w) => w,
+            // The check is worth an ADD only where the table can be read.
+            Err(e) => {
+                log_warn!(
+                    "cannot read RDMA device {device}'s GID table ({e}); RoCE v2 GIDs not checked"
+                );
+                return Ok(());
+            }
+        };
         match waited {
             gid::Wait::Found(found) => {
                 self.gids = found;
