@@ -9,8 +9,9 @@
 //! 3. `write_tos` after the move (rdma_cm forgets the value when the
 //!    device changes namespace). configfs finds the device by name in
 //!    every namespace (cma_configfs looks it up in rdma_cm's global device
-//!    list), so the write is made from the host: from the pod's namespace
-//!    the same write cost an ADD 1.5 ms more (scripts/bench-qos.sh);
+//!    list), so the write is made from the host: entering the pod's
+//!    namespace for it gains nothing and cost an ADD 0.4 to 1.5 ms of wall
+//!    time (scripts/bench-qos.sh);
 //! 4. `restore`, once the device is home (DEL, gc, rollback).
 
 pub mod conf;
