@@ -137,14 +137,7 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
     .unwrap();
     let p = plan_file.to_str().unwrap();
     let nads = ok(&[p, "--emit", "nads"]);
-    let configs: Vec<Value> = nads
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| {
-            let doc: Value = serde_yaml_ng::from_str(d).unwrap();
-            serde_json::from_str(doc["spec"]["config"].as_str().unwrap()).unwrap()
-        })
-        .collect();
+    let configs = nad_configs(&nads);
     assert_eq!(configs.len(), 8);
     let planned: Vec<Value> = serde_json::from_str(&ok(&[p, "--emit", "json"])).unwrap();
 

@@ -98,10 +98,14 @@ fn tos_file(node: &Node, dev: &str) -> PathBuf {
         .join(format!("rdma_cm/{dev}/ports/1/default_roce_tos"))
 }
 
+/// ADD of `vf` as net1 of container `cid` in `pod`, with `rdma: required`.
+fn qos_add(vf: &FakeVf, cid: &str, pod: &str, ipam: Value, qos: Value) -> Req {
+    Req::new("ADD", cid, pod, "net1", qos_conf(vf, ipam, qos))
+}
+
 const RAIL1_ADDR: std::net::Ipv4Addr = std::net::Ipv4Addr::new(172, 16, 0, 0);
 
-fn qos_conf(node: &Node, vf: &FakeVf, ipam: Value, qos: Value) -> Value {
-    let _ = node;
+fn qos_conf(vf: &FakeVf, ipam: Value, qos: Value) -> Value {
     let mut c = conf("1.1.0", "rail1", &vf.pci, ipam);
     c["rdma"] = json!("required");
     c["rdmaQoS"] = qos;
@@ -116,12 +120,7 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
     add_gid(&dir, 3, RAIL1_ADDR);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let mut c = qos_conf(
-        &node,
-        vf,
-        Node::embedded_ipam(1),
-        json!({"tos": 96, "tc": 96}),
-    );
+    let mut c = qos_conf(vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96}));
     let devinfo = node.dir.path().join("devinfo");
     let info_file = devinfo.join("rail1-c1-net1.json");
     c["runtimeConfig"] = json!({"CNIDeviceInfoFile": info_file.display().to_string()});
@@ -177,13 +176,7 @@ fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("32"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
-        "c1",
-        &pod,
-        "net1",
-        qos_conf(&node, vf, json!({}), json!({"tc": 106})),
-    );
+    let add = qos_add(vf, "c1", &pod, json!({}), json!({"tc": 106}));
     let r = node.cni(&add).ok();
     assert!(
         r["interfaces"][0].get("tos").is_none(),
@@ -200,7 +193,7 @@ fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
 
     // No rdmaQoS: neither file is written (a marker that a write would replace).
     std::fs::write(tc_file(&dir), "untouched").unwrap();
-    let mut c = qos_conf(&node, vf, json!({}), json!(null));
+    let mut c = qos_conf(vf, json!({}), json!(null));
     c.as_object_mut().unwrap().remove("rdmaQoS");
     let add = Req::new("ADD", "c2", &pod, "net1", c);
     let r = node.cni(&add).ok();
@@ -221,12 +214,12 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
     let pod = node.pod("pod");
     let qos = json!({"tos": 96, "tc": 96});
     let e = node
-        .cni(&Req::new(
-            "ADD",
+        .cni(&qos_add(
+            vf,
             "c1",
             &pod,
-            "net1",
-            qos_conf(&node, vf, Node::embedded_ipam(1), qos.clone()),
+            Node::embedded_ipam(1),
+            qos.clone(),
         ))
         .err(103);
     let msg = e["details"].as_str().unwrap();
@@ -242,7 +235,7 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
     assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
     assert!(!node.record_exists(&vf.pci));
 
-    let mut c = qos_conf(&node, vf, json!({}), qos);
+    let mut c = qos_conf(vf, json!({}), qos);
     c["rdma"] = json!("auto");
     let add = Req::new("ADD", "c2", &pod, "net1", c);
     let reply = node.cni(&add);
@@ -267,17 +260,12 @@ fn a_failed_move_after_the_class_was_written_puts_it_back() {
     let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("8"));
     node.set_hardware(json!({"rdmaMode": "exclusive", "refuse": {"moveRdmaOnce": "EBUSY"}}));
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
+    let add = qos_add(
+        vf,
         "c1",
         &pod,
-        "net1",
-        qos_conf(
-            &node,
-            vf,
-            Node::embedded_ipam(1),
-            json!({"tos": 96, "tc": 96}),
-        ),
+        Node::embedded_ipam(1),
+        json!({"tos": 96, "tc": 96}),
     );
     let e = node.cni(&add).err_any();
     assert!(e["details"].as_str().unwrap().contains("EBUSY"), "{e}");
@@ -306,17 +294,12 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("0"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
+    let add = qos_add(
+        vf,
         "c1",
         &pod,
-        "net1",
-        qos_conf(
-            &node,
-            vf,
-            Node::embedded_ipam(1),
-            json!({"tos": 96, "tc": 96}),
-        ),
+        Node::embedded_ipam(1),
+        json!({"tos": 96, "tc": 96}),
     );
     // Killed as it opens the ToS file to write it (the first open read it,
     // before any change): the class is written, the VF moved.
@@ -360,14 +343,14 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
         "ca",
         &pod_a,
         "net1",
-        qos_conf(&node, a, json!({}), json!({"tc": 96, "tos": 96})),
+        qos_conf(a, json!({}), json!({"tc": 96, "tos": 96})),
     );
     let add_b = Req::new(
         "ADD",
         "cb",
         &pod_b,
         "net1",
-        qos_conf(&node, b, json!({}), json!({"tc": 106, "tos": 106})),
+        qos_conf(b, json!({}), json!({"tc": 106, "tos": 106})),
     );
     node.cni(&add_a).ok();
     node.cni(&add_b).ok();
@@ -425,12 +408,7 @@ fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
     empty_gids(&dir);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let mut c = qos_conf(
-        &node,
-        vf,
-        Node::embedded_ipam(1),
-        json!({"tc": 96, "tos": 96}),
-    );
+    let mut c = qos_conf(vf, Node::embedded_ipam(1), json!({"tc": 96, "tos": 96}));
     c["checks"] = json!({"roceGidTimeoutMs": 300});
     let add = Req::new("ADD", "c1", &pod, "net1", c.clone());
     let e = node.cni(&add).err(108);
@@ -473,14 +451,14 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
-    let mut c = qos_conf(&node, vf, json!({}), json!({"tc": 96}));
+    let mut c = qos_conf(vf, json!({}), json!({"tc": 96}));
     c["rdma"] = json!("off");
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
     assert!(
         e["details"].as_str().unwrap().contains("rdma is off"),
         "{e}"
     );
-    let c = qos_conf(&node, vf, json!({}), json!({"tos": 300}));
+    let c = qos_conf(vf, json!({}), json!({"tos": 300}));
     let e = node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err(7);
     assert!(
         e["msg"].as_str().unwrap_or("").contains("rdmaQoS.tos")
@@ -497,17 +475,12 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
     add_gid(&dir, 3, RAIL1_ADDR);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
+    let add = qos_add(
+        vf,
         "c1",
         &pod,
-        "net1",
-        qos_conf(
-            &node,
-            vf,
-            Node::embedded_ipam(1),
-            json!({"tos": 96, "tc": 96}),
-        ),
+        Node::embedded_ipam(1),
+        json!({"tos": 96, "tc": 96}),
     );
     let r = node.cni(&add).ok();
     let check = add.cmd("CHECK").with_conf(with_prev(&add.conf, &r));
@@ -660,28 +633,8 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
          - {name: rail2, cidr: 172.18.0.0/15, rdmaQoS: {tos: 96, tc: 96}, rdma: required}\nnodes: [gpu-0]\n",
     )
     .unwrap();
-    let plan = |args: &[&str]| {
-        let out = std::process::Command::new(ctl())
-            .arg("plan")
-            .arg(&plan_file)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let configs: Vec<Value> = plan(&["--emit", "nads"])
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| {
-            let doc: Value = serde_yaml_ng::from_str(d).unwrap();
-            serde_json::from_str(doc["spec"]["config"].as_str().unwrap()).unwrap()
-        })
-        .collect();
+    let plan = |args: &[&str]| plan_emit(&plan_file, args);
+    let configs = nad_configs(&plan(&["--emit", "nads"]));
     let node_file = node.dir.path().join("node.json");
     std::fs::write(
         &node_file,
@@ -736,17 +689,12 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
+    let add = qos_add(
+        vf,
         "c1",
         &pod,
-        "net1",
-        qos_conf(
-            &node,
-            vf,
-            Node::embedded_ipam(1),
-            json!({"tos": 96, "tc": 96}),
-        ),
+        Node::embedded_ipam(1),
+        json!({"tos": 96, "tc": 96}),
     );
     node.cni(&add).ok();
     // The reload: a new netdev (a new ifindex: the old one is taken, so the
@@ -793,13 +741,7 @@ fn a_record_of_an_earlier_boot_gives_back_no_qos() {
     let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
-    let add = Req::new(
-        "ADD",
-        "c1",
-        &pod,
-        "net1",
-        qos_conf(&node, vf, json!({}), json!({"tos": 96, "tc": 96})),
-    );
+    let add = qos_add(vf, "c1", &pod, json!({}), json!({"tos": 96, "tc": 96}));
     node.cni(&add).ok();
     node.reboot("boot-2");
     std::fs::write(tc_file(&dir), "Global tclass=40\n").unwrap();

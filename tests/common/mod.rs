@@ -307,6 +307,33 @@ impl Drop for Node {
     }
 }
 
+/// `railcnictl plan PLAN ARGS…` (the plan must be accepted): its stdout.
+pub fn plan_emit(plan: &Path, args: &[&str]) -> String {
+    let out = Command::new(ctl())
+        .arg("plan")
+        .arg(plan)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "plan {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The network config of each NAD in `plan --emit nads` output, in order.
+pub fn nad_configs(yaml: &str) -> Vec<Value> {
+    yaml.split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            let doc: Value = serde_yaml_ng::from_str(d).unwrap();
+            serde_json::from_str(doc["spec"]["config"].as_str().unwrap()).unwrap()
+        })
+        .collect()
+}
+
 pub fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
