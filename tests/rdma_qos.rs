@@ -98,6 +98,28 @@ fn tos_file(node: &Node, dev: &str) -> PathBuf {
         .join(format!("rdma_cm/{dev}/ports/1/default_roce_tos"))
 }
 
+/// One VF with the RoCE device mlx5_2 (its class and ToS as
+/// `roce_device` takes them), RDMA in exclusive mode, and a pod.
+struct Rig {
+    node: Node,
+    dir: PathBuf,
+    pod: String,
+}
+
+impl Rig {
+    fn new(tc: Option<&str>, tos: Option<&str>) -> Rig {
+        let node = Node::new(1, 1);
+        let dir = roce_device(&node, &node.vfs[0], "mlx5_2", tc, tos);
+        node.set_hardware(json!({"rdmaMode": "exclusive"}));
+        let pod = node.pod("pod");
+        Rig { node, dir, pod }
+    }
+
+    fn vf(&self) -> &FakeVf {
+        &self.node.vfs[0]
+    }
+}
+
 /// ADD of `vf` as net1 of container `cid` in `pod`, with `rdma: required`.
 fn qos_add(vf: &FakeVf, cid: &str, pod: &str, ipam: Value, qos: Value) -> Req {
     Req::new("ADD", cid, pod, "net1", qos_conf(vf, ipam, qos))
@@ -114,17 +136,14 @@ fn qos_conf(vf: &FakeVf, ipam: Value, qos: Value) -> Value {
 
 #[test]
 fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("0"));
-    add_gid(&dir, 3, RAIL1_ADDR);
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
+    let rig = Rig::new(Some(""), Some("0"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    add_gid(dir, 3, RAIL1_ADDR);
     let mut c = qos_conf(vf, Node::embedded_ipam(1), json!({"tos": 96, "tc": 96}));
     let devinfo = node.dir.path().join("devinfo");
     let info_file = devinfo.join("rail1-c1-net1.json");
     c["runtimeConfig"] = json!({"CNIDeviceInfoFile": info_file.display().to_string()});
-    let mut add = Req::new("ADD", "c1", &pod, "net1", c);
+    let mut add = Req::new("ADD", "c1", pod, "net1", c);
     add.env
         .push(("RAILCNI_DEVINFO_DIR".into(), devinfo.display().to_string()));
     let r = node.cni(&add).ok();
@@ -144,8 +163,8 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
         (&json!(96), &json!(96), &json!(3)),
         "{r}"
     );
-    assert_eq!(read(tc_file(&dir)), "96");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
+    assert_eq!(read(tc_file(dir)), "96");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "96");
     let record: Value = serde_json::from_str(&read(
         node.state_dir()
             .join(format!("attachments/{}.json", vf.pci)),
@@ -162,8 +181,8 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
         .ok();
 
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(read(tc_file(&dir)), "-1", "unset again, not 0");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+    assert_eq!(read(tc_file(dir)), "-1", "unset again, not 0");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "0");
     assert!(!node.record_exists(&vf.pci));
     // A second DEL has nothing left to give back.
     node.cni(&add.cmd("DEL")).ok();
@@ -171,36 +190,33 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
 
 #[test]
 fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("32"));
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
-    let add = qos_add(vf, "c1", &pod, json!({}), json!({"tc": 106}));
+    let rig = Rig::new(Some("Global tclass=24\n"), Some("32"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    let add = qos_add(vf, "c1", pod, json!({}), json!({"tc": 106}));
     let r = node.cni(&add).ok();
     assert!(
         r["interfaces"][0].get("tos").is_none(),
         "only the class was asked"
     );
-    assert_eq!(read(tc_file(&dir)), "106");
+    assert_eq!(read(tc_file(dir)), "106");
     assert_eq!(
-        read(tos_file(&node, "mlx5_2")),
+        read(tos_file(node, "mlx5_2")),
         "32",
         "the ToS was not asked for"
     );
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(read(tc_file(&dir)), "24");
+    assert_eq!(read(tc_file(dir)), "24");
 
     // No rdmaQoS: neither file is written (a marker that a write would replace).
-    std::fs::write(tc_file(&dir), "untouched").unwrap();
+    std::fs::write(tc_file(dir), "untouched").unwrap();
     let mut c = qos_conf(vf, json!({}), json!(null));
     c.as_object_mut().unwrap().remove("rdmaQoS");
-    let add = Req::new("ADD", "c2", &pod, "net1", c);
+    let add = Req::new("ADD", "c2", pod, "net1", c);
     let r = node.cni(&add).ok();
     assert!(r["interfaces"][0].get("trafficClass").is_none());
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(read(tc_file(&dir)), "untouched");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "32");
+    assert_eq!(read(tc_file(dir)), "untouched");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "32");
 }
 
 #[test]
@@ -254,27 +270,25 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
 
 #[test]
 fn a_failed_move_after_the_class_was_written_puts_it_back() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
+    let rig = Rig::new(Some(""), Some("8"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let before = node.link(&node.host(), &vf.ifname).unwrap();
-    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("8"));
     node.set_hardware(json!({"rdmaMode": "exclusive", "refuse": {"moveRdmaOnce": "EBUSY"}}));
-    let pod = node.pod("pod");
     let add = qos_add(
         vf,
         "c1",
-        &pod,
+        pod,
         Node::embedded_ipam(1),
         json!({"tos": 96, "tc": 96}),
     );
     let e = node.cni(&add).err_any();
     assert!(e["details"].as_str().unwrap().contains("EBUSY"), "{e}");
     assert_eq!(
-        read(tc_file(&dir)),
+        read(tc_file(dir)),
         "-1",
         "the class written before the move is unset again"
     );
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "8");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "8");
     assert_eq!(node.link(&node.host(), &vf.ifname), Some(before));
     assert!(!node.record_exists(&vf.pci));
 }
@@ -288,22 +302,19 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
             .is_ok(),
         "strace is needed (scripts/install-test-deps.sh installs it)"
     );
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
+    let rig = Rig::new(Some("Global tclass=24\n"), Some("0"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let before = node.link(&node.host(), &vf.ifname).unwrap();
-    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("0"));
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
     let add = qos_add(
         vf,
         "c1",
-        &pod,
+        pod,
         Node::embedded_ipam(1),
         json!({"tos": 96, "tc": 96}),
     );
     // Killed as it opens the ToS file to write it (the first open read it,
     // before any change): the class is written, the VF moved.
-    let tos = tos_file(&node, "mlx5_2");
+    let tos = tos_file(node, "mlx5_2");
     let mut crashed = add.clone();
     crashed.wrap = ["strace", "-f", "-qq", "-o", "/dev/null", "-P"]
         .map(String::from)
@@ -320,11 +331,11 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
     );
     let reply = node.cni(&crashed);
     assert!(!reply.success, "the ADD was killed: {}", reply.stdout);
-    assert_eq!(read(tc_file(&dir)), "96", "the first write happened");
+    assert_eq!(read(tc_file(dir)), "96", "the first write happened");
     assert!(node.record_exists(&vf.pci), "and the record saw it coming");
 
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(read(tc_file(&dir)), "24");
+    assert_eq!(read(tc_file(dir)), "24");
     assert_eq!(read(tos), "0");
     assert_eq!(node.link(&node.host(), &vf.ifname), Some(before));
     assert!(!node.record_exists(&vf.pci));
@@ -402,15 +413,12 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
 
 #[test]
 fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("0"));
-    empty_gids(&dir);
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
+    let rig = Rig::new(Some(""), Some("0"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    empty_gids(dir);
     let mut c = qos_conf(vf, Node::embedded_ipam(1), json!({"tc": 96, "tos": 96}));
     c["checks"] = json!({"roceGidTimeoutMs": 300});
-    let add = Req::new("ADD", "c1", &pod, "net1", c.clone());
+    let add = Req::new("ADD", "c1", pod, "net1", c.clone());
     let e = node.cni(&add).err(108);
     let msg = e["details"].as_str().unwrap();
     assert!(
@@ -418,16 +426,16 @@ fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
         "{e}"
     );
     // Rolled back: both halves as they were, the VF home, no record.
-    assert_eq!(read(tc_file(&dir)), "-1");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+    assert_eq!(read(tc_file(dir)), "-1");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "0");
     assert!(!node.record_exists(&vf.pci));
 
     // The kernel adds the entry a while after the address: ADD waits for it.
     c["checks"] = json!({"roceGidTimeoutMs": 5000});
-    let add = Req::new("ADD", "c2", &pod, "net1", c);
+    let add = Req::new("ADD", "c2", pod, "net1", c);
     let writer = {
         let dir = dir.clone();
-        let pod_ns = Node::ns_of(&pod);
+        let pod_ns = Node::ns_of(pod);
         std::thread::spawn(move || {
             let start = Instant::now();
             // Once the address is on net1, as the kernel would.
@@ -469,23 +477,20 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
 
 #[test]
 fn check_and_inspect_compare_the_classes_and_the_gid_table() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let dir = roce_device(&node, vf, "mlx5_2", Some(""), Some("0"));
-    add_gid(&dir, 3, RAIL1_ADDR);
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
+    let rig = Rig::new(Some(""), Some("0"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    add_gid(dir, 3, RAIL1_ADDR);
     let add = qos_add(
         vf,
         "c1",
-        &pod,
+        pod,
         Node::embedded_ipam(1),
         json!({"tos": 96, "tc": 96}),
     );
     let r = node.cni(&add).ok();
     let check = add.cmd("CHECK").with_conf(with_prev(&add.conf, &r));
     node.cni(&check).ok();
-    let (code, report) = node.operator_json(&["inspect", &pod]);
+    let (code, report) = node.operator_json(&["inspect", pod]);
     assert_eq!(code, 0, "{report}");
     let whats: Vec<&str> = report["interfaces"][0]["findings"]
         .as_array()
@@ -502,8 +507,8 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
     }
 
     // Someone reset the class and the GID moved: both are named.
-    std::fs::write(tc_file(&dir), "").unwrap();
-    add_gid(&dir, 5, RAIL1_ADDR);
+    std::fs::write(tc_file(dir), "").unwrap();
+    add_gid(dir, 5, RAIL1_ADDR);
     std::fs::remove_file(dir.join("ports/1/gids/3")).unwrap();
     let e = node.cni(&check).err(107);
     let msg = e["details"].as_str().unwrap();
@@ -512,7 +517,7 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
             && msg.contains("gid 172.16.0.0 RoCE v2 index is 5, expected 3"),
         "{e}"
     );
-    let (code, report) = node.operator_json(&["inspect", &pod]);
+    let (code, report) = node.operator_json(&["inspect", pod]);
     assert_eq!((code, &report["drift"]), (1, &json!(true)), "{report}");
     node.cni(&add.cmd("DEL")).ok();
 }
@@ -684,22 +689,19 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
 /// device held.
 #[test]
 fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
+    let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = qos_add(
         vf,
         "c1",
-        &pod,
+        pod,
         Node::embedded_ipam(1),
         json!({"tos": 96, "tc": 96}),
     );
     node.cni(&add).ok();
     // The reload: a new netdev (a new ifindex: the old one is taken, so the
     // kernel renumbers it) on the host, the device's QoS forgotten.
-    let index = link_in(&Node::ns_of(&pod), "net1").unwrap().ifindex;
+    let index = link_in(&Node::ns_of(pod), "net1").unwrap().ifindex;
     let holder = format!("h{}", std::process::id() % 100_000_000);
     sh(&format!(
         "ip -n {} link add {holder} index {index} type veth peer name {holder}p",
@@ -707,28 +709,28 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
     ));
     sh(&format!(
         "ip -n {} link set net1 netns {} name {}",
-        Node::ns_of(&pod),
+        Node::ns_of(pod),
         node.host(),
         vf.ifname
     ));
     sh(&format!("ip -n {} link del {holder}", node.host()));
-    std::fs::write(tc_file(&dir), "").unwrap();
-    std::fs::write(tos_file(&node, "mlx5_2"), "0").unwrap();
+    std::fs::write(tc_file(dir), "").unwrap();
+    std::fs::write(tos_file(node, "mlx5_2"), "0").unwrap();
     let (code, done) = node.operator_json(&["gc", "--apply"]);
     assert_eq!(code, 0, "{done}");
     assert!(
-        link_in(&Node::ns_of(&pod), "net1").is_some(),
+        link_in(&Node::ns_of(pod), "net1").is_some(),
         "re-attached: {done}"
     );
-    assert_eq!(read(tc_file(&dir)), "96");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "96");
+    assert_eq!(read(tc_file(dir)), "96");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "96");
     node.cni(&add.cmd("DEL")).ok();
     assert_eq!(
-        read(tc_file(&dir)),
+        read(tc_file(dir)),
         "-1",
         "what the new device held, not the old one's 24"
     );
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "0");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "0");
 }
 
 /// After a reboot the driver has been reloaded: nothing railcni set is
@@ -736,18 +738,15 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
 /// overwritten with the old boot's "before".
 #[test]
 fn a_record_of_an_earlier_boot_gives_back_no_qos() {
-    let node = Node::new(1, 1);
-    let vf = &node.vfs[0];
-    let dir = roce_device(&node, vf, "mlx5_2", Some("Global tclass=24\n"), Some("8"));
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
-    let pod = node.pod("pod");
-    let add = qos_add(vf, "c1", &pod, json!({}), json!({"tos": 96, "tc": 96}));
+    let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
+    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    let add = qos_add(vf, "c1", pod, json!({}), json!({"tos": 96, "tc": 96}));
     node.cni(&add).ok();
     node.reboot("boot-2");
-    std::fs::write(tc_file(&dir), "Global tclass=40\n").unwrap();
-    std::fs::write(tos_file(&node, "mlx5_2"), "16").unwrap();
+    std::fs::write(tc_file(dir), "Global tclass=40\n").unwrap();
+    std::fs::write(tos_file(node, "mlx5_2"), "16").unwrap();
     node.cni(&add.cmd("DEL")).ok();
-    assert_eq!(read(tc_file(&dir)), "Global tclass=40\n");
-    assert_eq!(read(tos_file(&node, "mlx5_2")), "16");
+    assert_eq!(read(tc_file(dir)), "Global tclass=40\n");
+    assert_eq!(read(tos_file(node, "mlx5_2")), "16");
     assert!(!node.record_exists(&vf.pci));
 }
