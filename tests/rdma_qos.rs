@@ -118,6 +118,17 @@ impl Rig {
     fn vf(&self) -> &FakeVf {
         &self.node.vfs[0]
     }
+
+    /// The usual ADD: rail1's embedded IPAM, `{"tos": 96, "tc": 96}`.
+    fn add_spectrum_x(&self, cid: &str) -> Req {
+        qos_add(
+            self.vf(),
+            cid,
+            &self.pod,
+            Node::embedded_ipam(1),
+            json!({"tos": 96, "tc": 96}),
+        )
+    }
 }
 
 /// ADD of `vf` as net1 of container `cid` in `pod`, with `rdma: required`.
@@ -271,16 +282,10 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
 #[test]
 fn a_failed_move_after_the_class_was_written_puts_it_back() {
     let rig = Rig::new(Some(""), Some("8"));
-    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    let (node, vf, dir) = (&rig.node, rig.vf(), &rig.dir);
     let before = node.link(&node.host(), &vf.ifname).unwrap();
     node.set_hardware(json!({"rdmaMode": "exclusive", "refuse": {"moveRdmaOnce": "EBUSY"}}));
-    let add = qos_add(
-        vf,
-        "c1",
-        pod,
-        Node::embedded_ipam(1),
-        json!({"tos": 96, "tc": 96}),
-    );
+    let add = rig.add_spectrum_x("c1");
     let e = node.cni(&add).err_any();
     assert!(e["details"].as_str().unwrap().contains("EBUSY"), "{e}");
     assert_eq!(
@@ -303,15 +308,9 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
         "strace is needed (scripts/install-test-deps.sh installs it)"
     );
     let rig = Rig::new(Some("Global tclass=24\n"), Some("0"));
-    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    let (node, vf, dir) = (&rig.node, rig.vf(), &rig.dir);
     let before = node.link(&node.host(), &vf.ifname).unwrap();
-    let add = qos_add(
-        vf,
-        "c1",
-        pod,
-        Node::embedded_ipam(1),
-        json!({"tos": 96, "tc": 96}),
-    );
+    let add = rig.add_spectrum_x("c1");
     // Killed as it opens the ToS file to write it (the first open read it,
     // before any change): the class is written, the VF moved.
     let tos = tos_file(node, "mlx5_2");
@@ -478,15 +477,9 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
 #[test]
 fn check_and_inspect_compare_the_classes_and_the_gid_table() {
     let rig = Rig::new(Some(""), Some("0"));
-    let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
+    let (node, dir, pod) = (&rig.node, &rig.dir, &rig.pod);
     add_gid(dir, 3, RAIL1_ADDR);
-    let add = qos_add(
-        vf,
-        "c1",
-        pod,
-        Node::embedded_ipam(1),
-        json!({"tos": 96, "tc": 96}),
-    );
+    let add = rig.add_spectrum_x("c1");
     let r = node.cni(&add).ok();
     let check = add.cmd("CHECK").with_conf(with_prev(&add.conf, &r));
     node.cni(&check).ok();
@@ -691,13 +684,7 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
 fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
     let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
-    let add = qos_add(
-        vf,
-        "c1",
-        pod,
-        Node::embedded_ipam(1),
-        json!({"tos": 96, "tc": 96}),
-    );
+    let add = rig.add_spectrum_x("c1");
     node.cni(&add).ok();
     // The reload: a new netdev (a new ifindex: the old one is taken, so the
     // kernel renumbers it) on the host, the device's QoS forgotten.
