@@ -397,3 +397,37 @@ fn the_pf_half_of_a_rails_roce_qos() {
     assert_eq!((code, &c["result"]), (1, &json!("broken")));
     assert!(c["found"].as_str().unwrap().contains("no DCB"), "{c}");
 }
+
+/// The DCB query against the real kernel (no fake): a veth's driver has
+/// no DCB and answers EOPNOTSUPP, which the doctor names as such; a PF that
+/// does not exist is ENODEV. (A reply with PFC and a DSCP map needs a DCB
+/// driver, mlx5 or ixgbe; its decoding is tested on replies built as the
+/// kernel builds them, `net::dcb`.)
+#[test]
+fn the_dcb_query_reaches_the_kernel() {
+    require_root();
+    let ns = format!("rcdcb{}", std::process::id());
+    let made = sh_ok(&format!(
+        "ip netns add {ns} && ip -n {ns} link add pfd0 type veth peer name pfd1"
+    ));
+    let asked = dcb_errnos(&ns);
+    sh_ok(&format!("ip netns del {ns}"));
+    assert!(made, "could not make {ns}");
+    let (veth, missing) = asked.unwrap();
+    assert_eq!(veth, Some(nix::errno::Errno::EOPNOTSUPP));
+    assert_eq!(missing, Some(nix::errno::Errno::ENODEV));
+}
+
+/// The errnos of `dcb::read` for a veth and for a name nothing has, asked
+/// from inside `ns`.
+type Errnos = (Option<nix::errno::Errno>, Option<nix::errno::Errno>);
+
+fn dcb_errnos(ns: &str) -> Result<Errnos, String> {
+    let netns = railcni::net::NetNs::open(Path::new(&format!("/var/run/netns/{ns}")))
+        .map_err(|e| e.to_string())?;
+    let errno = |name: &str| match netns.run(|| railcni::net::dcb::read(name)) {
+        Ok(dcb) => Err(format!("{name} answered {dcb:?}")),
+        Err(e) => Ok(e.errno()),
+    };
+    Ok((errno("pfd0")?, errno("nosuch0")?))
+}
