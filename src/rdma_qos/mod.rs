@@ -183,7 +183,27 @@ pub fn restore(r: &QosRecord, device_dir: Option<&Path>, configfs: &Path) -> Res
         ),
         None => Ok(()),
     };
-    tc.and(tos)
+    match tos {
+        Err(e) if tos_went_with_its_device(&e, configfs) => {
+            log_info!(
+                "rdma_cm no longer knows RDMA device {} ({}); its ToS went with it",
+                r.device,
+                e.details()
+            );
+            tc
+        }
+        other => tc.and(other),
+    }
+}
+
+/// Whether a failed ToS restore means there is nothing left to give back:
+/// rdma_cm answers ENODEV for a device it no longer has (the VF or its
+/// driver is gone), and a configfs without `rdma_cm/` means the module,
+/// and every value it held, was unloaded. A configfs that is not mounted
+/// here is not that: the value may still be in force.
+fn tos_went_with_its_device(e: &Error, configfs: &Path) -> bool {
+    e.errno() == Some(nix::errno::Errno::ENODEV)
+        || (rdma_cm::is_configfs(configfs) && !configfs.join("rdma_cm").is_dir())
 }
 
 #[cfg(test)]
@@ -319,6 +339,23 @@ mod tests {
             prepare(only_tos, &target(&dir, &no_cm), false).unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn a_device_rdma_cm_no_longer_knows_has_nothing_to_give_back() {
+        let gone = Error::Kernel {
+            what: "write 0 to default_roce_tos".into(),
+            errno: nix::errno::Errno::ENODEV,
+        };
+        let t = tempfile::tempdir().unwrap();
+        assert!(tos_went_with_its_device(&gone, t.path()));
+        let refused = Error::Kernel {
+            what: "write 0 to default_roce_tos".into(),
+            errno: nix::errno::Errno::EROFS,
+        };
+        // A plain directory is no configfs: a missing rdma_cm/ there is not
+        // proof the module went.
+        assert!(!tos_went_with_its_device(&refused, t.path()));
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub fn available(configfs: &Path) -> std::result::Result<(), String> {
     }
 }
 
-fn is_configfs(dir: &Path) -> bool {
+pub fn is_configfs(dir: &Path) -> bool {
     nix::sys::statfs::statfs(dir).is_ok_and(|s| s.filesystem_type() == CONFIGFS_MAGIC)
 }
 
@@ -116,19 +116,21 @@ pub fn write(configfs: &Path, device: &str, port: u32, tos: u8) -> Result<()> {
 }
 
 /// Put back the ToS that was in force, then remove the group when railcni
-/// made it (`made_group`).
+/// made it (`made_group`), even when the device is gone and the write
+/// failed: the group is railcni's either way.
 pub fn restore(configfs: &Path, device: &str, port: u32, tos: u8, made_group: bool) -> Result<()> {
-    write(configfs, device, port, tos)?;
+    let written = write(configfs, device, port, tos);
     if !made_group {
-        return Ok(());
+        return written;
     }
     let dir = group(configfs, device);
-    match std::fs::remove_dir(&dir) {
+    let removed = match std::fs::remove_dir(&dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::os(
             format!("remove rdma_cm group {}", dir.display()),
             &e,
         )),
-    }
+    };
+    written.and(removed)
 }

@@ -110,6 +110,18 @@ same "after DEL the administrator's ToS 32 is back" 32 "$(cat "$tos_file")"
 check "and the group is kept" test -d "$group"
 same "no record is left" "" "$(ls "$RAILCNI_STATE_DIR/attachments" 2>/dev/null)"
 rmdir "$group"
-ip netns exec qoss rdma link delete rxes
+
+# 6. The device goes while the pod holds it (its driver unloaded): rdma_cm
+#    answers ENODEV for it, so there is nothing to give back; DEL succeeds,
+#    and the group railcni made is gone too.
+out=$(qos ADD c3 pod1 net1 "$(conf required '{"tos": 96}')"); rc=$?
+same "ToS 96 again: ADD answers 0" 0 "$rc"
+check "the group is there" test -d "$group/ports/1"
 rdma link delete rxeq0
+cni_log >/dev/null
+check "the device gone: DEL answers 0" qos DEL c3 pod1 net1 "$(conf required '{"tos": 96}')"
+check "DEL says rdma_cm no longer knows the device" grep -q "no longer knows RDMA device rxeq0" <<<"$(cni_log)"
+refute "the group railcni made is gone" test -e "$group"
+same "no record is left" "" "$(ls "$RAILCNI_STATE_DIR/attachments" 2>/dev/null)"
+ip netns exec qoss rdma link delete rxes
 vm_finish
