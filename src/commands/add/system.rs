@@ -462,10 +462,19 @@ impl AttachSteps for KernelAttach<'_> {
                     .map(|g| format!("{} {} {}", g.index, g.address(), g.kind))
                     .collect();
                 let msg = format!(
-                    "RDMA device {device} port {port} has no RoCE v2 GID for {} after {} ms                      (its table holds: {}); RDMA to that address would fail",
-                    missing.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                    "RDMA device {device} port {port} has no RoCE v2 GID for {} after {} ms \
+                     (its table holds: {}); RDMA to that address would fail",
+                    missing
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     timeout.as_millis(),
-                    if held.is_empty() { "nothing".to_string() } else { held.join("; ") }
+                    if held.is_empty() {
+                        "nothing".to_string()
+                    } else {
+                        held.join("; ")
+                    }
                 );
                 if mode == Mode::Require {
                     return Err(Error::RailCheck(format!("checks.roceGid: {msg}")));
