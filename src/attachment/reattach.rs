@@ -199,15 +199,8 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
     if old.device != *device && old.tos_group_made {
         // The group railcni made for the old device has nothing to name.
         let configfs = &node.settings.configfs_root;
-        let dir = rdma_qos::rdma_cm::group(configfs, &old.device);
-        if let Err(e) = std::fs::remove_dir(&dir).or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }) {
-            log_warn!("VF {}: rdma_cm group of {}: {e}", vf.pci, old.device);
+        if let Err(e) = rdma_qos::rdma_cm::remove_group(configfs, &old.device) {
+            log_warn!("VF {}: {}", vf.pci, e.details());
         }
     }
     let device_dir = node.sysfs.rdma_device_dir(&vf.pci, device);

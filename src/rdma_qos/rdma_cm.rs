@@ -69,8 +69,7 @@ pub fn read_in_force(configfs: &Path, device: &str, port: u32) -> Result<(u8, bo
     let dir = group(configfs, device);
     make_group(&dir, device)?;
     let tos = read(configfs, device, port);
-    let removed = std::fs::remove_dir(&dir)
-        .map_err(|e| Error::os(format!("remove rdma_cm group {}", dir.display()), &e));
+    let removed = remove_group(configfs, device);
     let tos = tos?.ok_or_else(|| Error::internal(format!("{} vanished", dir.display())))?;
     removed.map(|()| (tos, false))
 }
@@ -123,14 +122,17 @@ pub fn restore(configfs: &Path, device: &str, port: u32, tos: u8, made_group: bo
     if !made_group {
         return written;
     }
+    written.and(remove_group(configfs, device))
+}
+
+/// Remove the device's group (one railcni made); already gone is fine.
+pub fn remove_group(configfs: &Path, device: &str) -> Result<()> {
     let dir = group(configfs, device);
-    let removed = match std::fs::remove_dir(&dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::os(
+    match std::fs::remove_dir(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::os(
             format!("remove rdma_cm group {}", dir.display()),
             &e,
         )),
-    };
-    written.and(removed)
+        _ => Ok(()),
+    }
 }

@@ -654,19 +654,21 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
     record
 }
 
-/// The VF's RDMA device, whether or not it moves (`rdma` not off).
-fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
-    let vf = &intent.vf;
-    // As `rdma_to_move` reads it: InfiniBand rails default to required.
-    let policy = if vf.infiniband && !ctx.conf.rdma_given {
+/// The rail's `rdma`: InfiniBand rails are RDMA rails, so without one they
+/// default to `required`.
+fn rdma_policy(ctx: &Ctx, vf: &crate::vf::Vf) -> RdmaPolicy {
+    if vf.infiniband && !ctx.conf.rdma_given {
         RdmaPolicy::Required
     } else {
         ctx.conf.rdma
-    };
-    vf.rdma_devices
-        .first()
-        .filter(|_| policy != RdmaPolicy::Off)
-        .cloned()
+    }
+}
+
+/// The VF's RDMA device, whether or not it moves (`rdma` not off).
+fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
+    let vf = &intent.vf;
+    let off = rdma_policy(ctx, vf) == RdmaPolicy::Off;
+    vf.rdma_devices.first().filter(|_| !off).cloned()
 }
 
 /// What `rdmaQoS` will set on `device`, with what it holds now; checked
@@ -722,11 +724,7 @@ fn wait_for_gids(
 /// device a VF is useless, so they default to `required`.
 fn rdma_to_move(ctx: &Ctx, intent: &Intent<'_>) -> Result<Option<String>> {
     let vf = &intent.vf;
-    let policy = if vf.infiniband && !ctx.conf.rdma_given {
-        RdmaPolicy::Required
-    } else {
-        ctx.conf.rdma
-    };
+    let policy = rdma_policy(ctx, vf);
     if policy == RdmaPolicy::Off {
         return Ok(None);
     }
