@@ -15,6 +15,10 @@ pub enum Error {
     Spec(cni::Error),
     /// 101: the VF is attached to another live pod.
     DeviceBusy(String),
+    /// 101: the VF is held by a namespace railcni cannot reach (its path
+    /// gone, no process in it): its lease and record stay. DEL answers this
+    /// as done (the runtime must not hang); gc finishes it later.
+    HeldElsewhere(String),
     /// 102: the PCI device does not exist or is not an SR-IOV VF.
     DeviceNotFound(String),
     /// 103: the VF lacks what the config requires (e.g. `rdma: required`).
@@ -191,7 +195,7 @@ impl Reply for Error {
     fn code(&self) -> u32 {
         match self {
             Error::Spec(e) => e.code(),
-            Error::DeviceBusy(_) => 101,
+            Error::DeviceBusy(_) | Error::HeldElsewhere(_) => 101,
             Error::DeviceNotFound(_) => 102,
             Error::UnsupportedDevice(_) => 103,
             Error::Netlink(_)
@@ -219,6 +223,7 @@ impl Reply for Error {
         match self {
             Error::Spec(e) => e.summary(),
             Error::DeviceBusy(_) => "VF already attached",
+            Error::HeldElsewhere(_) => "VF held by an unreachable namespace",
             Error::DeviceNotFound(_) => "VF not usable",
             Error::UnsupportedDevice(_) => "VF lacks a required capability",
             Error::Netlink(_) | Error::Kernel { .. } => "network operation failed",
@@ -241,6 +246,7 @@ impl Reply for Error {
             Error::Ipam(e) => e.details(),
             Error::IpamPlugin { msg, .. }
             | Error::DeviceBusy(msg)
+            | Error::HeldElsewhere(msg)
             | Error::DeviceNotFound(msg)
             | Error::UnsupportedDevice(msg)
             | Error::Netlink(msg)

@@ -122,7 +122,15 @@ impl<'a> NetworkIpam<'a> {
     }
 
     /// Addresses, routes and DNS for the attachment; `ips[].interface` unset.
-    pub fn add(&self) -> Result<CniResult> {
+    /// `netns_id`: the pod's namespace as the caller holds it open, so the
+    /// lease's proof names it even if its path is gone by now. `claimed`:
+    /// leases of gone holders that must not be reclaimed (see
+    /// `Ipam::allocate_keeping`).
+    pub fn add(
+        &self,
+        netns_id: Option<base::liveness::NsId>,
+        claimed: &dyn Fn(&str, &str) -> bool,
+    ) -> Result<CniResult> {
         if !self.ipam.is_embedded() {
             let out = self.exec("ADD", None)?;
             let v: Value = serde_json::from_slice(&out).map_err(|e| {
@@ -135,10 +143,13 @@ impl<'a> NetworkIpam<'a> {
             r.interfaces.clear();
             return Ok(r);
         }
-        let allocation = self.embedded()?.allocate(
-            &railcni_ipam::Holder::of(self.env),
-            &self.conf.requested_ips,
-        )?;
+        let holder = railcni_ipam::Holder {
+            netns_id,
+            ..railcni_ipam::Holder::of(self.env)
+        };
+        let allocation =
+            self.embedded()?
+                .allocate_keeping(&holder, &self.conf.requested_ips, claimed)?;
         for lease in &allocation.reclaimed {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }
@@ -159,11 +170,11 @@ impl<'a> NetworkIpam<'a> {
 
     /// Release the embedded pool's leases whose holders are provably gone
     /// (an external IPAM keeps its own books).
-    pub fn reclaim_dead(&self) -> Result<()> {
+    pub fn reclaim_dead(&self, claimed: &dyn Fn(&str, &str) -> bool) -> Result<()> {
         if !self.ipam.is_embedded() {
             return Ok(());
         }
-        let reclaimed = self.embedded()?.reclaim_dead()?;
+        let reclaimed = self.embedded()?.reclaim_dead_keeping(claimed)?;
         for lease in &reclaimed {
             crate::log_info!("reclaimed the address of a gone holder: {lease}");
         }

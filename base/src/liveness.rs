@@ -110,6 +110,16 @@ impl Proof {
         }
     }
 
+    /// Taken now for a holder in the namespace `id`, which the taker holds
+    /// open (`netns` is its path, which may already name nothing).
+    pub fn held(netns: Option<&Path>, id: Option<NsId>, boot_id: Option<String>) -> Self {
+        Proof {
+            netns: netns.map(|p| p.display().to_string()),
+            netns_id: id.or_else(|| netns.and_then(NsId::of)),
+            boot_id,
+        }
+    }
+
     /// `Some(why)` only when the holder is provably gone; a holder whose
     /// proof is missing (an old lease, no netns given) is never judged dead.
     pub fn gone(&self, current_boot: Option<&str>) -> Option<Gone> {

@@ -148,7 +148,9 @@ fn validate_container_id(id: &str) -> Result<()> {
     }
 }
 
-/// The kernel's interface name rules (dev_valid_name).
+/// The kernel's interface name rules (dev_valid_name), and no '%': the
+/// kernel reads a name holding it as a template (`rail%d` becomes `rail0`),
+/// so the interface would never be found under the name asked for.
 pub fn validate_ifname(name: &str) -> Result<()> {
     let bad = name.is_empty()
         || name.len() > 15
@@ -156,10 +158,10 @@ pub fn validate_ifname(name: &str) -> Result<()> {
         || name == ".."
         || name
             .chars()
-            .any(|c| c == '/' || c == ':' || c.is_whitespace());
+            .any(|c| matches!(c, '/' | ':' | '%') || c.is_whitespace());
     if bad {
         return Err(Error::InvalidEnv(format!(
-            "CNI_IFNAME {name:?} is not a valid interface name (1-15 chars, no '/', ':' or spaces)"
+            "CNI_IFNAME {name:?} is not a valid interface name (1-15 chars, no '/', ':', '%' or spaces)"
         )));
     }
     Ok(())
@@ -207,6 +209,8 @@ mod tests {
         bad = ADD.to_vec();
         bad[3] = ("CNI_IFNAME", "a-name-that-is-too-long");
         assert_eq!(env(&bad).map_err(|e| e.code()), Err(4));
+        bad[3] = ("CNI_IFNAME", "rail%d");
+        assert_eq!(env(&bad).map_err(|e| e.code()), Err(4), "a name template");
         assert_eq!(
             env(&[("CNI_COMMAND", "FROB")]).map_err(|e| e.code()),
             Err(4)

@@ -11,7 +11,7 @@ use crate::error::IpamError;
 use crate::master;
 use crate::pool::{self, NodePool};
 use crate::store::{Lease, LeaseStore, Leases, PoolInfo};
-use base::liveness::Proof;
+use base::liveness::{Gone, Proof};
 use base::Settings;
 use cni::{CniResult, IpConfig, Route};
 
@@ -25,6 +25,9 @@ pub struct Holder {
     pub pod_uid: Option<String>,
     /// The pod's network namespace, which proves the holder alive.
     pub netns: Option<std::path::PathBuf>,
+    /// The namespace's identity when the caller holds it open (ADD), so
+    /// the proof names it even if its path went away meanwhile.
+    pub netns_id: Option<base::liveness::NsId>,
 }
 
 impl Holder {
@@ -37,6 +40,7 @@ impl Holder {
             pod_name: env.args.pod_name.clone(),
             pod_uid: env.args.pod_uid.clone(),
             netns: env.netns.clone(),
+            netns_id: None,
         }
     }
 }
@@ -221,6 +225,19 @@ impl Ipam {
     /// one). When the pool is full or the requested address is taken, the
     /// leases of provably gone holders are released first (see `Proof`).
     pub fn allocate(&self, holder: &Holder, requested: &[IpAddr]) -> Result<Allocation, IpamError> {
+        self.allocate_keeping(holder, requested, &|_, _| false)
+    }
+
+    /// `allocate`, never reclaiming within this boot a lease `claimed`
+    /// vouches for (container ID, ifname): a namespace path that is gone
+    /// proves nothing while something else (the plugin's attachment record,
+    /// its VF not home) still holds the address.
+    pub fn allocate_keeping(
+        &self,
+        holder: &Holder,
+        requested: &[IpAddr],
+        claimed: &dyn Fn(&str, &str) -> bool,
+    ) -> Result<Allocation, IpamError> {
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
         self.check_same_prefix(&data)?;
@@ -238,7 +255,7 @@ impl Ipam {
         let mut reclaimed = Vec::new();
         let address = match pick(&data) {
             Err(e @ (IpamError::Exhausted(_) | IpamError::AddressUnavailable(_))) => {
-                reclaimed = self.drop_dead(&mut data);
+                reclaimed = self.drop_dead(&mut data, claimed);
                 if reclaimed.is_empty() {
                     return Err(e);
                 }
@@ -261,7 +278,11 @@ impl Ipam {
             pod_name: holder.pod_name.clone(),
             pod_uid: holder.pod_uid.clone(),
             allocated_unix: now_unix(),
-            proof: Proof::now(holder.netns.as_deref(), self.boot_id.clone()),
+            proof: Proof::held(
+                holder.netns.as_deref(),
+                holder.netns_id,
+                self.boot_id.clone(),
+            ),
         });
         data.last_allocated = Some(address);
         data.pool = Some(pool_info(&self.pool));
@@ -320,19 +341,29 @@ impl Ipam {
 
     /// Release every lease whose holder is provably gone; what was released, in words.
     pub fn reclaim_dead(&self) -> Result<Vec<String>, IpamError> {
+        self.reclaim_dead_keeping(&|_, _| false)
+    }
+
+    /// `reclaim_dead`, keeping what `claimed` vouches for (see
+    /// `allocate_keeping`).
+    pub fn reclaim_dead_keeping(
+        &self,
+        claimed: &dyn Fn(&str, &str) -> bool,
+    ) -> Result<Vec<String>, IpamError> {
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
-        let reclaimed = self.drop_dead(&mut data);
+        let reclaimed = self.drop_dead(&mut data, claimed);
         if !reclaimed.is_empty() {
             locked.write(&data)?;
         }
         Ok(reclaimed)
     }
 
-    fn drop_dead(&self, data: &mut Leases) -> Vec<String> {
+    fn drop_dead(&self, data: &mut Leases, claimed: &dyn Fn(&str, &str) -> bool) -> Vec<String> {
         let boot = self.boot_id.as_deref();
         let mut reclaimed = Vec::new();
         data.leases.retain(|l| match l.proof.gone(boot) {
+            Some(why) if why != Gone::EarlierBoot && claimed(&l.container_id, &l.ifname) => true,
             Some(why) => {
                 reclaimed.push(format!("{}: {why}", describe(l)));
                 false
@@ -480,6 +511,16 @@ pub(crate) fn release_from(
     container_id: &str,
     ifname: &str,
 ) -> Result<Released, IpamError> {
+    // Nothing held, nothing to write: answered without the lock, so a
+    // read-only state dir (a root filesystem remounted read-only) does not
+    // fail a DEL that has nothing to give back. Only the holder's own ADD
+    // could add its lease, and the runtime never runs it beside its DEL.
+    if store
+        .read()
+        .is_ok_and(|d| !d.leases.iter().any(|l| l.is_for(container_id, ifname)))
+    {
+        return Ok(Released::NotHeld);
+    }
     let locked = store.lock()?;
     let mut data = match locked.read() {
         Ok(d) => d,
@@ -523,6 +564,7 @@ mod tests {
             pod_name: Some(format!("pod-{c}")),
             pod_uid: None,
             netns: None,
+            netns_id: None,
         }
     }
 
@@ -646,6 +688,7 @@ mod tests {
             std::fs::write(&ns, "").unwrap();
             Holder {
                 netns: Some(ns),
+                netns_id: None,
                 ..holder(c)
             }
         };
@@ -698,6 +741,7 @@ mod tests {
         let ip = "10.0.0.5".parse::<IpAddr>().unwrap();
         let gone = Holder {
             netns: Some(ns.clone()),
+            netns_id: None,
             ..holder("a")
         };
         i.allocate(&gone, &[ip]).unwrap();

@@ -40,6 +40,21 @@ impl<'a> Attachment<'a> {
     }
 }
 
+/// Where the pod is, as far as the caller knows.
+#[derive(Clone, Copy)]
+pub enum Pod<'a> {
+    /// Not known (the operator's `gc`, a dead pod's record): the namespace
+    /// is looked for by the identity the record holds.
+    Unknown,
+    /// The runtime's path (CNI_NETNS); a path that is gone or no longer a
+    /// namespace falls back to the record's identity.
+    Path(&'a Path),
+    /// A namespace the caller holds open (ADD's rollback).
+    Open(&'a NetNs),
+    /// A socket already open there.
+    Socket(&'a Netlink),
+}
+
 /// How the attachment's address is released.
 pub enum Release<'a> {
     /// Through this CNI call's IPAM when the record is of its network (DEL,
@@ -54,11 +69,15 @@ pub trait DetachSteps {
     fn return_rdma(&mut self, device: &str) -> Result<()>;
     /// The RDMA device's traffic class and rdma_cm ToS, as ADD found them.
     fn restore_rdma_qos(&mut self, record: &Record) -> Result<()>;
-    /// A socket in the pod: `Ok(false)` when its namespace is gone.
+    /// A socket in the pod: `Ok(false)` when its namespace cannot be reached.
     fn open_pod(&mut self) -> Result<bool>;
     fn remove_routing(&mut self, record: &Record) -> Result<()>;
     /// Bring the netdev home (name, MTU); its host link when found.
     fn move_vf_home(&mut self) -> Result<Option<Link>>;
+    /// Found neither in the pod nor home: can a namespace railcni cannot
+    /// reach still hold it? (A VF whose PCI device is gone, or with no
+    /// netdev driver, has no netdev anywhere.)
+    fn held_elsewhere(&mut self) -> bool;
     /// Clear (or restore) the PF-side MAC, so the VF may change its own.
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()>;
     fn restore_mac(&mut self, link: &Link, record: &Record) -> Result<()>;
@@ -68,9 +87,18 @@ pub trait DetachSteps {
     fn remove_record(&mut self) -> Result<()>;
 }
 
-/// Run every step in order; the failures. A VF that is not home keeps its
+/// What a detach left undone.
+#[derive(Debug, Default)]
+pub struct Left {
+    pub failures: Vec<StepFailure>,
+    /// The VF is in a namespace railcni cannot reach: its lease and record
+    /// stay until it comes home (gc finishes it).
+    pub held: bool,
+}
+
+/// Run every step in order; what was left. A VF that is not home keeps its
 /// lease and record.
-pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) -> Vec<StepFailure> {
+pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) -> Left {
     let mut failures = Vec::new();
     if let Some(device) = record.and_then(|r| r.rdma_device.as_deref()) {
         note(
@@ -85,6 +113,7 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
         note(&mut failures, "restore RDMA QoS", steps.restore_rdma_qos(r));
     }
     let mut vf_home = true;
+    let mut held = false;
     let mut returned = None;
     if !record.is_some_and(|r| r.dpdk) {
         let pod = steps.open_pod();
@@ -98,7 +127,13 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
             );
         }
         match steps.move_vf_home() {
-            Ok(link) => returned = link,
+            Ok(Some(link)) => returned = Some(link),
+            // Without a record nothing says whose it would be.
+            Ok(None) if record.is_some() && steps.held_elsewhere() => {
+                vf_home = false;
+                held = true;
+            }
+            Ok(None) => {}
             Err(e) => vf_home &= note(&mut failures, "move VF home", Err(e)),
         }
     }
@@ -127,7 +162,7 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
     if vf_home && failures.is_empty() && record.is_some() {
         note(&mut failures, "remove record", steps.remove_record());
     }
-    failures
+    Left { failures, held }
 }
 
 /// Keep a step's failure; whether it succeeded.
@@ -141,35 +176,90 @@ fn note(failures: &mut Vec<StepFailure>, step: &'static str, r: Result<()>) -> b
     }
 }
 
-/// Give the attachment back (see `detach_in_order` for the order). `netns` is
-/// where to look for the pod (a gone namespace is not an error); `pod_nl` an
-/// already-open socket there, if the caller has one.
-pub fn detach(
-    node: &Node,
-    a: &Attachment<'_>,
-    release: &Release<'_>,
-    netns: Option<&Path>,
-    pod_nl: Option<&Netlink>,
-) -> Result<()> {
+/// Give the attachment back (see `detach_in_order` for the order). `pod` is
+/// where to look for the pod (a gone namespace is not an error). A VF held
+/// by a namespace railcni cannot reach is `Error::HeldElsewhere`, its lease
+/// and record kept: DEL answers it as done, the others wait for it.
+pub fn detach(node: &Node, a: &Attachment<'_>, release: &Release<'_>, pod: Pod<'_>) -> Result<()> {
     let mut system = KernelDetach {
         node,
         a,
         release,
-        netns,
+        pod,
         vf: node.sysfs.resolve(a.pci).ok(),
-        given_pod: pod_nl,
         opened_pod: None,
         host_nl: None,
     };
-    let failures = detach_in_order(&mut system, a.record);
-    if failures.is_empty() {
-        return Ok(());
-    }
+    let left = detach_in_order(&mut system, a.record);
     let what = format!("VF {} ({}/{})", a.pci, a.container_id, a.ifname);
-    for f in &failures {
+    for f in &left.failures {
         log_warn!("detaching {what}: {}: {}", f.step, f.error.details());
     }
-    Err(Error::DetachIncomplete { what, failures })
+    if !left.failures.is_empty() {
+        return Err(Error::DetachIncomplete {
+            what,
+            failures: left.failures,
+        });
+    }
+    if left.held {
+        return Err(Error::HeldElsewhere(format!(
+            "{what} is neither home nor in a namespace railcni can reach (its path is gone and no \
+             process is in it); its address and record are kept until the VF comes home, when \
+             the agent's gc (or `railcnictl gc --apply`) gives them back"
+        )));
+    }
+    Ok(())
+}
+
+/// Who still holds the VF of an attachment whose namespace path is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// Nobody: the VF is home (or has no netdev anywhere).
+    Nobody,
+    /// A process is still in the pod's namespace, with the VF.
+    Process(u32),
+    /// The VF is in a namespace railcni cannot reach (held by an open
+    /// descriptor or a bind mount elsewhere).
+    OutOfReach,
+}
+
+/// Who holds `record`'s VF now, without changing anything (`status`).
+pub fn holder_of(node: &Node, record: &Record) -> Result<Holder> {
+    if record.dpdk {
+        return Ok(Holder::Nobody);
+    }
+    if let Some((_, pid)) = record.proof.netns_id.and_then(NetNs::held_by_process) {
+        return Ok(Holder::Process(pid));
+    }
+    let Ok(vf) = node.sysfs.resolve(&record.pci) else {
+        return Ok(Holder::Nobody);
+    };
+    let has_netdev = vf
+        .driver
+        .as_deref()
+        .is_some_and(|d| !crate::vf::sysfs::DPDK_DRIVERS.contains(&d));
+    let host_nl = Netlink::connect_in(&node.host)?;
+    let home =
+        crate::vf::home::find_in_host(&host_nl, &record.pci, &vf.netdevs, Some(record.saved_vf()))?;
+    Ok(if has_netdev && home.is_none() {
+        Holder::OutOfReach
+    } else {
+        Holder::Nobody
+    })
+}
+
+/// Whether the lease of (`container_id`, `ifname`) on `network`, whose
+/// holder's path is gone, is still held: an attachment record claims it
+/// and its VF is not home. Such a lease goes with that record's detach,
+/// never by reclaim. An unreadable store is taken as a claim.
+pub fn still_held(node: &Node, network: &str, container_id: &str, ifname: &str) -> bool {
+    let Ok(records) = node.store.list() else {
+        return true;
+    };
+    records
+        .iter()
+        .filter(|r| r.network == network && r.is_for(container_id, ifname))
+        .any(|r| holder_of(node, r).map_or(true, |h| h != Holder::Nobody))
 }
 
 /// The steps on the real system.
@@ -177,16 +267,45 @@ struct KernelDetach<'a> {
     node: &'a Node,
     a: &'a Attachment<'a>,
     release: &'a Release<'a>,
-    netns: Option<&'a Path>,
+    pod: Pod<'a>,
     vf: Option<Vf>,
-    given_pod: Option<&'a Netlink>,
     opened_pod: Option<Netlink>,
     host_nl: Option<Netlink>,
 }
 
 impl KernelDetach<'_> {
     fn pod(&self) -> Option<&Netlink> {
-        self.given_pod.or(self.opened_pod.as_ref())
+        match self.pod {
+            Pod::Socket(nl) => Some(nl),
+            _ => self.opened_pod.as_ref(),
+        }
+    }
+
+    /// The pod's namespace found by the identity the record holds: through
+    /// the record's path while it still names it, else through a process in
+    /// it (never across boots: identities are reused).
+    fn find_by_identity(&self) -> Option<NetNs> {
+        let proof = &self.a.record?.proof;
+        let boot = self.node.settings.boot_id();
+        match proof.gone(boot.as_deref()) {
+            Some(base::liveness::Gone::EarlierBoot) => return None,
+            None => {
+                let path = proof.netns.as_deref().map(Path::new);
+                if let Some(ns) = path.and_then(|p| NetNs::open(p).ok()) {
+                    if proof.netns_id.is_some() && ns.id() == proof.netns_id {
+                        return Some(ns);
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+        let (ns, pid) = NetNs::held_by_process(proof.netns_id?)?;
+        log_info!(
+            "found the pod's namespace of {}/{} by its identity: process {pid} is in it",
+            self.a.container_id,
+            self.a.ifname
+        );
+        Some(ns)
     }
 
     /// A host socket, opened on first use and kept.
@@ -204,7 +323,11 @@ impl KernelDetach<'_> {
             pci: self.a.pci,
             sysfs_names: self.vf.as_ref().map_or(&[], |v| v.netdevs.as_slice()),
         };
-        Ok((home, self.given_pod.or(self.opened_pod.as_ref())))
+        let pod = match self.pod {
+            Pod::Socket(nl) => Some(nl),
+            _ => self.opened_pod.as_ref(),
+        };
+        Ok((home, pod))
     }
 }
 
@@ -232,26 +355,30 @@ impl DetachSteps for KernelDetach<'_> {
     }
 
     fn open_pod(&mut self) -> Result<bool> {
-        if self.given_pod.is_some() {
-            return Ok(true);
-        }
-        let Some(path) = self.netns else {
-            return Ok(false);
+        let opened = match self.pod {
+            Pod::Socket(_) => return Ok(true),
+            Pod::Open(ns) => Some(Netlink::connect_in(ns)?),
+            Pod::Path(path) => match NetNs::open(path) {
+                Ok(ns) => Some(Netlink::connect_in(&ns)?),
+                Err(e) if e.code() == 3 => {
+                    log_info!(
+                        "{}; looking for the pod's namespace by its identity",
+                        e.details()
+                    );
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+            Pod::Unknown => None,
         };
-        match NetNs::open(path) {
-            Ok(ns) => {
-                self.opened_pod = Some(Netlink::connect_in(&ns)?);
-                Ok(true)
-            }
-            Err(e) if e.code() == 3 => {
-                log_info!(
-                    "pod namespace {} is gone; looking for the VF on the host",
-                    path.display()
-                );
-                Ok(false)
-            }
-            Err(e) => Err(e),
-        }
+        self.opened_pod = match opened {
+            Some(nl) => Some(nl),
+            None => match self.find_by_identity() {
+                Some(ns) => Some(Netlink::connect_in(&ns)?),
+                None => None,
+            },
+        };
+        Ok(self.opened_pod.is_some())
     }
 
     fn remove_routing(&mut self, record: &Record) -> Result<()> {
@@ -265,6 +392,11 @@ impl DetachSteps for KernelDetach<'_> {
         let a = self.a;
         let (home, pod) = self.home()?;
         home.bring_back(pod, a.ifname, a.record.map(Record::saved_vf))
+    }
+
+    fn held_elsewhere(&mut self) -> bool {
+        let driver = self.vf.as_ref().and_then(|vf| vf.driver.as_deref());
+        driver.is_some_and(|d| !crate::vf::sysfs::DPDK_DRIVERS.contains(&d))
     }
 
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()> {
@@ -350,6 +482,10 @@ mod tests {
         /// DetachSteps that fail with this error rather than a netlink one.
         fail_with: Vec<(&'static str, Error)>,
         pod_gone: bool,
+        /// The VF is found neither in the pod nor home…
+        vf_nowhere: bool,
+        /// … while its PCI device still has a netdev driver.
+        vf_exists: bool,
     }
 
     impl Recorder {
@@ -379,7 +515,11 @@ mod tests {
             self.step("routing")
         }
         fn move_vf_home(&mut self) -> Result<Option<Link>> {
-            self.step("vf").map(|()| Some(Link::default()))
+            let found = !self.vf_nowhere;
+            self.step("vf").map(|()| found.then(Link::default))
+        }
+        fn held_elsewhere(&mut self) -> bool {
+            self.vf_nowhere && self.vf_exists
         }
         fn restore_admin_mac(&mut self, _: &Record) -> Result<()> {
             self.step("admin mac")
@@ -422,15 +562,15 @@ mod tests {
     }
 
     fn run(rec: &mut Recorder, r: Option<&Record>) -> Vec<String> {
-        let failures = detach_in_order(rec, r);
-        failures
+        let left = detach_in_order(rec, r);
+        left.failures
             .iter()
             .map(|f| format!("{}: {}", f.step, f.error.details()))
             .collect()
     }
 
     fn run_typed(rec: &mut Recorder, r: Option<&Record>) -> Vec<StepFailure> {
-        detach_in_order(rec, r)
+        detach_in_order(rec, r).failures
     }
 
     #[test]
@@ -559,5 +699,32 @@ mod tests {
             ["open pod", "vf", "lease"],
             "no record: no settings, no record file"
         );
+    }
+
+    #[test]
+    fn a_vf_found_nowhere_keeps_its_lease_and_record_unless_nothing_can_hold_it() {
+        let mut rec = Recorder {
+            pod_gone: true,
+            vf_nowhere: true,
+            vf_exists: true,
+            ..Recorder::default()
+        };
+        let left = detach_in_order(&mut rec, Some(&record()));
+        assert!(left.held && left.failures.is_empty(), "{left:?}");
+        assert!(
+            !rec.calls.contains(&"lease") && !rec.calls.contains(&"record"),
+            "a VF that may sit in a living namespace keeps its address: {:?}",
+            rec.calls
+        );
+
+        // Its PCI device gone (or no netdev driver): nothing holds a netdev.
+        let mut rec = Recorder {
+            pod_gone: true,
+            vf_nowhere: true,
+            ..Recorder::default()
+        };
+        let left = detach_in_order(&mut rec, Some(&record()));
+        assert!(!left.held, "{left:?}");
+        assert!(rec.calls.contains(&"lease") && rec.calls.contains(&"record"));
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use cni::{CniResult, Interface};
 
-use super::detach::{detach, Attachment, Release};
+use super::detach::{detach, Attachment, Pod, Release};
 use crate::error::{Error, Result};
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::node::Node;
@@ -94,8 +94,7 @@ pub fn reattach(node: &Node, pci: &str) -> Result<Reattach> {
                 node,
                 &Attachment::of(&record),
                 &Release::Recorded,
-                None,
-                None,
+                Pod::Unknown,
             )?;
             log_info!(
                 "VF {pci}: the pod of {}/{} is gone; its attachment was detached",

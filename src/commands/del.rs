@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::attachment::detach::{detach, Attachment, Release};
+use crate::attachment::detach::{detach, Attachment, Pod, Release};
 use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::node::Node;
@@ -49,13 +49,15 @@ pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
     else {
         return Ok(());
     };
-    detach(
+    let pod = named.netns.map_or(Pod::Unknown, Pod::Path);
+    if !answered(detach(
         node,
         &Attachment::of(&current),
         &Release::Recorded,
-        named.netns,
-        None,
-    )?;
+        pod,
+    ))? {
+        return Ok(());
+    }
     log_info!(
         "detached VF {} ({cid}/{ifname}) as its record says",
         current.pci
@@ -65,7 +67,9 @@ pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
 
 pub fn del(ctx: &Ctx) -> Result<()> {
     let (cid, ifname) = (&ctx.env.container_id, &ctx.env.ifname);
-    let pci = match (ctx.record()?, &ctx.conf.device_id) {
+    let recorded = ctx.record()?;
+    let none_recorded = recorded.is_none();
+    let pci = match (recorded, &ctx.conf.device_id) {
         (Some(r), _) => r.pci,
         (None, Some(d)) => match pci::normalize(d) {
             Ok(pci) => pci,
@@ -80,7 +84,20 @@ pub fn del(ctx: &Ctx) -> Result<()> {
             return release_own_lease(ctx);
         }
     };
-    let _lock = ctx.node.store.lock_vf(&pci)?;
+    let _lock = match ctx.node.store.lock_vf(&pci) {
+        Ok(lock) => Some(lock),
+        // No record of this attachment, and a store that cannot be
+        // written (EROFS, EACCES) cannot be given one meanwhile: go on
+        // without the lock rather than fail a DEL with nothing to give back.
+        Err(e @ Error::State(_)) if none_recorded => {
+            log_warn!(
+                "{}; no record of {cid}/{ifname} to give back, going on without the lock",
+                e.details()
+            );
+            None
+        }
+        Err(e) => return Err(e),
+    };
     // Re-read under the lock: another invocation may have changed it.
     let current = ctx.node.store.load(&pci)?;
     if current.as_ref().is_some_and(|r| !r.is_for(cid, ifname)) {
@@ -93,13 +110,10 @@ pub fn del(ctx: &Ctx) -> Result<()> {
         ifname,
         record: current.as_ref(),
     };
-    detach(
-        &ctx.node,
-        &attachment,
-        &ctx.release(),
-        ctx.env.netns.as_deref(),
-        None,
-    )?;
+    let pod = ctx.env.netns.as_deref().map_or(Pod::Unknown, Pod::Path);
+    if !answered(detach(&ctx.node, &attachment, &ctx.release(), pod))? {
+        return Ok(());
+    }
     let what = current
         .as_ref()
         .map_or_else(|| "no record".to_string(), summary);
@@ -108,6 +122,20 @@ pub fn del(ctx: &Ctx) -> Result<()> {
         crate::timing::summary()
     );
     Ok(())
+}
+
+/// A detach's result as DEL answers it: a VF held by a namespace railcni
+/// cannot reach is answered as done (the runtime must not hang on it), its
+/// lease and record kept for gc; `Ok(false)` then.
+fn answered(detached: Result<()>) -> Result<bool> {
+    match detached {
+        Ok(()) => Ok(true),
+        Err(Error::HeldElsewhere(why)) => {
+            log_warn!("{why}");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What the record held, for DEL's closing log line.

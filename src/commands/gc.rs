@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::attachment::detach::{detach, Attachment};
+use crate::attachment::detach::{detach, Attachment, Pod};
 use crate::commands::ctx::Ctx;
 use crate::error::Result;
 use crate::{log_info, log_warn};
@@ -30,17 +30,11 @@ pub fn gc(ctx: &Ctx) -> Result<()> {
             key.1,
             record.pci
         );
-        let netns = record
+        let pod = record
             .netns()
             .filter(|_| record.netns_alive(boot.as_deref()))
-            .map(Path::new);
-        if let Err(e) = detach(
-            &ctx.node,
-            &Attachment::of(&record),
-            &ctx.release(),
-            netns,
-            None,
-        ) {
+            .map_or(Pod::Unknown, |p| Pod::Path(Path::new(p)));
+        if let Err(e) = detach(&ctx.node, &Attachment::of(&record), &ctx.release(), pod) {
             log_warn!("GC: {e}");
         }
     }

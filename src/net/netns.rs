@@ -5,7 +5,9 @@ use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
+use cni::env::NsId;
 use nix::sched::{setns, CloneFlags};
+use nix::sys::statfs::{fstatfs, NSFS_MAGIC};
 
 use crate::error::{Error, Result};
 
@@ -17,7 +19,9 @@ pub struct NetNs {
 }
 
 impl NetNs {
-    /// The pod namespace at `path`; a missing one is CNI code 3.
+    /// The pod namespace at `path`; a missing one, or a path that is no
+    /// longer a namespace (its bind mount gone, a plain file left), is CNI
+    /// code 3: both mean the runtime's handle on the pod is gone.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::container_unknown(format!(
@@ -29,11 +33,45 @@ impl NetNs {
                 &e,
             ),
         })?;
+        if !is_netns(&file) {
+            return Err(Error::container_unknown(format!(
+                "{} is not a network namespace (its bind mount is gone; a plain file is left)",
+                path.display()
+            )));
+        }
         Ok(NetNs {
             file,
             label: path.display().to_string(),
             current: false,
         })
+    }
+
+    /// The namespace whose identity is `id`, through a live process that
+    /// is in it (`/proc/<pid>/ns/net`): a pod whose path was removed while
+    /// a process (one stuck in the GPU driver, say) still holds it. `None`
+    /// when no process is in it.
+    pub fn held_by_process(id: NsId) -> Option<(Self, u32)> {
+        let procs = std::fs::read_dir("/proc").ok()?;
+        let pids = procs
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+        for pid in pids {
+            let path = format!("/proc/{pid}/ns/net");
+            if NsId::of(Path::new(&path)) != Some(id) {
+                continue;
+            }
+            // The process may end between the stat and the open.
+            if let Ok(file) = File::open(&path) {
+                let label = format!("{path} (the pod's namespace, held by process {pid})");
+                let ns = NetNs {
+                    file,
+                    label,
+                    current: false,
+                };
+                return Some((ns, pid));
+            }
+        }
+        None
     }
 
     /// The namespace the plugin was started in: "the host" for every return.
@@ -45,6 +83,16 @@ impl NetNs {
             file,
             label: "host".into(),
             current: true,
+        })
+    }
+
+    /// Its identity (nsfs device and inode), read from the open handle:
+    /// what it is, whatever its path names by now.
+    pub fn id(&self) -> Option<NsId> {
+        let m = self.file.metadata().ok()?;
+        Some(NsId {
+            dev: std::os::unix::fs::MetadataExt::dev(&m),
+            ino: std::os::unix::fs::MetadataExt::ino(&m),
         })
     }
 
@@ -109,6 +157,12 @@ impl NetNs {
             errno,
         })
     }
+}
+
+/// Is `file` a namespace (nsfs)? A path whose bind mount is gone opens as
+/// the plain file beneath it, and entering that fails with EINVAL.
+fn is_netns(file: &File) -> bool {
+    fstatfs(file).is_ok_and(|s| s.filesystem_type() == NSFS_MAGIC)
 }
 
 thread_local! {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::node::NodeState;
 use super::status::judged;
 use crate::cli::outcome::{emit, Outcome, Usage};
-use railcni::attachment::detach::{detach, Attachment, Release};
+use railcni::attachment::detach::{detach, Attachment, Pod, Release};
 use railcni::attachment::reattach::{locate, reattach, Reattach};
 use railcni::node::Node;
 use railcni::state::Record;
@@ -189,8 +189,13 @@ fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
             if now.is_for(&r.container_id, &r.ifname)
                 && !now.netns_alive(node.settings.boot_id().as_deref()) =>
         {
-            detach(node, &Attachment::of(&now), &Release::Recorded, None, None)
-                .map_err(|e| e.to_string())
+            detach(
+                node,
+                &Attachment::of(&now),
+                &Release::Recorded,
+                Pod::Unknown,
+            )
+            .map_err(|e| e.to_string())
         }
         Ok(_) => Ok(()),
         Err(e) => Err(e.to_string()),

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::node::NodeState;
 use super::table::{self, or_dash};
 use crate::cli::outcome::{emit, Outcome, Usage};
+use railcni::attachment::detach::{holder_of, Holder};
 use railcni::attachment::reattach::{locate, Reattach};
 use railcni::state::Record;
 use railcni_ipam::StoreView;
@@ -121,7 +122,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
         .iter()
         .filter(|r| wanted(&r.network))
         .map(|r| {
-            problems.extend(record_problems(state, r, &leased));
+            problems.extend(record_problems(state, node.as_ref(), r, &leased));
             let placed = node.as_ref().and_then(|node| locate(node, r).ok());
             problems.extend(placement_problem(r, placed));
             let mut row = attachment_row(&sysfs, state, r);
@@ -194,20 +195,16 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
 }
 
 /// A record whose pod is gone, or that holds no lease in the embedded store.
-fn record_problems(state: &NodeState, r: &Record, leased: &BTreeSet<Key>) -> Vec<Problem> {
+fn record_problems(
+    state: &NodeState,
+    node: Option<&railcni::node::Node>,
+    r: &Record,
+    leased: &BTreeSet<Key>,
+) -> Vec<Problem> {
     let mut out = Vec::new();
     if !state.alive(r) {
-        out.push(Problem {
-            kind: "netns-gone".into(),
-            detail: format!(
-                "VF {} ({} {}) was attached to {}, which is gone",
-                r.pci,
-                r.network,
-                r.ifname,
-                r.netns().unwrap_or("?")
-            ),
-            fix: "railcnictl gc --apply".into(),
-        });
+        let holder = node.and_then(|n| holder_of(n, r).ok());
+        out.push(gone_problem(r, holder.unwrap_or(Holder::Nobody)));
     }
     let embedded = r.ipam_type.as_deref() == Some(railcni::config::EMBEDDED_IPAM);
     let held = leased.contains(&key(&r.network, &r.container_id, &r.ifname));
@@ -225,6 +222,40 @@ fn record_problems(state: &NodeState, r: &Record, leased: &BTreeSet<Key>) -> Vec
         });
     }
     out
+}
+
+/// A record whose namespace path is gone, by who still holds its VF.
+fn gone_problem(r: &Record, holder: Holder) -> Problem {
+    let what = format!(
+        "VF {} ({} {}) was attached to {}, which is gone",
+        r.pci,
+        r.network,
+        r.ifname,
+        r.netns().unwrap_or("?")
+    );
+    match holder {
+        Holder::Nobody => Problem {
+            kind: "netns-gone".into(),
+            detail: what,
+            fix: "railcnictl gc --apply".into(),
+        },
+        Holder::Process(pid) => Problem {
+            kind: "netns-held".into(),
+            detail: format!(
+                "{what}, but process {pid} is still in its namespace, with the VF and its address"
+            ),
+            fix: format!(
+                "let process {pid} end (or kill it), then railcnictl gc --apply; or railcnictl gc --apply now to take the VF back from it"
+            ),
+        },
+        Holder::OutOfReach => Problem {
+            kind: "netns-unreachable".into(),
+            detail: format!(
+                "{what}; the VF is not home: a namespace railcni cannot reach (an open descriptor or a bind mount elsewhere) still holds it, and its address stays leased"
+            ),
+            fix: "find what holds the namespace (lsns -t net; ls -l /proc/*/fd | grep net:) and end it; the agent's gc then gives the VF and its address back".into(),
+        },
+    }
 }
 
 /// A VF a driver reload tore out of its live pod.

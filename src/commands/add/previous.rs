@@ -6,7 +6,7 @@ use cni::CniResult;
 
 use super::intent::Intent;
 use super::system::Sockets;
-use crate::attachment::detach::{detach, Attachment};
+use crate::attachment::detach::{detach, still_held, Attachment, Pod};
 use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::net::Link;
@@ -69,17 +69,19 @@ pub fn settle(
         existing.container_id,
         existing.ifname
     );
-    let (netns, pod_nl) = if same {
-        (Some(intent.netns), Some(sockets.pod_nl))
+    let pod = if same {
+        Pod::Socket(sockets.pod_nl)
     } else {
-        // Dead: never look inside whatever the path names now.
-        (None, None)
+        // Dead: never look inside whatever the path names now, only by
+        // the identity the record holds.
+        Pod::Unknown
     };
     let attachment = Attachment::of(existing);
-    detach(&ctx.node, &attachment, &ctx.release(), netns, pod_nl)?;
+    detach(&ctx.node, &attachment, &ctx.release(), pod)?;
     if let Some(ipam) = ctx.ipam() {
         // A missed DEL rarely comes alone (a reboot, a kubelet restart).
-        ipam.reclaim_dead()?;
+        let (node, network) = (&ctx.node, &ctx.conf.name);
+        ipam.reclaim_dead(&|c, i| still_held(node, network, c, i))?;
     }
     if existing.dpdk {
         return Ok(Previous::Cleared(None));

@@ -2,12 +2,12 @@
 //! preparation before them: the VF's host link and the checks that need
 //! the system but change nothing.
 
-use base::liveness::Proof;
+use base::liveness::{NsId, Proof};
 use cni::{CniResult, Interface};
 
 use super::intent::Intent;
 use super::steps::{AttachSteps, Undo};
-use crate::attachment::detach::{detach, Attachment};
+use crate::attachment::detach::{detach, still_held, Attachment, Pod};
 use crate::commands::ctx::Ctx;
 use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
@@ -90,7 +90,7 @@ impl<'a> KernelAttach<'a> {
             (Some(link), rdma, rdma_device_of(ctx, intent))
         };
         let qos = qos_to_set(ctx, intent, roce_device.as_deref())?;
-        let record = new_record(ctx, intent, link.as_ref());
+        let record = new_record(ctx, intent, link.as_ref(), sockets.pod);
         Ok(KernelAttach {
             ctx,
             intent,
@@ -236,7 +236,11 @@ impl AttachSteps for KernelAttach<'_> {
         match self.ctx.ipam() {
             Some(ipam) => {
                 self.record.external_ipam = ipam.external()?;
-                ipam.add()
+                let node = &self.ctx.node;
+                let network = &self.ctx.conf.name;
+                ipam.add(self.sockets.pod.id(), &|c, i| {
+                    still_held(node, network, c, i)
+                })
             }
             None => Ok(CniResult::default()),
         }
@@ -569,6 +573,15 @@ impl AttachSteps for KernelAttach<'_> {
     /// killed before this write leaves the "adding" record, which says more,
     /// not less (DEL and a retried ADD handle it).
     fn finish(&mut self, result: &CniResult) -> Result<()> {
+        // A namespace deleted while ADD ran (it waited for a lock, say)
+        // must not be answered as attached: the runtime has no pod there.
+        let path = self.intent.netns;
+        if NsId::of(path) != self.sockets.pod.id() {
+            return Err(Error::container_unknown(format!(
+                "the pod's network namespace {} went away while ADD ran; nothing is left attached",
+                path.display()
+            )));
+        }
         self.record.phase = Phase::Attached;
         self.record.result = Some(result.clone());
         self.ctx.node.store.save(&self.record)
@@ -584,8 +597,7 @@ impl AttachSteps for KernelAttach<'_> {
                     node,
                     &attachment,
                     &ctx.release(),
-                    Some(self.intent.netns),
-                    None,
+                    Pod::Open(self.sockets.pod),
                 )
             }
             Undo::ReleaseLease => ctx.ipam().map_or(Ok(()), |i| {
@@ -621,7 +633,7 @@ impl AttachSteps for KernelAttach<'_> {
     }
 }
 
-fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
+fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: &NetNs) -> Record {
     let vf = &intent.vf;
     let host = match link {
         Some(link) => HostLink {
@@ -637,7 +649,8 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>) -> Record {
             ifindex: 0,
         },
     };
-    let proof = Proof::now(Some(intent.netns), ctx.node.settings.boot_id());
+    // The identity of the namespace ADD holds open, not what the path names.
+    let proof = Proof::held(Some(intent.netns), pod.id(), ctx.node.settings.boot_id());
     let env = &ctx.env;
     let mut record = Record::new(
         &vf.pci,
