@@ -127,6 +127,15 @@ fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
     scenario("ipv6-64");
 }
 
+/// #52: a namespace that outlives its path (a process in it, then only a
+/// descriptor on it) keeps its real VF, and its address is never handed
+/// out twice; DEL always answers and gc finishes once the kernel hands
+/// the VF back.
+#[test]
+fn a_namespace_that_outlives_its_path_keeps_its_vf_and_address_on_real_vfs() {
+    scenario("held-netns");
+}
+
 /// deploy/daemonset.yaml's containers in the box it gives them (#46): the
 /// installer with no capability, the agent with its list, host paths only
 /// as mounted, /sys read-only, no_new_privs; then each capability taken

@@ -43,6 +43,7 @@ impl NodePool {
                 a.gateway,
                 pool,
             )?;
+            check_inside_cidr(network, a.prefix, pool)?;
             (a.prefix, a.gateway, Source::NodeFile)
         } else if let Some(a) = pool.static_allocations.iter().find(|a| a.node_name == node) {
             (a.prefix, a.gateway, Source::StaticAllocation)
@@ -165,6 +166,24 @@ impl NodePool {
 /// On a shared subnet every node uses the one gateway: a node's own entry
 /// may repeat it, not change it, and it must not lie in the node's slice
 /// (the node would lease it).
+/// The node file's prefix for `network` must lie inside the NAD's
+/// `ipam.cidr`: a NAD of another rail (or a node file of another fabric)
+/// would otherwise address this rail from the node file and route to the
+/// other rail through this rail's gateway.
+fn check_inside_cidr(network: &str, prefix: IpNet, pool: &PoolConfig) -> Result<(), IpamError> {
+    match pool.cidr {
+        Some(cidr) if !cidr.contains(&prefix) => Err(IpamError::config(
+            "ipam.cidr",
+            format!(
+                "network {network}'s ipam.cidr {cidr} does not contain this node's prefix {prefix} \
+                 (node file networks.{network}): the NAD is another rail's, or the node file is not \
+                 this fabric's; correct whichever is wrong"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn shared_gateway_of(
     network: &str,
     prefix: IpNet,
@@ -354,6 +373,24 @@ mod tests {
 
     fn ips(v: &[IpAddr]) -> Vec<String> {
         v.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_node_file_prefix_outside_the_nads_cidr_is_refused_naming_both() {
+        let file = NodeFile::parse(
+            br#"{"nodeName": "gpu-0", "networks": {"rail1": {"prefix": "172.18.0.0/31", "gateway": "172.18.0.1"}}}"#,
+        )
+        .unwrap();
+        let rail1 = pool(json!({"cidr": "172.16.0.0/15"}));
+        let e = NodePool::resolve("rail1", "gpu-0", &rail1, &file).unwrap_err();
+        assert_eq!(e.code(), 7);
+        let d = e.details();
+        assert!(
+            d.contains("172.16.0.0/15") && d.contains("172.18.0.0/31"),
+            "{d}"
+        );
+        let rail2 = pool(json!({"cidr": "172.18.0.0/15"}));
+        assert!(NodePool::resolve("rail1", "gpu-0", &rail2, &file).is_ok());
     }
 
     #[test]
