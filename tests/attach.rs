@@ -8,6 +8,9 @@ use serde_json::{json, Value};
 
 #[test]
 fn add_check_del_round_trip_restores_the_vf() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -82,6 +85,9 @@ fn add_check_del_round_trip_restores_the_vf() {
 
 #[test]
 fn repeated_add_returns_the_same_result_without_moving_twice() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -95,6 +101,9 @@ fn repeated_add_returns_the_same_result_without_moving_twice() {
 
 #[test]
 fn mac_from_runtime_config_and_restored_on_del() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -128,6 +137,9 @@ fn assert_untouched(node: &Node, vf: &FakeVf, before: &LinkState) {
 
 #[test]
 fn add_failing_at_each_step_leaves_the_host_as_before() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -211,6 +223,9 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
 
 #[test]
 fn bad_input_is_refused_before_anything_changes() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -254,6 +269,9 @@ fn bad_input_is_refused_before_anything_changes() {
 
 #[test]
 fn del_converges_after_the_netns_is_gone() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     for returned_as in ["net1", "dev{}"] {
         let node = Node::new(1, 1);
         let vf = &node.vfs[0];
@@ -294,6 +312,9 @@ fn del_converges_after_the_netns_is_gone() {
 
 #[test]
 fn del_without_any_record_or_ipam_state_succeeds() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -308,6 +329,9 @@ fn del_without_any_record_or_ipam_state_succeeds() {
 
 #[test]
 fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let pods = [node.pod("a"), node.pod("b")];
@@ -341,6 +365,9 @@ fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
 
 #[test]
 fn a_dead_pods_record_does_not_block_the_next_pod() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
@@ -378,6 +405,9 @@ fn a_dead_pods_record_does_not_block_the_next_pod() {
 
 #[test]
 fn multus_exact_invocation_at_0_3_1_and_1_0_0() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     for version in ["0.3.1", "1.0.0"] {
         let node = Node::new(1, 1);
         let vf = &node.vfs[0];
@@ -409,6 +439,9 @@ fn multus_exact_invocation_at_0_3_1_and_1_0_0() {
 
 #[test]
 fn version_status_and_gc() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 2);
     let pod = node.pod("pod");
     let v = node
@@ -472,6 +505,9 @@ fn version_status_and_gc() {
 
 #[test]
 fn nothing_but_the_result_reaches_stdout() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -500,6 +536,9 @@ fn nothing_but_the_result_reaches_stdout() {
 
 #[test]
 fn config_errors_reach_the_log_file() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -528,6 +567,9 @@ fn config_errors_reach_the_log_file() {
 
 #[test]
 fn a_nad_cannot_make_root_write_outside_the_log_dir() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");

@@ -100,6 +100,9 @@ fn first_broken(report: &Value) -> String {
 
 #[test]
 fn a_healthy_node_passes_every_link_in_chain_order() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     let (code, report) = d.run();
     assert_eq!(code, 0, "{report:#}");
@@ -140,6 +143,9 @@ fn a_healthy_node_passes_every_link_in_chain_order() {
 
 #[test]
 fn rdma_links_mlx5_cannot_show_on_igb() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     // Shared mode with a rail that requires RDMA.
     d.node.set_hardware(json!({"rdmaMode": "shared"}));
@@ -214,6 +220,9 @@ fn rdma_links_mlx5_cannot_show_on_igb() {
 
 #[test]
 fn an_infiniband_pf_multus_and_the_plan() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     // An InfiniBand PF (ARPHRD_INFINIBAND) is a rail's PF like any other.
     let pf1 = d.node.sysfs().join("class/net/pf1");
@@ -270,6 +279,9 @@ fn an_infiniband_pf_multus_and_the_plan() {
 
 #[test]
 fn the_human_report_names_the_first_broken_link_and_exits_1() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     std::fs::remove_file(d.root.join("bin/railcni")).unwrap();
     let args = d.args();
@@ -297,6 +309,9 @@ fn the_human_report_names_the_first_broken_link_and_exits_1() {
 
 #[test]
 fn a_binary_that_never_answers_is_a_broken_link_not_a_hang() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     let fake = d.root.join("bin/railcni");
     std::fs::remove_file(&fake).unwrap();
@@ -319,6 +334,9 @@ fn a_binary_that_never_answers_is_a_broken_link_not_a_hang() {
 
 #[test]
 fn no_iommu_is_advice_without_dpdk_rails_and_broken_with_one() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     std::fs::remove_dir_all(d.node.sysfs().join("kernel/iommu_groups")).unwrap();
     std::fs::write(
@@ -348,6 +366,9 @@ fn no_iommu_is_advice_without_dpdk_rails_and_broken_with_one() {
 /// command that sets it; a PF without DCB says so.
 #[test]
 fn the_pf_half_of_a_rails_roce_qos() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let d = Doctor::new();
     d.node_file(json!({
         "rail1": {"prefix": "172.16.0.0/31", "pf": "pf1", "mtu": 9000, "rdma": "required",
@@ -405,6 +426,9 @@ fn the_pf_half_of_a_rails_roce_qos() {
 /// kernel builds them, `net::dcb`.)
 #[test]
 fn the_dcb_query_reaches_the_kernel() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     require_root();
     let ns = format!("rcdcb{}", std::process::id());
     let made = sh_ok(&format!(

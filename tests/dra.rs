@@ -207,10 +207,16 @@ fn run_in_driver_container(ifnames: [&str; 2]) {
 
 #[test]
 fn two_rails_as_the_driver_names_them() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     run_in_driver_container(["vfnet0", "vfnet1"]);
 }
 
 #[test]
 fn two_rails_with_the_claims_interface_names() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     run_in_driver_container(["rail1", "rail2"]);
 }

@@ -58,6 +58,9 @@ fn an_eight_rail_pod_attaches_checks_and_detaches_on_real_vfs() {
 
 #[test]
 fn every_vf_setting_on_igb_and_the_mac_defects_it_showed() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("vf-settings");
 }
 
@@ -68,6 +71,9 @@ fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
 
 #[test]
 fn vfs_a_driver_reload_tore_out_of_a_live_pod_are_reattached() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("reload");
 }
 
@@ -88,6 +94,9 @@ fn readme_block(out: &str, name: &str) -> String {
 /// `<!-- doctor.sh NAME -->`): `RAILCNI_BLESS=1` writes them there.
 #[test]
 fn doctor_names_each_link_broken_on_real_drivers() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     let out = scenario("doctor");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let mut readme = std::fs::read_to_string(&path).unwrap();
@@ -119,11 +128,17 @@ fn doctor_names_each_link_broken_on_real_drivers() {
 
 #[test]
 fn dra_driver_sriov_standalone_from_its_container_on_real_vfs() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("dra");
 }
 
 #[test]
 fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("ipv6-64");
 }
 
@@ -133,6 +148,9 @@ fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
 /// the VF back.
 #[test]
 fn a_namespace_that_outlives_its_path_keeps_its_vf_and_address_on_real_vfs() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("held-netns");
 }
 
@@ -142,6 +160,9 @@ fn a_namespace_that_outlives_its_path_keeps_its_vf_and_address_on_real_vfs() {
 /// away and what fails with it, reported.
 #[test]
 fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     let out = scenario("confined");
     assert!(out.contains("without net_admin"), "{out}");
 }
@@ -150,6 +171,9 @@ fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
 /// soft-RoCE on a VF, IPv4 (IPv4-mapped) and IPv6 RoCE v2 entries.
 #[test]
 fn the_gid_table_as_the_kernel_writes_it() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("gids");
 }
 
@@ -158,6 +182,9 @@ fn the_gid_table_as_the_kernel_writes_it() {
 /// on DEL, and rping's RoCE v2 packets carrying it on the wire.
 #[test]
 fn rdma_cm_tos_on_the_real_configfs_and_on_the_wire() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     let out = scenario("rdma-qos");
     assert!(out.contains("tos 0x60"), "{out}");
 }

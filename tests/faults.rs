@@ -223,6 +223,9 @@ impl Bench {
 
 #[test]
 fn no_fault_in_add_or_del_leaves_anything_behind() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     assert!(
         Command::new("strace").arg("-V").output().is_ok(),
         "strace is needed (scripts/install-test-deps.sh installs it)"

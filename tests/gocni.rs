@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 
 #[test]
 fn containerd_go_cni_sets_up_and_removes_an_eight_rail_pod() {
+    if support::skip_without_root("Go CNI clients on the fake node") {
+        return;
+    }
     let node = Node::new(8, 1);
     let driver = build_go_driver(node.dir.path(), "gocni");
     let pod = node.pod("pod");

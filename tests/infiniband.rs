@@ -54,6 +54,9 @@ fn ib_conf(vf: &FakeVf) -> Value {
 
 #[test]
 fn an_ib_vf_gets_its_guid_through_a_rebind_and_gives_it_back() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     infiniband(&node, &vf, "mlx5_4");
@@ -123,6 +126,9 @@ fn an_ib_vf_gets_its_guid_through_a_rebind_and_gives_it_back() {
 
 #[test]
 fn ethernet_only_fields_and_bad_guids_are_config_errors_naming_the_field() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     infiniband(&node, &vf, "mlx5_4");
@@ -168,6 +174,9 @@ fn ethernet_only_fields_and_bad_guids_are_config_errors_naming_the_field() {
 
 #[test]
 fn a_guid_on_an_ethernet_vf_is_refused() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let pod = node.pod("pod");
     let mut c = conf("1.1.0", "rail1", &node.vfs[0].pci, Node::embedded_ipam(1));
@@ -184,6 +193,9 @@ fn a_guid_on_an_ethernet_vf_is_refused() {
 
 #[test]
 fn a_failure_after_the_guid_was_set_restores_it() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     infiniband(&node, &vf, "mlx5_4");
@@ -203,6 +215,9 @@ fn a_failure_after_the_guid_was_set_restores_it() {
 
 #[test]
 fn a_netdev_that_does_not_come_back_is_a_clear_error_and_leaves_nothing() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     infiniband(&node, &vf, "mlx5_4");
@@ -266,6 +281,9 @@ fn a_netdev_that_does_not_come_back_is_a_clear_error_and_leaves_nothing() {
 
 #[test]
 fn one_pod_gets_a_roce_rail_and_an_ib_rail() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(2, 1);
     let (roce, ib) = (node.vfs[0].clone(), node.vfs[1].clone());
     infiniband(&node, &ib, "mlx5_9");
@@ -297,6 +315,9 @@ fn one_pod_gets_a_roce_rail_and_an_ib_rail() {
 /// 9000 then), and both see the same drift.
 #[test]
 fn check_and_inspect_agree_on_an_ib_rails_mtu() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     infiniband(&node, &vf, "mlx5_4");

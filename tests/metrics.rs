@@ -75,6 +75,9 @@ fn promtool(text: &str) -> (bool, String) {
 
 #[test]
 fn metrics_show_pools_calls_interfaces_and_rdma_and_pass_promtool() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(2, 2);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let rail1 = node.vfs.iter().find(|v| v.rail == 1).unwrap().clone();
@@ -181,6 +184,9 @@ fn metrics_show_pools_calls_interfaces_and_rdma_and_pass_promtool() {
 /// succeeds well inside its lock timeout and every one is counted.
 #[test]
 fn eight_adds_beside_a_scraped_agent_are_all_counted() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(8, 1);
     let port = free_port();
     let agent = Agent::start(&node, port, &[]);
@@ -234,6 +240,9 @@ fn eight_adds_beside_a_scraped_agent_are_all_counted() {
 
 #[test]
 fn the_agent_serves_health_and_404_and_stops_on_sigterm() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let port = free_port();
     let textfile = node.dir.path().join("textfile");
@@ -400,6 +409,9 @@ pub fn http_get(node: &Node, port: u16, path: &str) -> (u16, String) {
 /// without a DEL, as `railcnictl gc --apply` would, and counts its lease.
 #[test]
 fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let pod = node.pod("gone");
@@ -435,6 +447,9 @@ fn the_agents_gc_gives_back_a_dead_pods_vf_and_counts_the_lease() {
 /// where it should be), ADD and DEL still succeed and say why in the log.
 #[test]
 fn calls_succeed_when_their_counts_cannot_be_written() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     std::fs::create_dir_all(node.state_dir()).unwrap();
@@ -459,6 +474,9 @@ fn calls_succeed_when_their_counts_cannot_be_written() {
 /// business: `scripts/bench-metrics.sh --idle 200`).
 #[test]
 fn idle_and_slow_clients_never_hold_up_a_scrape() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let port = free_port();
     let _agent = Agent::start(&node, port, &[]);
@@ -521,6 +539,9 @@ fn threads(pid: u32) -> usize {
 /// second all the same.
 #[test]
 fn a_hung_pass_costs_one_worker_and_scrapes_answer_stale() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let port = free_port();
     let mut agent = Agent::start(&node, port, &[]);
@@ -592,6 +613,9 @@ fn a_hung_pass_costs_one_worker_and_scrapes_answer_stale() {
 /// Twenty scrapes at once share one pass and all answer.
 #[test]
 fn twenty_concurrent_scrapes_share_one_pass() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let port = free_port();
     let _agent = Agent::start(&node, port, &[]);
@@ -610,6 +634,9 @@ fn twenty_concurrent_scrapes_share_one_pass() {
 /// what a non-loopback address exposes.
 #[test]
 fn the_agent_serves_loopback_by_default_and_warns_off_it() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let listening = || {
         let out = Command::new("ip")

@@ -147,6 +147,9 @@ fn qos_conf(vf: &FakeVf, ipam: Value, qos: Value) -> Value {
 
 #[test]
 fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some(""), Some("0"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     add_gid(dir, 3, RAIL1_ADDR);
@@ -201,6 +204,9 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
 
 #[test]
 fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some("Global tclass=24\n"), Some("32"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = qos_add(vf, "c1", pod, json!({}), json!({"tc": 106}));
@@ -232,6 +238,9 @@ fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
 
 #[test]
 fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_auto() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -281,6 +290,9 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
 
 #[test]
 fn a_failed_move_after_the_class_was_written_puts_it_back() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some(""), Some("8"));
     let (node, vf, dir) = (&rig.node, rig.vf(), &rig.dir);
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -300,6 +312,9 @@ fn a_failed_move_after_the_class_was_written_puts_it_back() {
 
 #[test]
 fn a_crash_after_the_first_write_is_undone_by_del() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     assert!(
         std::process::Command::new("strace")
             .arg("-V")
@@ -342,6 +357,9 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
 
 #[test]
 fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 2);
     let (a, b) = (&node.vfs[0], &node.vfs[1]);
     let dir_a = roce_device(&node, a, "mlx5_2", Some(""), Some("0"));
@@ -412,6 +430,9 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
 
 #[test]
 fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some(""), Some("0"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     empty_gids(dir);
@@ -456,6 +477,9 @@ fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
 
 #[test]
 fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -477,6 +501,9 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
 
 #[test]
 fn check_and_inspect_compare_the_classes_and_the_gid_table() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some(""), Some("0"));
     let (node, dir, pod) = (&rig.node, &rig.dir, &rig.pod);
     add_gid(dir, 3, RAIL1_ADDR);
@@ -518,6 +545,9 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
 
 #[test]
 fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_when_not() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(2, 1);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let addrs = [RAIL1_ADDR, std::net::Ipv4Addr::new(172, 18, 0, 0)];
@@ -623,6 +653,9 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
 /// says the same, and the pod's rails then tell NCCL that class.
 #[test]
 fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(2, 1);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let plan_file = node.dir.path().join("plan.yaml");
@@ -683,6 +716,9 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
 /// device held.
 #[test]
 fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = rig.add_spectrum_x("c1");
@@ -726,6 +762,9 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
 /// overwritten with the old boot's "before".
 #[test]
 fn a_record_of_an_earlier_boot_gives_back_no_qos() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = qos_add(vf, "c1", pod, json!({}), json!({"tos": 96, "tc": 96}));

@@ -37,6 +37,9 @@ fn address(result: &Value) -> String {
 
 #[test]
 fn a_missed_del_never_strands_the_address_of_the_same_vf() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
@@ -74,6 +77,9 @@ fn a_missed_del_never_strands_the_address_of_the_same_vf() {
 
 #[test]
 fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
@@ -103,6 +109,9 @@ fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
 
 #[test]
 fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
@@ -125,6 +134,9 @@ fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
 
 #[test]
 fn a_live_pods_lease_is_never_taken() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let a = node.pod("a");
@@ -144,6 +156,9 @@ fn a_live_pods_lease_is_never_taken() {
 
 #[test]
 fn clearing_a_dead_pods_record_restores_its_vf_settings() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     node.set_hardware(
@@ -170,6 +185,9 @@ fn clearing_a_dead_pods_record_restores_its_vf_settings() {
 
 #[test]
 fn rail_names_that_are_not_net_n_get_their_own_tables() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(2, 1);
     let pod = node.pod("pod");
     let ns = Node::ns_of(&pod);
@@ -193,6 +211,9 @@ fn rail_names_that_are_not_net_n_get_their_own_tables() {
 
 #[test]
 fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(2, 1);
     let pod = node.pod("pod");
     let mut results = Vec::new();
@@ -236,6 +257,9 @@ fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
 /// record kept from ADD, as DEL would have.
 #[test]
 fn gc_releases_the_lease_of_an_external_ipam_plugin() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("gone");
@@ -261,6 +285,9 @@ fn gc_releases_the_lease_of_an_external_ipam_plugin() {
 /// runtime's retry finishes the job.
 #[test]
 fn del_behind_a_held_lease_lock_answers_try_again() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -396,6 +423,9 @@ fn disk_use_reads_strace_lines() {
 /// disk" in docs/architecture.md for why that is safe), existing ones by exchange.
 #[test]
 fn an_add_and_a_del_never_wait_for_the_disk_nor_start_writing_to_it() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -422,6 +452,9 @@ fn an_add_and_a_del_never_wait_for_the_disk_nor_start_writing_to_it() {
 /// boot's lease is reclaimed, and the torn record is kept aside, not fatal.
 #[test]
 fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
@@ -487,6 +520,9 @@ fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
 /// gives the VF back with its own MTU.
 #[test]
 fn the_rail_mtu_is_set_in_the_pod_and_the_host_mtu_restored() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -512,6 +548,9 @@ fn the_rail_mtu_is_set_in_the_pod_and_the_host_mtu_restored() {
 /// of an ADD lands on that VF and no other.
 #[test]
 fn each_vfs_settings_land_on_its_own_index() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 6);
     let pod = node.pod("p");
     for (index, vf) in node.vfs.iter().enumerate() {
@@ -536,6 +575,9 @@ fn each_vfs_settings_land_on_its_own_index() {
 /// netlink with EPERM.
 #[test]
 fn a_missing_capability_is_named_before_anything_changes() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let before = node.link(&node.host(), &node.vfs[0].ifname).unwrap();
     let pod = node.pod("p");

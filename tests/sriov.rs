@@ -45,6 +45,9 @@ fn calls(node: &Node) -> Vec<String> {
 
 #[test]
 fn vf_settings_are_applied_saved_and_restored() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     node.set_hardware(serde_json::from_str(ORIGINAL).unwrap());
     let original = pf1_vf0(&node);
@@ -91,6 +94,9 @@ fn vf_settings_are_applied_saved_and_restored() {
 
 #[test]
 fn only_the_attributes_the_config_sets_are_touched() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let pod = node.pod("pod");
     let mut c = conf("1.1.0", "rail1", &node.vfs[0].pci, json!({}));
@@ -109,6 +115,9 @@ fn only_the_attributes_the_config_sets_are_touched() {
 
 #[test]
 fn rollback_restores_vf_settings_when_a_later_step_fails() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     node.set_hardware(serde_json::from_str(ORIGINAL).unwrap());
     let original = pf1_vf0(&node);
@@ -145,6 +154,9 @@ fn rollback_restores_vf_settings_when_a_later_step_fails() {
 /// took before it is put back, and no undo of it is logged as failed.
 #[test]
 fn a_refused_setting_is_named_with_its_driver_and_nothing_is_left_changed() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let mut state: Value = serde_json::from_str(ORIGINAL).unwrap();
     state["refuse"] = json!({"linkState": "EOPNOTSUPP"});
@@ -179,6 +191,9 @@ fn ns_inode(path: &str) -> String {
 
 #[test]
 fn rdma_required_without_a_device_fails_and_leaves_nothing() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let before = node.link(&node.host(), &node.vfs[0].ifname).unwrap();
     let pod = node.pod("pod");
@@ -209,6 +224,9 @@ fn rdma_required_without_a_device_fails_and_leaves_nothing() {
 
 #[test]
 fn rdma_device_follows_the_vf_in_exclusive_mode() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     node.give_rdma_device(&node.vfs[0], "mlx5_2");
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
@@ -242,6 +260,9 @@ fn rdma_device_follows_the_vf_in_exclusive_mode() {
 
 #[test]
 fn rdma_auto_carries_on_when_rdma_netlink_is_unavailable() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     node.give_rdma_device(&node.vfs[0], "mlx5_2");
     let pod = node.pod("pod");
@@ -260,6 +281,9 @@ fn rdma_auto_carries_on_when_rdma_netlink_is_unavailable() {
 
 #[test]
 fn dpdk_vf_is_addressed_not_moved_and_released_on_del() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     // Rebind to vfio-pci: the driver link changes and the netdev disappears.

@@ -511,17 +511,21 @@ pub(crate) fn release_from(
     container_id: &str,
     ifname: &str,
 ) -> Result<Released, IpamError> {
-    // Nothing held, nothing to write: answered without the lock, so a
-    // read-only state dir (a root filesystem remounted read-only) does not
-    // fail a DEL that has nothing to give back. Only the holder's own ADD
-    // could add its lease, and the runtime never runs it beside its DEL.
-    if store
-        .read()
-        .is_ok_and(|d| !d.leases.iter().any(|l| l.is_for(container_id, ifname)))
-    {
-        return Ok(Released::NotHeld);
-    }
-    let locked = store.lock()?;
+    let locked = match store.lock() {
+        Ok(locked) => locked,
+        // A lock that cannot be taken (a read-only state dir: the root
+        // filesystem remounted read-only) must not fail a DEL that has
+        // nothing to give back: nothing held, nothing to write. Only the
+        // holder's own ADD could add its lease, never run beside its DEL.
+        Err(e @ IpamError::Spec(cni::Error::Io(_))) => {
+            let held = |d: &Leases| d.leases.iter().any(|l| l.is_for(container_id, ifname));
+            return match store.read() {
+                Ok(d) if !held(&d) => Ok(Released::NotHeld),
+                _ => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    };
     let mut data = match locked.read() {
         Ok(d) => d,
         Err(e @ IpamError::Corrupt(_)) => return Ok(Released::StoreUnreadable(e.to_string())),
@@ -924,6 +928,7 @@ mod tests {
             &json!({"cidr": "fd02:1::/40", "perNodePrefix": 63, "nodes": ["gpu-0"]}),
             &Settings {
                 node_name: Some("gpu-0".into()),
+                node_config: t.path().join("none.json"),
                 ..Settings::default()
             },
         )

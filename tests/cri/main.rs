@@ -48,6 +48,9 @@ fn nothing_left(node: &Node, vf: &FakeVf) {
 
 #[test]
 fn run_stop_remove_and_run_again_gets_the_same_address() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let ctr = Containerd::start(&node, &conflist(&vf, "1.0.0"));
@@ -92,6 +95,9 @@ fn run_stop_remove_and_run_again_gets_the_same_address() {
 /// own DEL; the sandbox is gone and the node is as before.
 #[test]
 fn a_failed_add_is_rolled_back_and_the_sandbox_is_gone() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let mut conf = conflist(&vf, "1.0.0");
@@ -115,6 +121,9 @@ fn a_failed_add_is_rolled_back_and_the_sandbox_is_gone() {
 /// namespace is gone (a DEL answering 7 again left it NOTREADY for good).
 #[test]
 fn a_pod_refused_for_a_malformed_device_annotation_leaves_no_sandbox_or_netns() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let mut conf = conflist(&vf, "1.0.0");
@@ -154,6 +163,9 @@ fn a_pod_refused_for_a_malformed_device_annotation_leaves_no_sandbox_or_netns() 
 /// at all, the pod keeps its VF and address; stop and remove bring it home.
 #[test]
 fn a_containerd_crash_leaves_the_pod_attached_and_stop_still_cleans_up() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let mut ctr = Containerd::start(&node, &conflist(&vf, "1.0.0"));
@@ -183,6 +195,9 @@ fn a_containerd_crash_leaves_the_pod_attached_and_stop_still_cleans_up() {
 /// home and the next pod gets the address.
 #[test]
 fn a_pause_that_died_while_containerd_was_down_is_cleaned_up_by_stop() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let mut ctr = Containerd::start(&node, &conflist(&vf, "1.0.0"));
@@ -216,6 +231,9 @@ fn a_pause_that_died_while_containerd_was_down_is_cleaned_up_by_stop() {
 /// everything still comes back, from the record.
 #[test]
 fn a_conflist_edited_between_add_and_del_still_returns_everything() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let ctr = Containerd::start(&node, &conflist(&vf, "1.0.0"));
@@ -233,6 +251,9 @@ fn a_conflist_edited_between_add_and_del_still_returns_everything() {
 /// Twenty pods run and removed in a loop: nothing leaks.
 #[test]
 fn twenty_sandboxes_in_a_row_leak_nothing() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let ctr = Containerd::start(&node, &conflist(&vf, "1.0.0"));
@@ -264,6 +285,9 @@ fn twenty_sandboxes_in_a_row_leak_nothing() {
 /// node is as before. railcni's answer is the spec's (a 1.1.0 result).
 #[test]
 fn a_1_1_0_conflist_is_refused_by_containerd_1_6_and_rolled_back() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let ctr = Containerd::start(&node, &conflist(&vf, "1.1.0"));
@@ -280,6 +304,9 @@ fn a_1_1_0_conflist_is_refused_by_containerd_1_6_and_rolled_back() {
 /// remove with nothing left.
 #[test]
 fn demo_a_pod_through_containerds_cri() {
+    if support::skip_without_root("containerd CRI") {
+        return;
+    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     sh(&format!(

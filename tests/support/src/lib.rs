@@ -8,13 +8,26 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// These tests need root (namespaces, veth). CI runs as root; elsewhere fail
-/// loudly rather than skip.
+/// A backstop inside the root-only fixtures (the fake node, namespaces):
+/// a root-only test that forgot `skip_without_root` fails loudly here.
 pub fn require_root() {
     assert!(
         nix::unistd::geteuid().is_root(),
-        "integration tests need root for network namespaces; run them as root (CI does)"
+        "integration tests need root for network namespaces; run them as root (CI does), \
+         or start the test with `if support::skip_without_root(\"<tier>\") {{ return; }}`"
     );
+}
+
+/// For a test of a root-only tier (`tier`: what it needs, e.g. "fake node"):
+/// `true`, after one line naming the tier and the command that runs it,
+/// when this run is not root, so `cargo test` as an ordinary user passes
+/// and says what it left out. CI and `scripts/test.sh` run as root.
+pub fn skip_without_root(tier: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return false;
+    }
+    eprintln!("skipped: {tier} tier needs root; run `sudo scripts/test.sh` (CI does)");
+    true
 }
 
 pub fn sh(cmd: &str) -> Output {
