@@ -269,7 +269,22 @@ impl Ipam {
             })?),
             None => None,
         };
-        data.leases.push(Lease {
+        data.leases.push(self.lease_of(holder, address, address6));
+        data.last_allocated = Some(address);
+        data.pool = Some(pool_info(&self.pool));
+        if let Some(pool6) = &self.pool6 {
+            data.last_allocated6 = address6;
+            data.pool6 = Some(pool_info(pool6));
+        }
+        locked.write(&data)?;
+        let mut allocation = self.allocation(address, address6);
+        allocation.reclaimed = reclaimed;
+        Ok(allocation)
+    }
+
+    /// `holder`'s new lease, with the proof of its holder's namespace.
+    fn lease_of(&self, holder: &Holder, address: IpAddr, address6: Option<IpAddr>) -> Lease {
+        Lease {
             container_id: holder.container_id.clone(),
             ifname: holder.ifname.clone(),
             address,
@@ -283,17 +298,7 @@ impl Ipam {
                 holder.netns_id,
                 self.boot_id.clone(),
             ),
-        });
-        data.last_allocated = Some(address);
-        data.pool = Some(pool_info(&self.pool));
-        if let Some(pool6) = &self.pool6 {
-            data.last_allocated6 = address6;
-            data.pool6 = Some(pool_info(pool6));
         }
-        locked.write(&data)?;
-        let mut allocation = self.allocation(address, address6);
-        allocation.reclaimed = reclaimed;
-        Ok(allocation)
     }
 
     /// A node's prefix never moves under live leases: a config that now

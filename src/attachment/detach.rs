@@ -112,31 +112,11 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
     if let Some(r) = record.filter(|r| r.rdma_qos.is_some()) {
         note(&mut failures, "restore RDMA QoS", steps.restore_rdma_qos(r));
     }
-    let mut vf_home = true;
-    let mut held = false;
-    let mut returned = None;
-    if !record.is_some_and(|r| r.dpdk) {
-        let pod = steps.open_pod();
-        let reachable = matches!(pod, Ok(true));
-        vf_home &= note(&mut failures, "open pod namespace", pod.map(drop));
-        if let (true, Some(r)) = (reachable, record.filter(|r| r.routing.is_some())) {
-            note(
-                &mut failures,
-                "remove rules and rail routes",
-                steps.remove_routing(r),
-            );
-        }
-        match steps.move_vf_home() {
-            Ok(Some(link)) => returned = Some(link),
-            // Without a record nothing says whose it would be.
-            Ok(None) if record.is_some() && steps.held_elsewhere() => {
-                vf_home = false;
-                held = true;
-            }
-            Ok(None) => {}
-            Err(e) => vf_home &= note(&mut failures, "move VF home", Err(e)),
-        }
-    }
+    let (vf_home, held, returned) = if record.is_some_and(|r| r.dpdk) {
+        (true, false, None)
+    } else {
+        bring_home(steps, record, &mut failures)
+    };
     // The drivers' order (vf::settings): admin MAC, the netdev's MAC, then
     // the rest, so `trust off` never comes before the MAC is back.
     if let Some(r) = record {
@@ -163,6 +143,35 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
         note(&mut failures, "remove record", steps.remove_record());
     }
     Left { failures, held }
+}
+
+/// The netdev's part: rules and routes out of the pod, the VF home. Whether
+/// it is home, whether a namespace out of reach holds it, its host link.
+fn bring_home(
+    steps: &mut impl DetachSteps,
+    record: Option<&Record>,
+    failures: &mut Vec<StepFailure>,
+) -> (bool, bool, Option<Link>) {
+    let pod = steps.open_pod();
+    let reachable = matches!(pod, Ok(true));
+    let opened = note(failures, "open pod namespace", pod.map(drop));
+    if let (true, Some(r)) = (reachable, record.filter(|r| r.routing.is_some())) {
+        note(
+            failures,
+            "remove rules and rail routes",
+            steps.remove_routing(r),
+        );
+    }
+    match steps.move_vf_home() {
+        Ok(Some(link)) => (opened, false, Some(link)),
+        // Without a record nothing says whose it would be.
+        Ok(None) if record.is_some() && steps.held_elsewhere() => (false, true, None),
+        Ok(None) => (opened, false, None),
+        Err(e) => {
+            note(failures, "move VF home", Err(e));
+            (false, false, None)
+        }
+    }
 }
 
 /// Keep a step's failure; whether it succeeded.
