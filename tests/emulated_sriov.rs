@@ -53,6 +53,9 @@ fn scenario(name: &str) -> String {
 
 #[test]
 fn an_eight_rail_pod_attaches_checks_and_detaches_on_real_vfs() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("attach");
 }
 
@@ -66,6 +69,9 @@ fn every_vf_setting_on_igb_and_the_mac_defects_it_showed() {
 
 #[test]
 fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
     scenario("dual-dpdk");
 }
 
