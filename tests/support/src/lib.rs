@@ -26,7 +26,12 @@ pub fn skip_without_root(tier: &str) -> bool {
     if nix::unistd::geteuid().is_root() {
         return false;
     }
-    eprintln!("skipped: {tier} tier needs root; run `sudo scripts/test.sh` (CI does)");
+    // Past the harness's capture (it takes only `eprintln!`), so the line
+    // shows in a plain `cargo test`.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {tier} tier needs root; run `sudo scripts/test.sh` (CI does)"
+    );
     true
 }
 
