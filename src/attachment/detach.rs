@@ -243,14 +243,10 @@ pub fn holder_of(node: &Node, record: &Record) -> Result<Holder> {
     let Ok(vf) = node.sysfs.resolve(&record.pci) else {
         return Ok(Holder::Nobody);
     };
-    let has_netdev = vf
-        .driver
-        .as_deref()
-        .is_some_and(|d| !crate::vf::sysfs::DPDK_DRIVERS.contains(&d));
     let host_nl = Netlink::connect_in(&node.host)?;
     let home =
         crate::vf::home::find_in_host(&host_nl, &record.pci, &vf.netdevs, Some(record.saved_vf()))?;
-    Ok(if has_netdev && home.is_none() {
+    Ok(if vf.has_netdev_driver() && home.is_none() {
         Holder::OutOfReach
     } else {
         Holder::Nobody
@@ -332,11 +328,7 @@ impl KernelDetach<'_> {
             pci: self.a.pci,
             sysfs_names: self.vf.as_ref().map_or(&[], |v| v.netdevs.as_slice()),
         };
-        let pod = match self.pod {
-            Pod::Socket(nl) => Some(nl),
-            _ => self.opened_pod.as_ref(),
-        };
-        Ok((home, pod))
+        Ok((home, self.pod()))
     }
 }
 
@@ -404,8 +396,7 @@ impl DetachSteps for KernelDetach<'_> {
     }
 
     fn held_elsewhere(&mut self) -> bool {
-        let driver = self.vf.as_ref().and_then(|vf| vf.driver.as_deref());
-        driver.is_some_and(|d| !crate::vf::sysfs::DPDK_DRIVERS.contains(&d))
+        self.vf.as_ref().is_some_and(Vf::has_netdev_driver)
     }
 
     fn restore_admin_mac(&mut self, record: &Record) -> Result<()> {

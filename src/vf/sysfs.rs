@@ -208,6 +208,12 @@ impl Vf {
             .as_deref()
             .is_some_and(|d| DPDK_DRIVERS.contains(&d))
     }
+
+    /// Bound to a netdev driver: its netdev exists somewhere (the host or
+    /// a namespace), even when sysfs here lists none.
+    pub fn has_netdev_driver(&self) -> bool {
+        self.driver.is_some() && !self.is_dpdk()
+    }
 }
 
 /// The index of VF `vf` of PF `pf` by the SR-IOV capability's rule: the
