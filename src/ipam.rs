@@ -9,7 +9,7 @@ use std::process::{Command as Proc, Stdio};
 use base::Settings;
 use cni::{CniResult, Env};
 
-use railcni_ipam::config::NodeFile;
+use base::node_file::NodeFile;
 use serde_json::Value;
 
 use crate::config::{IpamConf, NetConf};
@@ -31,7 +31,7 @@ pub fn node_file<'c>(cell: &'c OnceCell<NodeFile>, settings: &Settings) -> Resul
     if let Some(file) = cell.get() {
         return Ok(file);
     }
-    let file = NodeFile::load(&settings.node_config)?;
+    let file = NodeFile::load(&settings.node_config).map_err(railcni_ipam::IpamError::from)?;
     Ok(cell.get_or_init(|| file))
 }
 
@@ -104,7 +104,7 @@ impl<'a> NetworkIpam<'a> {
             ipam_conf,
             statics,
             self.settings,
-            node_file(self.node_file, self.settings)?,
+            &node_file(self.node_file, self.settings)?.prefixes,
             device,
         )?;
         Ok(self.loaded.get_or_init(|| loaded))

@@ -14,7 +14,7 @@ mod journal;
 pub mod net;
 pub mod node;
 mod pci;
-mod policy;
+pub mod policy;
 pub mod probe;
 pub mod rdma_qos;
 mod routing;

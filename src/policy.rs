@@ -1,25 +1,75 @@
 //! What the node file lets a NAD take (`networks.<name>.pf`, `.allow`): a
 //! NAD is a namespaced object any namespace admin can write, the node file
-//! the administrator's. Checked before anything on the node changes.
+//! the administrator's. Enforced on ADD before anything on the node
+//! changes; DEL, CHECK and GC never consult it (a rule added later must not
+//! strand a running pod).
 
-use railcni_ipam::config::{Allow, NodeAllocation, NodeFile};
+use base::node_file::{Allow, NodeFile, RailRules};
 
 use crate::error::{Error, Result};
 use crate::vf::settings::{VfAttr, VfSettings};
 use crate::vf::Vf;
 
-/// Refuse a VF outside the rail's PF(s), or VF settings above the rail's
-/// ceiling; each refusal names the node file's rule.
-pub fn check(node_file: &NodeFile, network: &str, vf: &Vf, asked: &VfSettings) -> Result<()> {
-    let Some(rail) = node_file.networks.get(network) else {
+/// Refuse a pod of a namespace the rail does not admit (`K8S_POD_NAMESPACE`;
+/// none given counts as not admitted where the rail names namespaces).
+pub fn admit_namespace(node_file: &NodeFile, network: &str, namespace: Option<&str>) -> Result<()> {
+    let Some(allow) = node_file.rules(network).and_then(|r| r.allow.as_ref()) else {
         return Ok(());
     };
-    check_pf(rail, network, vf)?;
+    if allow.admits(namespace) {
+        return Ok(());
+    }
+    let listed = allow.namespaces.as_deref().unwrap_or_default().join(", ");
+    let who = match namespace {
+        Some(ns) => format!("a pod of namespace {ns}"),
+        None => "a caller that names no pod namespace (K8S_POD_NAMESPACE)".to_string(),
+    };
+    Err(refused(
+        "K8S_POD_NAMESPACE",
+        format!("networks.{network}.allow.namespaces"),
+        format!("{who} may not attach network {network}; it admits {listed}"),
+    ))
+}
+
+/// An attachment of `pod` (`namespace/name`, as records keep it) that the
+/// rail's namespace rule, as it is now, would refuse: the sentence saying
+/// so, for `status` and `doctor` (a rule added later strands no pod: DEL,
+/// CHECK and GC never consult it).
+pub fn outside_namespace_rule(
+    node_file: &NodeFile,
+    network: &str,
+    pod: Option<&str>,
+) -> Option<String> {
+    let allow = node_file.rules(network)?.allow.as_ref()?;
+    let namespace = pod.and_then(|p| p.split_once('/')).map(|(ns, _)| ns);
+    if allow.admits(namespace) {
+        return None;
+    }
+    let listed = allow.namespaces.as_deref().unwrap_or_default().join(", ");
+    Some(format!(
+        "{} is not of a namespace networks.{network}.allow.namespaces admits ({listed}); a new ADD of it \
+         would be refused",
+        pod.map_or("a pod the runtime did not name".to_string(), |p| format!("pod {p}"))
+    ))
+}
+
+/// Refuse a VF outside the rail's PF(s), or VF settings above the rail's
+/// ceiling; each refusal names the node file's rule.
+pub fn enforce_ceiling(
+    node_file: &NodeFile,
+    network: &str,
+    vf: &Vf,
+    asked: &VfSettings,
+) -> Result<()> {
+    let Some(rail) = node_file.rules(network) else {
+        return Ok(());
+    };
+    require_rail_pf(rail, network, vf)?;
     match &rail.allow {
         Some(allow) => asked
             .attrs()
             .iter()
-            .try_for_each(|a| check_attr(allow, network, a)),
+            .try_for_each(|a| within_ceiling(allow, network, a)),
         None => Ok(()),
     }
 }
@@ -32,7 +82,7 @@ fn refused(field: &str, rule: String, why: String) -> Error {
 }
 
 /// The rail's VFs are those of its PF.
-fn check_pf(rail: &NodeAllocation, network: &str, vf: &Vf) -> Result<()> {
+fn require_rail_pf(rail: &RailRules, network: &str, vf: &Vf) -> Result<()> {
     let Some(pf) = rail.pf.as_deref() else {
         return Ok(());
     };
@@ -51,7 +101,7 @@ fn check_pf(rail: &NodeAllocation, network: &str, vf: &Vf) -> Result<()> {
     ))
 }
 
-fn check_attr(allow: &Allow, network: &str, attr: &VfAttr) -> Result<()> {
+fn within_ceiling(allow: &Allow, network: &str, attr: &VfAttr) -> Result<()> {
     let rule = |key: &str| format!("networks.{network}.allow.{key}");
     match *attr {
         VfAttr::Trust(true) if !allow.trust => Err(refused(

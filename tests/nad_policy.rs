@@ -106,3 +106,152 @@ fn a_nad_is_held_to_its_rails_pf_and_ceiling() {
     node.cni(&ok.cmd("DEL")).ok();
     assert!(link_in(&node.host(), &rail1_vf.ifname).is_some());
 }
+
+/// A node file stamped for another machine (a cloned image, a copied disk)
+/// is refused on ADD with the file and both machine ids named, nothing
+/// changed; this machine's stamp attaches; an unstamped file (what the
+/// last release wrote) still attaches, with a warning. DEL of what the
+/// refused ADD never made answers 0.
+#[test]
+fn a_node_file_of_another_machine_is_refused_and_an_unstamped_one_warns() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let stamped = |machine: Option<&str>| {
+        let mut file = json!({"version": 1, "nodeName": "gpu-0", "networks": {"rail1": {
+            "prefix": "172.16.0.0/31", "gateway": "172.16.0.1"}}});
+        if let Some(m) = machine {
+            file["machineId"] = json!(m);
+        }
+        std::fs::write(node.node_config(), file.to_string()).unwrap();
+    };
+    let add = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
+    );
+
+    let other = "9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a9a";
+    stamped(Some(other));
+    let e = node.cni(&add).err(7);
+    let details = e["details"].as_str().unwrap_or("");
+    let path = node.node_config().display().to_string();
+    for part in [path.as_str(), other, Node::MACHINE_ID] {
+        assert!(details.contains(part), "{part} not named: {e}");
+    }
+    assert_untouched(&node, vf);
+    node.cni(&add.cmd("DEL")).ok();
+
+    stamped(Some(Node::MACHINE_ID));
+    let ok = node.cni(&add);
+    assert!(!ok.stderr.contains("names no machine"), "{}", ok.stderr);
+    ok.ok();
+    node.cni(&add.cmd("DEL")).ok();
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
+
+    stamped(None);
+    let unstamped = node.cni(&add);
+    assert!(
+        unstamped.stderr.contains("names no machine (machineId)"),
+        "{}",
+        unstamped.stderr
+    );
+    unstamped.ok();
+    // A refusal never strands a pod: with the stamp now wrong, DEL still detaches.
+    stamped(Some(other));
+    node.cni(&add.cmd("DEL")).ok();
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
+    assert!(!node.record_exists(&vf.pci));
+}
+
+/// `allow.namespaces`: a pod of another namespace, or a caller naming
+/// none, is refused before anything changes with the rule and the
+/// namespace named; an admitted one attaches. A rule changed afterwards
+/// strands nothing: CHECK and DEL of the attached pod succeed, and
+/// `status` and `doctor` name it.
+#[test]
+fn a_rail_admits_only_the_namespaces_its_rule_names() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let rule = |namespaces: &[&str]| {
+        let file = json!({"version": 1, "machineId": Node::MACHINE_ID, "nodeName": "gpu-0",
+            "networks": {"rail1": {"prefix": "172.16.0.0/31", "gateway": "172.16.0.1",
+            "allow": {"namespaces": namespaces}}}});
+        std::fs::write(node.node_config(), file.to_string()).unwrap();
+    };
+    let add_from = |namespace: Option<&str>| {
+        let conf = conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1));
+        let mut req = Req::new("ADD", "c1", &pod, "net1", conf);
+        req.args = namespace.map(|ns| {
+            format!("IgnoreUnknown=1;K8S_POD_NAMESPACE={ns};K8S_POD_NAME=trainer-0;K8S_POD_INFRA_CONTAINER_ID=c1")
+        });
+        req
+    };
+    rule(&["training"]);
+
+    let e = node.cni(&add_from(Some("batch"))).err(7);
+    let details = e["details"].as_str().unwrap_or("");
+    for part in [
+        "networks.rail1.allow.namespaces",
+        "namespace batch",
+        "training",
+    ] {
+        assert!(details.contains(part), "{part} not named: {e}");
+    }
+    assert_untouched(&node, vf);
+    let e = node.cni(&add_from(None)).err(7);
+    let details = e["details"].as_str().unwrap_or("");
+    assert!(details.contains("K8S_POD_NAMESPACE"), "{e}");
+    assert_untouched(&node, vf);
+
+    let admitted = add_from(Some("training"));
+    let result = node.cni(&admitted).ok();
+    assert!(link_in(&Node::ns_of(&pod), "net1").is_some());
+    let (code, status) = node.operator_json(&["status"]);
+    assert_eq!(code, 0, "an admitted pod is no problem: {status}");
+
+    // The rule changes under the running pod.
+    rule(&["inference"]);
+    let (code, status) = node.operator_json(&["status"]);
+    assert_eq!(code, 1, "{status}");
+    let problem = status["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "namespace-not-admitted")
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("training/trainer-0"),
+        "{problem}"
+    );
+    let (_, doctor) = node.operator_json(&["doctor"]);
+    let finding = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "rail1/namespaces")
+        .unwrap_or_else(|| panic!("{doctor}"));
+    assert_eq!(finding["result"], "broken", "{finding}");
+    assert!(
+        finding["found"].as_str().unwrap_or("").contains(&vf.pci),
+        "{finding}"
+    );
+    let mut check = admitted.cmd("CHECK");
+    check.conf = with_prev(&admitted.conf, &result);
+    node.cni(&check).ok();
+    node.cni(&admitted.cmd("DEL")).ok();
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
+    assert!(!node.record_exists(&vf.pci));
+}

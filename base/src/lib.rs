@@ -3,13 +3,16 @@
 //! logger, and where a config's `logFile` may point), `files` (locks with a
 //! deadline, atomic writes), `liveness` (a netns's identity and the boot
 //! it lives in, the proof a record and a lease carry), `stats` (call counts
-//! for `railcnictl metrics`) and `fnv` (the lease file's hash).
+//! for `railcnictl metrics`), `fnv` (the lease file's hash), `node_file`
+//! (the node file, its one type) and `rdma_policy` (a rail's `rdma`).
 
 pub mod files;
 pub mod fnv;
 pub mod liveness;
 pub mod log;
+pub mod node_file;
 pub mod plugin;
+pub mod rdma_policy;
 pub mod settings;
 pub mod stats;
 

@@ -18,6 +18,7 @@ pub const DEFAULT_BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 pub const DEFAULT_LOG_DIR: &str = "/var/log/railcni";
 pub const DEFAULT_PROC_SYS_NET: &str = "/proc/sys/net";
 pub const DEFAULT_CONFIGFS: &str = "/sys/kernel/config";
+pub const DEFAULT_MACHINE_ID: &str = "/etc/machine-id";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -57,6 +58,10 @@ pub struct Settings {
     pub proc_sys_net: PathBuf,
     /// `RAILCNI_CONFIGFS_ROOT`: where configfs is (rdma_cm's default ToS).
     pub configfs_root: PathBuf,
+    /// `RAILCNI_MACHINE_ID_FILE`: where this machine's id is read, to
+    /// compare with the node file's stamp (a driver's container mounts the
+    /// host's `/etc/machine-id` and points here).
+    pub machine_id_path: PathBuf,
     /// This boot's id once read (`boot_id`): a call reads the file once,
     /// not per record. Leave it to `Default`/`from_env`.
     pub boot_id_read: std::sync::OnceLock<Option<String>>,
@@ -97,6 +102,7 @@ impl Settings {
             stats: get("RAILCNI_STATS").as_deref() != Some("off"),
             proc_sys_net: path("RAILCNI_PROC_SYS_NET", DEFAULT_PROC_SYS_NET),
             configfs_root: path("RAILCNI_CONFIGFS_ROOT", DEFAULT_CONFIGFS),
+            machine_id_path: path("RAILCNI_MACHINE_ID_FILE", DEFAULT_MACHINE_ID),
             boot_id_read: std::sync::OnceLock::new(),
         }
     }

@@ -6,12 +6,13 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::config::{NodeFile, PoolConfig};
+use crate::config::{NodePrefixes, PoolConfig};
 use crate::error::IpamError;
 use crate::master;
 use crate::pool::{self, NodePool};
 use crate::store::{Lease, LeaseStore, Leases, PoolInfo};
 use base::liveness::{Gone, Proof};
+use base::node_file::NodeFile;
 use base::Settings;
 use cni::{CniResult, IpConfig, Route};
 
@@ -115,40 +116,37 @@ pub(crate) fn now_unix() -> u64 {
 }
 
 impl Ipam {
+    /// The pool of `network` with the node file at `settings`' path.
     pub fn load(
         network: &str,
         ipam_conf: &serde_json::Value,
         settings: &Settings,
     ) -> Result<Self, IpamError> {
-        Ipam::load_split(network, ipam_conf, None, settings, None)
+        let node_file = NodeFile::load(&settings.node_config)?;
+        Ipam::load_with(
+            network,
+            ipam_conf,
+            None,
+            settings,
+            &node_file.prefixes,
+            None,
+        )
     }
 
-    /// As `load`, for the VF at `device_id` (which `matchMasterSubnet`
-    /// needs: the node's prefix is its PF's subnet), with the config's
+    /// The pool of `network` on this node, from the node file's prefixes:
+    /// for the VF at `device_id` (which `matchMasterSubnet` needs: the
+    /// node's prefix is its PF's subnet), with the config's
     /// `staticAllocations` as the JSON text it came as in `statics` (see
     /// `railcni_ipam::inline`).
-    pub fn load_split(
-        network: &str,
-        ipam_conf: &serde_json::Value,
-        statics: Option<&str>,
-        settings: &Settings,
-        device_id: Option<&str>,
-    ) -> Result<Self, IpamError> {
-        let node_file = NodeFile::load(&settings.node_config)?;
-        Ipam::load_with(network, ipam_conf, statics, settings, &node_file, device_id)
-    }
-
-    /// As `load_split`, with the node file its caller already read (the
-    /// plugin reads it once per call).
     pub fn load_with(
         network: &str,
         ipam_conf: &serde_json::Value,
         statics: Option<&str>,
         settings: &Settings,
-        node_file: &NodeFile,
+        prefixes: &NodePrefixes,
         device_id: Option<&str>,
     ) -> Result<Self, IpamError> {
-        let node = node_file.node_name(settings).ok_or_else(|| {
+        let node = prefixes.node_name(settings).ok_or_else(|| {
             IpamError::config(
                 "node file",
                 "cannot tell the node name: set RAILCNI_NODE_NAME or nodeName in the node file",
@@ -172,15 +170,15 @@ impl Ipam {
             }
         };
         let pool = match &master {
-            Some(m) => NodePool::from_master(network, &node, &config, node_file, m)?,
-            None => NodePool::resolve(network, &node, &config, node_file)?,
+            Some(m) => NodePool::from_master(network, &node, &config, prefixes, m)?,
+            None => NodePool::resolve(network, &node, &config, prefixes)?,
         };
         let pool6 = match &config.ipv6 {
             Some(side) => Some(NodePool::resolve(
                 network,
                 &node,
                 side,
-                &node_file.ipv6_side(),
+                &prefixes.ipv6_side(),
             )?),
             None => None,
         };

@@ -35,6 +35,20 @@ impl IpamError {
     }
 }
 
+impl From<base::node_file::NodeFileError> for IpamError {
+    fn from(e: base::node_file::NodeFileError) -> Self {
+        use base::node_file::NodeFileError;
+        match &e {
+            NodeFileError::Unreadable { path, error } => {
+                IpamError::io(format!("cannot read node config {}", path.display()), error)
+            }
+            NodeFileError::Invalid { .. } | NodeFileError::OtherMachine { .. } => {
+                IpamError::config("node file", e)
+            }
+        }
+    }
+}
+
 impl From<Error> for IpamError {
     fn from(e: Error) -> Self {
         IpamError::Spec(e)

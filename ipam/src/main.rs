@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use base::node_file::NodeFile;
 use cni::args::{requested_ips, valid_attachments};
 use cni::{Error, Reply, Request, Verb};
 use railcni_ipam::{Holder, Ipam, IpamError, Released};
@@ -120,7 +121,18 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
         return Ok(None);
     }
     let statics = request.set_aside.as_ref().map(cni::SetAside::text);
-    let ipam = Ipam::load_split(network, ipam_conf, statics, settings, device)?;
+    let node_file = NodeFile::load(&settings.node_config)?;
+    if request.verb == Verb::Add {
+        node_file.ensure_ours(settings)?;
+    }
+    let ipam = Ipam::load_with(
+        network,
+        ipam_conf,
+        statics,
+        settings,
+        &node_file.prefixes,
+        device,
+    )?;
     match request.verb {
         Verb::Add => {
             let requested = requested_ips(conf, &env.args)?;

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::config::{addresses, check_allocation, host_bits, NodeFile, PoolConfig};
+use crate::config::{addresses, check_allocation, host_bits, NodePrefixes, PoolConfig};
 use crate::error::IpamError;
 
 /// Where this node's prefix came from, for error messages and logs.
@@ -34,9 +34,9 @@ impl NodePool {
         network: &str,
         node: &str,
         pool: &PoolConfig,
-        node_file: &NodeFile,
+        prefixes: &NodePrefixes,
     ) -> Result<Self, IpamError> {
-        let (prefix, explicit_gw, source) = if let Some(a) = node_file.networks.get(network) {
+        let (prefix, explicit_gw, source) = if let Some(a) = prefixes.networks.get(network) {
             check_allocation(
                 &format!("node file networks.{network}"),
                 a.prefix,
@@ -112,14 +112,14 @@ impl NodePool {
         network: &str,
         node: &str,
         pool: &PoolConfig,
-        node_file: &NodeFile,
+        prefixes: &NodePrefixes,
         master: &crate::master::Master,
     ) -> Result<Self, IpamError> {
         let cidr = pool
             .cidr
             .ok_or_else(|| IpamError::config("ipam.cidr", "matchMasterSubnet needs it"))?;
         let prefix = master.subnet_in(cidr)?;
-        if let Some(a) = node_file
+        if let Some(a) = prefixes
             .networks
             .get(network)
             .filter(|a| a.prefix != prefix)
@@ -367,6 +367,11 @@ mod tests {
         PoolConfig::parse(&v).unwrap()
     }
 
+    /// A node file's text as the IPAM sees it.
+    fn node_prefixes(text: &[u8]) -> NodePrefixes {
+        base::node_file::NodeFile::parse(text).unwrap().prefixes
+    }
+
     fn all(u: &Usable) -> Vec<IpAddr> {
         u.iter().collect()
     }
@@ -377,10 +382,7 @@ mod tests {
 
     #[test]
     fn a_node_file_prefix_outside_the_nads_cidr_is_refused_naming_both() {
-        let file = NodeFile::parse(
-            br#"{"nodeName": "gpu-0", "networks": {"rail1": {"prefix": "172.18.0.0/31", "gateway": "172.18.0.1"}}}"#,
-        )
-        .unwrap();
+        let file = node_prefixes(br#"{"nodeName": "gpu-0", "networks": {"rail1": {"prefix": "172.18.0.0/31", "gateway": "172.18.0.1"}}}"#);
         let rail1 = pool(json!({"cidr": "172.16.0.0/15"}));
         let e = NodePool::resolve("rail1", "gpu-0", &rail1, &file).unwrap_err();
         assert_eq!(e.code(), 7);
@@ -398,7 +400,7 @@ mod tests {
         let shared = json!({"cidr": "172.16.0.0/16", "perNodePrefix": 27,
                             "sharedSubnet": {"gateway": "172.16.255.254"}, "nodes": {"gpu-0": 0, "gpu-1": 1}});
         let p = pool(shared.clone());
-        let a = NodePool::resolve("rail1", "gpu-0", &p, &NodeFile::default()).unwrap();
+        let a = NodePool::resolve("rail1", "gpu-0", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(a.gateway, Some("172.16.255.254".parse().unwrap()));
         assert_eq!(
             all(&a.usable).len(),
@@ -406,7 +408,7 @@ mod tests {
             "the /16's network address is never leased"
         );
         assert_eq!(all(&a.usable)[0].to_string(), "172.16.0.1");
-        let b = NodePool::resolve("rail1", "gpu-1", &p, &NodeFile::default()).unwrap();
+        let b = NodePool::resolve("rail1", "gpu-1", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(
             (all(&b.usable).len(), all(&b.usable)[0].to_string()),
             (32, "172.16.0.32".into()),
@@ -420,17 +422,17 @@ mod tests {
         // The broadcast of the /16 is never leased either.
         let last = pool(json!({"cidr": "172.16.0.0/16", "perNodePrefix": 24,
                                "sharedSubnet": {"gateway": "172.16.0.1"}, "nodes": {"gpu-9": 255}}));
-        let n = NodePool::resolve("rail1", "gpu-9", &last, &NodeFile::default()).unwrap();
+        let n = NodePool::resolve("rail1", "gpu-9", &last, &NodePrefixes::default()).unwrap();
         assert_eq!(all(&n.usable).last().unwrap().to_string(), "172.16.255.254");
         // A gateway in a node's slice would be leased there.
         let inside = pool(json!({"cidr": "172.16.0.0/16", "perNodePrefix": 27,
                                  "sharedSubnet": {"gateway": "172.16.0.33"}, "nodes": {"gpu-0": 0, "gpu-1": 1}}));
-        let e = NodePool::resolve("rail1", "gpu-1", &inside, &NodeFile::default()).unwrap_err();
+        let e = NodePool::resolve("rail1", "gpu-1", &inside, &NodePrefixes::default()).unwrap_err();
         assert!(
             e.to_string().contains("172.16.0.33") && e.to_string().contains("sharedSubnet.gateway"),
             "{e}"
         );
-        assert!(NodePool::resolve("rail1", "gpu-0", &inside, &NodeFile::default()).is_ok());
+        assert!(NodePool::resolve("rail1", "gpu-0", &inside, &NodePrefixes::default()).is_ok());
     }
 
     #[test]
@@ -471,7 +473,7 @@ mod tests {
             name: "ens1f0".into(),
             addresses: vec!["172.16.1.34/27".parse().unwrap()],
         };
-        let n = NodePool::from_master("rail1", "gpu-0", &p, &NodeFile::default(), &m).unwrap();
+        let n = NodePool::from_master("rail1", "gpu-0", &p, &NodePrefixes::default(), &m).unwrap();
         assert_eq!(n.prefix.to_string(), "172.16.1.32/27");
         assert_eq!(n.gateway, Some("172.16.1.33".parse().unwrap()));
         assert_eq!(
@@ -481,14 +483,10 @@ mod tests {
         );
         assert_eq!(all(&n.usable).len(), 32 - 4);
         assert_eq!(n.source, Source::Pf("ens1f0".into()));
-        let mut file = NodeFile::default();
+        let mut file = NodePrefixes::default();
         file.networks.insert(
             "rail1".into(),
-            crate::config::NodeAllocation {
-                prefix: "172.16.2.0/27".parse().unwrap(),
-                gateway: None,
-                ..Default::default()
-            },
+            crate::config::NodePrefix::new("172.16.2.0/27".parse().unwrap(), None),
         );
         let e = NodePool::from_master("rail1", "gpu-0", &p, &file, &m).unwrap_err();
         assert!(
@@ -505,7 +503,7 @@ mod tests {
     #[test]
     fn slash_31_node_takes_even_leaf_takes_odd() {
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0", "gpu-1"]}));
-        let n = NodePool::resolve("rail1", "gpu-1", &p, &NodeFile::default()).unwrap();
+        let n = NodePool::resolve("rail1", "gpu-1", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(n.prefix.to_string(), "172.16.0.2/31");
         assert_eq!(n.gateway, Some("172.16.0.3".parse().unwrap()));
         assert_eq!(ips(&all(&n.usable)), ["172.16.0.2"]);
@@ -515,21 +513,21 @@ mod tests {
     #[test]
     fn gateway_index_edges() {
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"], "gatewayIndex": 0}));
-        let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
+        let n = NodePool::resolve("r", "a", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(
             (n.gateway.unwrap().to_string(), ips(&all(&n.usable))),
             ("172.16.0.0".into(), vec!["172.16.0.1".into()])
         );
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"], "gatewayIndex": 2}));
-        let e = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap_err();
+        let e = NodePool::resolve("r", "a", &p, &NodePrefixes::default()).unwrap_err();
         assert!(e.to_string().contains("gatewayIndex"), "{e}");
         // /30: network and broadcast are lost, the gateway too: one left.
         let p = pool(json!({"cidr": "10.0.0.0/24", "perNodePrefix": 30, "nodes": ["a"]}));
-        let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
+        let n = NodePool::resolve("r", "a", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(ips(&all(&n.usable)), ["10.0.0.2"]);
         // /32: one address, no derived gateway.
         let p = pool(json!({"cidr": "10.0.0.0/24", "perNodePrefix": 32, "nodes": ["a", "b"]}));
-        let n = NodePool::resolve("r", "b", &p, &NodeFile::default()).unwrap();
+        let n = NodePool::resolve("r", "b", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(
             (ips(&all(&n.usable)), n.gateway),
             (vec!["10.0.0.1".into()], None)
@@ -537,7 +535,7 @@ mod tests {
         // /24: 254 hosts minus the gateway.
         let p = pool(json!({"cidr": "10.0.0.0/16", "perNodePrefix": 24, "nodes": ["a"]}));
         assert_eq!(
-            NodePool::resolve("r", "a", &p, &NodeFile::default())
+            NodePool::resolve("r", "a", &p, &NodePrefixes::default())
                 .unwrap()
                 .usable
                 .count(),
@@ -551,7 +549,7 @@ mod tests {
             json!({"cidr": "10.0.0.0/16", "perNodePrefix": 28, "nodes": ["a"],
                             "exclusions": [{"start": "10.0.0.2", "end": "10.0.0.5"}]}),
         );
-        let n = NodePool::resolve("r", "a", &p, &NodeFile::default()).unwrap();
+        let n = NodePool::resolve("r", "a", &p, &NodePrefixes::default()).unwrap();
         assert_eq!(
             ips(&all(&n.usable))[..3],
             ["10.0.0.6", "10.0.0.7", "10.0.0.8"]
@@ -563,10 +561,9 @@ mod tests {
     fn resolution_order_node_file_then_static_then_index() {
         let p = pool(json!({"cidr": "172.16.0.0/15", "nodes": ["a"],
             "staticAllocations": [{"nodeName": "a", "prefix": "172.16.8.0/31", "gateway": "172.16.8.1"}]}));
-        let file = NodeFile::parse(
+        let file = node_prefixes(
             br#"{"networks": {"rail1": {"prefix": "172.16.9.0/31", "gateway": "172.16.9.1"}}}"#,
-        )
-        .unwrap();
+        );
         assert_eq!(
             NodePool::resolve("rail1", "a", &p, &file).unwrap().source,
             Source::NodeFile
@@ -588,8 +585,7 @@ mod tests {
             e.to_string().contains("\"zz\"") && e.to_string().contains("rail2"),
             "{e}"
         );
-        let bad: NodeFile =
-            NodeFile::parse(br#"{"networks": {"rail1": {"prefix": "172.16.9.0/30"}}}"#).unwrap();
+        let bad = node_prefixes(br#"{"networks": {"rail1": {"prefix": "172.16.9.0/30"}}}"#);
         assert_eq!(
             NodePool::resolve("rail1", "a", &p, &bad)
                 .unwrap_err()

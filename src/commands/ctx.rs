@@ -8,7 +8,7 @@ use crate::attachment::detach::Release;
 use crate::config::NetConf;
 use crate::ipam::NetworkIpam;
 use crate::node::Node;
-use railcni_ipam::config::NodeFile;
+use base::node_file::NodeFile;
 
 /// One CNI call: the request, on its node.
 pub struct Ctx {

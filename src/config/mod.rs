@@ -23,15 +23,7 @@ use infiniband::{ethernet_fields, parse_pkey};
 use raw::RawConf;
 use runtime::{pick_device, pick_guid, pick_mac};
 
-/// `rdma`: move the VF's RDMA device with it (exclusive netns mode only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RdmaPolicy {
-    /// Move it when there is one and the mode is exclusive; otherwise log.
-    Auto,
-    /// Fail ADD when there is none or the mode is shared.
-    Required,
-    Off,
-}
+pub use base::rdma_policy::RdmaPolicy;
 
 pub const DEFAULT_MTU: u32 = 9000;
 /// Smallest MTU an IPv4 interface may have.
@@ -69,12 +61,13 @@ pub struct NetConf {
     pub probes: crate::probe::Probes,
     /// VF attributes to set on the PF (sriov-cni's fields; `mac` included).
     pub vf: VfSettings,
-    pub rdma: RdmaPolicy,
+    /// `rdma` as given; absent: the VF's link type's default
+    /// (`RdmaPolicy::or_default_for`).
+    pub rdma: Option<RdmaPolicy>,
     /// `rdmaQoS`: the RDMA device's traffic class and rdma_cm ToS.
     pub rdma_qos: crate::rdma_qos::RdmaQos,
-    /// Whether `mtu` / `rdma` were given (InfiniBand VFs default otherwise).
+    /// Whether `mtu` was given (InfiniBand VFs default otherwise).
     pub mtu_given: bool,
-    pub rdma_given: bool,
     /// The subnet manager's partition key, recorded and reported, never applied.
     pub pkey: Option<u16>,
     /// The Ethernet-only fields this config sets (refused on InfiniBand VFs).
@@ -120,15 +113,14 @@ impl NetConf {
         }
         let rdma = parse_rdma(conf.rdma.as_deref())?;
         let rdma_qos = crate::rdma_qos::RdmaQos::parse(conf.rdma_qos.as_ref())?;
-        if rdma == RdmaPolicy::Off && !rdma_qos.is_empty() {
-            return Err(Error::config(
-                "rdmaQoS",
-                "sets the RDMA device's QoS, but rdma is off; set rdma to auto or required, or remove rdmaQoS",
-            ));
+        if !rdma_qos.is_empty() {
+            let explicit = rdma.unwrap_or(RdmaPolicy::Auto);
+            explicit
+                .allows_qos()
+                .map_err(|why| Error::config("rdmaQoS", why))?;
         }
         Ok(NetConf {
             mtu_given: conf.mtu.is_some(),
-            rdma_given: conf.rdma.is_some(),
             mtu: parse_mtu(conf.mtu.as_ref())?,
             rdma,
             rdma_qos,
@@ -219,14 +211,15 @@ fn embedded_cidr(ipam: Option<&IpamConf>, raw: &Value) -> Result<Option<ipnet::I
     }
 }
 
-fn parse_rdma(v: Option<&str>) -> Result<RdmaPolicy> {
-    match v {
-        None | Some("auto") => Ok(RdmaPolicy::Auto),
-        Some("required") => Ok(RdmaPolicy::Required),
-        Some("off") => Ok(RdmaPolicy::Off),
-        Some(other) => Err(Error::config(
+fn parse_rdma(v: Option<&str>) -> Result<Option<RdmaPolicy>> {
+    let Some(word) = v else {
+        return Ok(None);
+    };
+    match RdmaPolicy::parse(word) {
+        Some(policy) => Ok(Some(policy)),
+        None => Err(Error::config(
             "rdma",
-            format!("{other:?} is not one of auto, required, off"),
+            format!("{word:?} is not one of {}", RdmaPolicy::WORDS),
         )),
     }
 }
@@ -431,7 +424,7 @@ mod tests {
                 }),
             ]
         );
-        assert_eq!(c.rdma, RdmaPolicy::Required);
+        assert_eq!(c.rdma, Some(RdmaPolicy::Required));
         let c = parse(r#"{"cniVersion":"1.0.0","name":"r","type":"railcni","max_tx_rate":500}"#)
             .unwrap();
         assert_eq!(

@@ -87,7 +87,21 @@ impl Node {
             .collect();
         let node = Node { prefix, dir, vfs };
         node.reboot("boot-1");
+        std::fs::write(node.machine_id_file(), format!("{}\n", Node::MACHINE_ID)).unwrap();
         node
+    }
+
+    /// The node file every call on this node reads (`RAILCNI_NODE_CONFIG`):
+    /// absent unless a test writes it.
+    pub fn node_config(&self) -> PathBuf {
+        self.dir.path().join("no-node-file.json")
+    }
+
+    /// This fake node's machine id (`RAILCNI_MACHINE_ID_FILE`).
+    pub const MACHINE_ID: &'static str = "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f";
+
+    pub fn machine_id_file(&self) -> PathBuf {
+        self.dir.path().join("machine-id")
     }
 
     /// The node's boot id (`RAILCNI_BOOT_ID`): a new one simulates a reboot.
@@ -261,12 +275,10 @@ impl Node {
             ("RAILCNI_FAKE_HARDWARE", path(self.hardware_file())),
             ("RAILCNI_BOOT_ID", path(self.dir.path().join("boot_id"))),
             ("RAILCNI_NODE_NAME", "gpu-0".to_string()),
-            (
-                "RAILCNI_NODE_CONFIG",
-                path(self.dir.path().join("no-node-file.json")),
-            ),
+            ("RAILCNI_NODE_CONFIG", path(self.node_config())),
             ("RAILCNI_LOG_DIR", path(self.dir.path().join("logs"))),
             ("RAILCNI_CONFIGFS_ROOT", path(self.configfs())),
+            ("RAILCNI_MACHINE_ID_FILE", path(self.machine_id_file())),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -1,7 +1,7 @@
 //! This node's railcni state, read once for a day-2 command.
 
+use base::node_file::NodeFile;
 use base::Settings;
-use railcni_ipam::config::NodeFile;
 use railcni_ipam::StoreView;
 
 use crate::cli::outcome::Usage;
@@ -24,6 +24,7 @@ impl NodeState {
         })?;
         let node = NodeFile::load(&settings.node_config)
             .unwrap_or_default()
+            .prefixes
             .node_name(settings)
             .unwrap_or_else(|| "?".into());
         Ok(NodeState {

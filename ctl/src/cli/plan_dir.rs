@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
+use base::node_file::NodeFile;
 use base::{files, Settings};
-use railcni_ipam::config::NodeFile;
 
 use crate::cli::outcome::Usage;
 use crate::fabric::{emit::PLAN_KEY, Plan};
@@ -27,21 +27,25 @@ pub enum Refreshed {
     Unchanged,
 }
 
-/// Compute or read this node's node file; write it (and its copy) if it
-/// changed and moves no prefix that holds leases.
+/// Compute or read this node's node file, stamp it with this machine's id;
+/// write it (and its copy) if it changed and moves no prefix that holds
+/// leases.
 pub fn refresh(
     dir: &Path,
     node: &str,
     to: &Targets,
     settings: &Settings,
 ) -> Result<Refreshed, Usage> {
-    let text = node_file_from(dir, node)?;
-    let file = NodeFile::parse(text.as_bytes())
+    let planned = node_file_from(dir, node)?;
+    let mut file = NodeFile::parse(planned.as_bytes())
         .map_err(|e| Usage(format!("the node file for {node} is not one: {e}")))?;
-    if file.node_name.as_deref() != Some(node) {
+    // Stamped for this machine: a copy on another one is refused by ADD.
+    file.machine_id = base::node_file::machine_id(&settings.machine_id_path);
+    let text = file.to_text();
+    if file.prefixes.node_name.as_deref() != Some(node) {
         return Err(Usage(format!(
             "the plan's node file names node {:?}, not {node}",
-            file.node_name
+            file.prefixes.node_name
         )));
     }
     let old = std::fs::read_to_string(to.node_file).ok();
@@ -59,6 +63,13 @@ pub fn refresh(
     }
     for target in std::iter::once(to.node_file).chain(to.copy) {
         write(target, &text)?;
+    }
+    if file.machine_id.is_none() {
+        eprintln!(
+            "warning: no machine id in {}: the node file was written without a stamp \
+             (mount the host's /etc/machine-id there, or set RAILCNI_MACHINE_ID_FILE)",
+            settings.machine_id_path.display()
+        );
     }
     Ok(Refreshed::Written)
 }
@@ -100,8 +111,8 @@ fn no_leased_prefix_moves(
     settings: &Settings,
 ) -> Result<(), Usage> {
     let held = railcni_ipam::stores(settings);
-    for (rail, was) in &old.networks {
-        let now = new.networks.get(rail);
+    for (rail, was) in &old.prefixes.networks {
+        let now = new.prefixes.networks.get(rail);
         let moved = now.is_none_or(|n| n.prefix != was.prefix || n.prefix6 != was.prefix6);
         let leases = (held.iter())
             .find(|v| &v.network == rail)

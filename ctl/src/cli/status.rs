@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use base::liveness::Proof;
+use base::node_file::NodeFile;
 use base::Settings;
 use serde::Serialize;
 
@@ -117,6 +118,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
         })
         .collect();
     let node = railcni::node::Node::new(settings.clone()).ok();
+    let node_file = NodeFile::load(&settings.node_config).unwrap_or_default();
     let attachments = state
         .records
         .iter()
@@ -125,6 +127,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
             problems.extend(record_problems(state, node.as_ref(), r, &leased));
             let placed = node.as_ref().and_then(|node| locate(node, r).ok());
             problems.extend(placement_problem(r, placed));
+            problems.extend(rule_problem(&node_file, r));
             let mut row = attachment_row(&sysfs, state, r);
             row.vf_state = placed.map_or("unknown", Reattach::name).to_string();
             row
@@ -256,6 +259,21 @@ fn gone_problem(r: &Record, holder: Holder) -> Problem {
             fix: "find what holds the namespace (lsns -t net; ls -l /proc/*/fd | grep net:) and end it; the agent's gc then gives the VF and its address back".into(),
         },
     }
+}
+
+/// An attachment the rail's namespace rule, added or changed since, would
+/// refuse now.
+fn rule_problem(node_file: &NodeFile, r: &Record) -> Option<Problem> {
+    let why = railcni::policy::outside_namespace_rule(node_file, &r.network, r.pod.as_deref())?;
+    Some(Problem {
+        kind: "namespace-not-admitted".into(),
+        detail: format!("VF {} ({} {}): {why}", r.pci, r.network, r.ifname),
+        fix: format!(
+            "it keeps working until its pod ends; move the pod to an admitted namespace, or add its namespace to \
+             rail {}'s allow.namespaces in the plan",
+            r.network
+        ),
+    })
 }
 
 /// A VF a driver reload tore out of its live pod.

@@ -119,7 +119,7 @@ mod tests {
                     routes: [{dst: \"fd02::/16\"}]\n  staticAllocations:\n  \
                     - {nodeName: worker-gpu-1, prefix: \"fd02:1:100:1::/64\", gateway: \"fd02:1:100:1::2\"}\n";
         let r = super::import(pool).unwrap().resolve().unwrap();
-        let f = r.node_file("worker-gpu-1").unwrap();
+        let f = r.node_file_json("worker-gpu-1");
         assert_eq!(f["networks"]["rail1"]["prefix"], "fd02:1:100:1::/64");
         assert_eq!(f["networks"]["rail1"]["gateway"], "fd02:1:100:1::2");
         assert!(r

@@ -2,7 +2,7 @@
 //! gateway reach it through the node file the installer writes from the
 //! ConfigMap, so a NAD's size does not grow with the cluster.
 
-use ipnet::IpNet;
+use base::node_file::{NodeFile, NodePrefix, RailQos, RailRules};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -42,6 +42,28 @@ pub(super) fn yaml<T: Serialize>(docs: &[T]) -> Result<String, PlanError> {
     Ok(out)
 }
 
+/// What the doctor checks a node against (the rail's PF, MTU, rdma, DPDK,
+/// RoCE QoS) and what the plugin holds its NADs to (the PF, the ceiling).
+fn rules_of(rail: &super::Rail) -> RailRules {
+    let qos = rail.rdma_qos.as_ref();
+    let qos_field = |key: &str| qos.and_then(|q| q.get(key)?.as_u64()?.try_into().ok());
+    let rdma_qos = RailQos {
+        tos: qos_field("tos"),
+        tc: qos_field("tc"),
+    };
+    RailRules {
+        pf: match &rail.pf {
+            Some(super::Pf::One(pf)) => Some(pf.clone()),
+            _ => None,
+        },
+        mtu: rail.mtu,
+        rdma: rail.rdma_policy(),
+        dpdk: rail.dpdk,
+        allow: rail.allow.clone(),
+        rdma_qos: (rdma_qos != RailQos::default()).then_some(rdma_qos),
+    }
+}
+
 impl Resolved {
     /// The CNI config of a rail: the embedded IPAM with no pool inside.
     pub fn cni_config(&self, rail: &super::Rail) -> Value {
@@ -74,11 +96,8 @@ impl Resolved {
         if let Some(checks) = &rail.checks {
             conf["checks"] = checks.clone();
         }
-        if let Some(rdma) = &rail.rdma {
+        if let Some(rdma) = rail.rdma_policy() {
             conf["rdma"] = json!(rdma);
-        } else if rail.role == Role::Storage {
-            // Storage rails carry TCP/NVMe-oF; their RDMA device stays put.
-            conf["rdma"] = json!("off");
         }
         if let Some(qos) = rail.rdma_qos.as_ref().filter(|q| !q.is_null()) {
             conf["rdmaQoS"] = qos.clone();
@@ -109,52 +128,38 @@ impl Resolved {
         yaml(&docs)
     }
 
-    /// One node's node file (`/etc/cni/railcni/node.json`), exactly what the plugin reads.
-    pub fn node_file(&self, node: &str) -> Result<Value, PlanError> {
+    /// One node's node file (`/etc/cni/railcni/node.json`), unstamped:
+    /// the installer stamps it with the machine it writes it on.
+    pub fn node_file(&self, node: &str) -> Result<NodeFile, PlanError> {
         if !self.nodes.iter().any(|n| n == node) {
             return Err(PlanError(format!("node {node:?} is not in the plan")));
         }
-        let mut networks = serde_json::Map::new();
+        let mut file = NodeFile::default();
+        file.prefixes.node_name = Some(node.to_string());
         let ipv4_rail = |name: &str| {
             (self.plan.rails.iter()).any(|r| r.name == name && r.cidr.addr().is_ipv4())
         };
-        for a in self.allocations.iter().filter(|a| a.node == node) {
-            // A dual-stack rail's IPv6 prefix sits beside its IPv4 one; an
-            // IPv6-only rail's is its `prefix`.
-            let (prefix, gateway) = match a.prefix {
-                IpNet::V6(_) if ipv4_rail(&a.rail) => ("prefix6", "gateway6"),
-                _ => ("prefix", "gateway"),
-            };
-            let entry = networks.entry(a.rail.clone()).or_insert_with(|| json!({}));
-            entry[prefix] = json!(a.prefix);
-            if let Some(gw) = a.gateway {
-                entry[gateway] = json!(gw);
+        let ours = || self.allocations.iter().filter(|a| a.node == node);
+        // A dual-stack rail's IPv6 prefix sits beside its IPv4 one; an
+        // IPv6-only rail's is its `prefix`.
+        let (sixes, firsts): (Vec<_>, Vec<_>) =
+            ours().partition(|a| a.prefix.addr().is_ipv6() && ipv4_rail(&a.rail));
+        let networks = &mut file.prefixes.networks;
+        for a in firsts {
+            networks.insert(a.rail.clone(), NodePrefix::new(a.prefix, a.gateway));
+        }
+        for a in sixes {
+            if let Some(entry) = networks.get_mut(&a.rail) {
+                entry.prefix6 = Some(a.prefix);
+                entry.gateway6 = a.gateway;
             }
         }
-        // What doctor checks the node against: the rail's PF, MTU, rdma,
-        // DPDK; what the plugin holds a NAD to: the PF and the ceiling.
         for rail in &self.plan.rails {
-            let Some(entry) = networks.get_mut(&rail.name) else {
-                continue;
-            };
-            let conf = self.cni_config(rail);
-            for key in ["mtu", "rdma", "rdmaQoS"] {
-                if let Some(v) = conf.get(key) {
-                    entry[key] = v.clone();
-                }
-            }
-            if let Some(pf) = &rail.pf {
-                entry["pf"] = json!(pf);
-            }
-            if rail.dpdk {
-                entry["dpdk"] = json!(true);
-            }
-            if let Some(allow) = &rail.allow {
-                entry["allow"] = json!(allow);
+            if file.prefixes.networks.contains_key(&rail.name) {
+                file.rails.insert(rail.name.clone(), rules_of(rail));
             }
         }
-        let version = railcni_ipam::config::node_file::VERSION;
-        Ok(json!({"version": version, "nodeName": node, "networks": networks}))
+        Ok(file)
     }
 
     /// The ConfigMap of per-node allocations: one key per node, its node file.
@@ -184,11 +189,14 @@ impl Resolved {
     /// One node's node file as text: `--emit node-file`'s output, and what
     /// a node computing its own from the ConfigMap writes, byte for byte.
     pub fn node_file_text(&self, node: &str) -> Result<String, PlanError> {
-        let file = self.node_file(node)?;
-        let mut text = serde_json::to_string_pretty(&file)
-            .map_err(|e| PlanError(format!("cannot write the node file: {e}")))?;
-        text.push('\n');
-        Ok(text)
+        Ok(self.node_file(node)?.to_text())
+    }
+
+    /// The node file as its JSON (what the tests read keys from).
+    #[cfg(test)]
+    pub fn node_file_json(&self, node: &str) -> Value {
+        let text = self.node_file_text(node).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or_default()
     }
 
     /// For the switch team: node, rail, host address, switch-port address, prefix.
@@ -273,7 +281,7 @@ mod tests {
             - {name: rail2, cidr: 172.18.0.0/15, cidr6: \"fd02:2:100::/40\", perNodePrefix6: 64}\n\
             nodes: {gpu-0: 0, gpu-1: 1}\n";
         let r = Plan::parse(plan).unwrap().resolve().unwrap();
-        let f = r.node_file("gpu-1").unwrap();
+        let f = r.node_file_json("gpu-1");
         assert_eq!(f["networks"]["rail1"]["prefix"], "fd02:1:100:1::/64");
         assert_eq!(f["networks"]["rail1"]["gateway"], "fd02:1:100:1::2");
         assert_eq!(f["networks"]["rail2"]["prefix"], "172.18.0.2/31");
@@ -333,7 +341,7 @@ mod tests {
         let r = Plan::parse(plan).unwrap().resolve().unwrap();
         let conf = r.cni_config(&r.plan.rails[0]);
         assert_eq!(conf["ipam"]["sharedSubnet"]["gateway"], "172.16.255.254");
-        let node = r.node_file("gpu-1").unwrap();
+        let node = r.node_file_json("gpu-1");
         assert_eq!(
             node["networks"]["rail1"],
             serde_json::json!({"prefix": "172.16.0.32/27", "gateway": "172.16.255.254"})
@@ -361,7 +369,7 @@ mod tests {
             r.plan.rails[1].resource_name.as_deref(),
             Some("nvidia.com/rail1-p1")
         );
-        let node = r.node_file("gpu-1").unwrap();
+        let node = r.node_file_json("gpu-1");
         assert_eq!(node["networks"]["rail1-p0"]["prefix"], "172.16.0.2/31");
         assert_eq!(node["networks"]["rail1-p1"]["prefix"], "172.17.0.2/31");
         let csv = r.csv();
@@ -387,16 +395,27 @@ mod tests {
         assert!(e.0.contains("planes 3"), "{}", e.0);
     }
 
+    /// The planner writes the node file the last release's planner wrote
+    /// from the same plan, byte for byte (the golden fixture).
+    #[test]
+    fn the_node_file_is_the_one_the_last_release_wrote() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/state/v1");
+        let plan = std::fs::read_to_string(format!("{fixtures}/node-full.plan.yaml")).unwrap();
+        let written = std::fs::read_to_string(format!("{fixtures}/node-full.json")).unwrap();
+        let r = Plan::parse(&plan).unwrap().resolve().unwrap();
+        assert_eq!(r.node_file_text("gpu-1").unwrap(), written);
+    }
+
     #[test]
     fn a_rails_ceiling_reaches_each_planes_node_file_entry() {
         let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, planes: 2, pf: [ens1f0np0, ens1f1np1], \
                     allow: {vlans: [100, 200], maxTxRateMbps: 25000}}\n  \
                     - {name: rail2, cidr: 172.18.0.0/15, pf: ens2f0np0}\nnodes: [gpu-0]\n";
         let r = Plan::parse(plan).unwrap().resolve().unwrap();
-        let node = r.node_file("gpu-0").unwrap();
-        let file = railcni_ipam::config::NodeFile::parse(node.to_string().as_bytes()).unwrap();
+        let node = r.node_file_json("gpu-0");
+        let file = base::node_file::NodeFile::parse(node.to_string().as_bytes()).unwrap();
         for plane in ["rail1-p0", "rail1-p1"] {
-            let allow = file.networks[plane].allow.clone().unwrap();
+            let allow = file.rails[plane].allow.clone().unwrap();
             assert_eq!(
                 (allow.vlans, allow.max_tx_rate_mbps),
                 (vec![100, 200], Some(25000))
@@ -407,7 +426,7 @@ mod tests {
             );
         }
         assert_eq!(
-            file.networks["rail2"].allow, None,
+            file.rails["rail2"].allow, None,
             "no ceiling asked, none written"
         );
         // A ceiling key the planner does not know is a plan error, not silence.
@@ -420,15 +439,15 @@ mod tests {
         let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, planes: 2, pf: [ens1f0np0, ens1f1np1]}\n  \
                     - {name: rail2, cidr: 172.18.0.0/15, pf: ens2f0np0, dpdk: true, rdma: off}\nnodes: [gpu-0]\n";
         let r = Plan::parse(plan).unwrap().resolve().unwrap();
-        let node = r.node_file("gpu-0").unwrap();
+        let node = r.node_file_json("gpu-0");
         assert_eq!(node["networks"]["rail1-p0"]["pf"], "ens1f0np0");
         assert_eq!(node["networks"]["rail1-p1"]["pf"], "ens1f1np1");
         assert_eq!(node["networks"]["rail2"]["pf"], "ens2f0np0");
         assert_eq!(node["networks"]["rail2"]["dpdk"], true);
         assert_eq!(node["networks"]["rail2"]["rdma"], "off");
         // The plugin and the IPAM read the node file as before.
-        let file = railcni_ipam::config::NodeFile::parse(node.to_string().as_bytes()).unwrap();
-        assert_eq!(file.networks["rail1-p1"].pf.as_deref(), Some("ens1f1np1"));
+        let file = base::node_file::NodeFile::parse(node.to_string().as_bytes()).unwrap();
+        assert_eq!(file.rails["rail1-p1"].pf.as_deref(), Some("ens1f1np1"));
         for (bad, says) in [
             (
                 plan.replace("[ens1f0np0, ens1f1np1]", "[ens1f0np0]"),
@@ -441,10 +460,10 @@ mod tests {
             (plan.replace("pf: ens2f0np0", "pf: [a, b]"), "has no planes"),
             (
                 plan.replace("rdma: off", "rdma: sometimes"),
-                "not one of auto, required, off",
+                "unknown variant `sometimes`, expected one of `auto`, `required`, `off`",
             ),
         ] {
-            let Err(e) = Plan::parse(&bad).unwrap().resolve() else {
+            let Err(e) = Plan::parse(&bad).and_then(Plan::resolve) else {
                 panic!("{bad}")
             };
             assert!(e.0.contains(says), "{}", e.0);
@@ -458,7 +477,7 @@ mod tests {
         let conf = r.cni_config(&r.plan.rails[0]);
         assert_eq!(conf["ipam"]["ipv6"]["cidr"], "fd00:16::/48");
         assert_eq!(conf["ipam"]["ipv6"]["perNodePrefix"], 127);
-        let node = r.node_file("gpu-1").unwrap();
+        let node = r.node_file_json("gpu-1");
         assert_eq!(
             node["networks"]["rail1"],
             serde_json::json!({"prefix": "172.16.0.2/31", "gateway": "172.16.0.3",
@@ -516,14 +535,13 @@ mod tests {
             2,
             "{nads}"
         );
-        let file = r.node_file("gpu-0").unwrap();
+        let file = r.node_file_json("gpu-0");
         assert_eq!(file["networks"]["rail1-p1"]["rdmaQoS"], qos);
         // What the plugin reads back from the node file.
-        let read =
-            railcni_ipam::config::node_file::NodeFile::parse(file.to_string().as_bytes()).unwrap();
+        let read = base::node_file::NodeFile::parse(file.to_string().as_bytes()).unwrap();
         assert_eq!(
-            read.networks["rail1-p0"].rdma_qos,
-            Some(railcni_ipam::config::node_file::RailQos {
+            read.rails["rail1-p0"].rdma_qos,
+            Some(base::node_file::RailQos {
                 tos: Some(96),
                 tc: Some(96)
             })
@@ -551,7 +569,7 @@ mod tests {
     #[test]
     fn node_file_configmap_csv_and_pod() {
         let r = resolved();
-        let f = r.node_file("gpu-1").unwrap();
+        let f = r.node_file_json("gpu-1");
         assert_eq!(f["nodeName"], "gpu-1");
         assert_eq!(f["networks"]["rail1"]["prefix"], "172.16.0.2/31");
         assert_eq!(f["networks"]["rail1"]["gateway"], "172.16.0.3");

@@ -356,7 +356,9 @@ fn nv_ipam(
     let per_node = if subnet.addr().is_ipv4() { 32 } else { 128 } - host_bits as u8;
     r.cidr = subnet;
     r.per_node_prefix = Some(per_node);
-    r.shared_subnet = Some(SharedSubnet { gateway });
+    r.shared_subnet = Some(SharedSubnet {
+        gateway: Some(gateway),
+    });
     let offset = match (subnet.network(), gateway) {
         (IpAddr::V4(n), IpAddr::V4(g)) => u128::from(u32::from(g).wrapping_sub(u32::from(n))),
         (IpAddr::V6(n), IpAddr::V6(g)) => u128::from(g).wrapping_sub(u128::from(n)),

@@ -14,11 +14,14 @@ pub mod launch_kit;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
+pub use base::node_file::Allow;
+use base::rdma_policy::RdmaPolicy;
 use ipnet::IpNet;
 use railcni_ipam::config::{
-    default_gateway_index, default_per_node_prefix, prefixes_in, NodeFile, PoolConfig, PoolRequest,
-    PoolRequest6, RouteConf, StaticAllocation,
+    default_gateway_index, default_per_node_prefix, prefixes_in, NodePrefixes, PoolConfig,
+    PoolRequest, PoolRequest6, RouteConf, StaticAllocation,
 };
+pub use railcni_ipam::config::{Nodes, SharedSubnet};
 use railcni_ipam::pool::{NodePool, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -91,9 +94,10 @@ pub struct Rail {
     /// The rail's ADD checks (the network config's `checks`), copied into its NAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<serde_json::Value>,
-    /// The NAD's `rdma` (auto, required, off); storage rails default to off.
+    /// The NAD's `rdma` (auto, required, off); storage rails default to
+    /// off (`Rail::rdma_policy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rdma: Option<String>,
+    pub rdma: Option<RdmaPolicy>,
     /// The PF netdev this rail's VFs come from, the same name on every node
     /// (for `railcnictl doctor`); with `planes`, one per plane in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,48 +121,12 @@ pub struct Rail {
     pub plane_of: Option<String>,
 }
 
-/// A rail's `allow` as the plan says it: the node file's ceiling, each key
-/// checked (a misspelt key in the administrator's plan is an error; the
-/// node file's reader passes over keys it does not know).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Allow {
-    #[serde(default)]
-    pub trust: bool,
-    #[serde(default)]
-    pub spoofchk_off: bool,
-    #[serde(default)]
-    pub vlans: Vec<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tx_rate_mbps: Option<u32>,
-}
-
 /// A rail's `pf`: one PF netdev, or a list with one per plane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Pf {
     One(String),
     PerPlane(Vec<String>),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SharedSubnet {
-    pub gateway: std::net::IpAddr,
-}
-
-/// Node names in order (index = position) or an explicit name → index map.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Nodes {
-    List(Vec<String>),
-    Map(BTreeMap<String, usize>),
-}
-
-impl Default for Nodes {
-    fn default() -> Self {
-        Nodes::List(Vec::new())
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -297,25 +265,10 @@ impl Plan {
         for rail in &self.rails {
             railcni::probe::Probes::parse(rail.checks.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
-            if let Some(rdma) = rail.rdma.as_deref() {
-                if !["auto", "required", "off"].contains(&rdma) {
-                    return Err(PlanError(format!(
-                        "rail {}: rdma {rdma:?} is not one of auto, required, off",
-                        rail.name
-                    )));
-                }
-            }
             let qos = railcni::rdma_qos::RdmaQos::parse(rail.rdma_qos.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
-            let rdma_off = rail.rdma.as_deref() == Some("off")
-                || (rail.rdma.is_none() && rail.role == Role::Storage)
-                || rail.dpdk;
-            if !qos.is_empty() && rdma_off {
-                return Err(PlanError(format!(
-                    "rail {}: rdmaQoS sets the class of the rail's RDMA device, but its pods do not use it \
-                     (rdma off, a storage rail or DPDK); remove rdmaQoS or set rdma",
-                    rail.name
-                )));
+            if !qos.is_empty() {
+                rail.rdma_qos_fits()?;
             }
         }
         let indices = self.node_indices()?;
@@ -365,6 +318,15 @@ impl Plan {
                     r.name
                 )));
             }
+            if r.shared_subnet
+                .as_ref()
+                .is_some_and(|s| s.gateway.is_none())
+            {
+                return Err(PlanError(format!(
+                    "rail {}: sharedSubnet needs its gateway (the leaves' anycast address)",
+                    r.name
+                )));
+            }
         }
         let mut cidrs: Vec<(&IpNet, &str)> = self
             .rails
@@ -385,6 +347,25 @@ impl Plan {
 }
 
 impl Rail {
+    /// The `rdma` its NADs and node file entries carry: the plan's word,
+    /// else `off` for a storage rail (TCP/NVMe-oF; its RDMA device stays
+    /// put), else none (the VF's link type decides).
+    pub fn rdma_policy(&self) -> Option<RdmaPolicy> {
+        RdmaPolicy::for_planned_rail(self.rdma, self.role == Role::Storage)
+    }
+
+    /// `rdmaQoS` sets the class of the rail's RDMA device: its pods must use one.
+    fn rdma_qos_fits(&self) -> Result<()> {
+        let named = |why: &str| PlanError(format!("rail {}: rdmaQoS {why}", self.name));
+        if self.dpdk {
+            return Err(named(
+                "sets the RDMA device's QoS, but a DPDK rail's pods use none; remove rdmaQoS",
+            ));
+        }
+        let policy = self.rdma_policy().unwrap_or(RdmaPolicy::Auto);
+        policy.allows_qos().map_err(named)
+    }
+
     /// Each of `nodes`' prefix (and IPv6 prefix) on this rail: maps built
     /// once, so linear in the nodes. `one`: only `nodes` (one node) go into
     /// the pool, whose pool-wide checks the plan's own (unique indexes,
@@ -458,7 +439,7 @@ impl Rail {
             (None, Some(i)) if pool.static_allocations.is_empty() => {
                 NodePool::at_index(&self.name, node, *i, pool)
             }
-            _ => NodePool::resolve(&self.name, node, pool, &NodeFile::default()),
+            _ => NodePool::resolve(&self.name, node, pool, &NodePrefixes::default()),
         }
     }
 
@@ -493,11 +474,7 @@ impl Rail {
             cidr: Some(self.cidr),
             per_node_prefix: self.per_node_prefix,
             gateway_index: Some(self.gateway_index()),
-            shared_subnet: (self.shared_subnet.as_ref()).map(|s| {
-                railcni_ipam::config::SharedSubnet {
-                    gateway: Some(s.gateway),
-                }
-            }),
+            shared_subnet: self.shared_subnet.clone(),
             ipv6: self.cidr6.map(|cidr6| PoolRequest6 {
                 cidr: Some(cidr6),
                 per_node_prefix: Some(self.per_node_prefix6()),
@@ -505,7 +482,7 @@ impl Rail {
                 routes: vec![RouteConf { dst: cidr6 }],
                 ..Default::default()
             }),
-            nodes: railcni_ipam::config::Nodes::Map(match statics {
+            nodes: Nodes::Map(match statics {
                 true => BTreeMap::new(),
                 false => indices.iter().cloned().collect(),
             }),

@@ -1,12 +1,11 @@
 //! The `ipam` object of a network config (the pool every node shares),
 //! validated at load time so every mistake is named before an address is
-//! handed out. The node file and the marks of validated configs are
-//! submodules.
+//! handed out. The marks of validated configs are a submodule; the node
+//! file is `base::node_file`, of which the IPAM reads `NodePrefixes`.
 
-pub mod node_file;
 mod validated;
 
-pub use node_file::{Allow, NodeAllocation, NodeFile};
+pub use base::node_file::{NodePrefix, NodePrefixes};
 
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -80,16 +79,19 @@ pub struct PoolRequest6 {
 }
 
 /// `sharedSubnet`: the rail is one subnet (`cidr`) shared by all nodes.
-#[derive(Debug, Clone, Deserialize)]
+/// The planner's plan spells it the same way (and requires the gateway).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SharedSubnet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<IpAddr>,
 }
 
 /// `nodes`: a list (a node's index is its position, so removing one moves
 /// the ones after it: the store's prefix guard catches that) or, better, an
-/// explicit `{"gpu-0": 0, "gpu-7": 7}` map whose indices never move.
-#[derive(Debug, Clone, Deserialize)]
+/// explicit `{"gpu-0": 0, "gpu-7": 7}` map whose indices never move. The
+/// planner's plan spells its nodes the same way.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(untagged)]
 pub enum Nodes {
     List(Vec<String>),
@@ -693,7 +695,7 @@ mod properties {
         #[test]
         fn any_ipam_config_is_bounded(v in support::arb_json(), node in "[a-z]{1,3}") {
             if let Ok(pool) = PoolConfig::parse(&v) {
-                if let Ok(p) = NodePool::resolve("rail1", &node, &pool, &NodeFile::default()) {
+                if let Ok(p) = NodePool::resolve("rail1", &node, &pool, &NodePrefixes::default()) {
                     prop_assert!(p.usable.count() <= 256);
                 }
             }

@@ -22,10 +22,15 @@ pub struct Intent<'a> {
 
 impl<'a> Intent<'a> {
     pub fn resolve(ctx: &'a Ctx) -> Result<Self> {
+        // The administrator's node file: this machine's, and who may attach.
+        let node_file = ctx.node_file()?;
+        (node_file.ensure_ours(&ctx.node.settings)).map_err(railcni_ipam::IpamError::from)?;
+        let namespace = ctx.env.args.pod_namespace.as_deref();
+        crate::policy::admit_namespace(node_file, &ctx.conf.name, namespace)?;
         let vf = ctx.node.sysfs.resolve(ctx.conf.require_device_id()?)?;
         check_link_type(ctx, &vf)?;
         // What the administrator's node file lets this NAD take.
-        crate::policy::check(ctx.node_file()?, &ctx.conf.name, &vf, &ctx.conf.vf)?;
+        crate::policy::enforce_ceiling(node_file, &ctx.conf.name, &vf, &ctx.conf.vf)?;
         let netns = ctx
             .env
             .netns

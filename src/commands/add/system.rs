@@ -24,6 +24,7 @@ use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
 use crate::vf::settings::{self, VfSettings};
 use crate::{log_warn, routing};
+use base::rdma_policy::LinkType;
 
 /// The sockets one ADD works through.
 pub struct Sockets<'a> {
@@ -667,14 +668,13 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: &NetNs) 
     record
 }
 
-/// The rail's `rdma`: InfiniBand rails are RDMA rails, so without one they
-/// default to `required`.
+/// The rail's `rdma`, else its VF's link type's default.
 fn rdma_policy(ctx: &Ctx, vf: &crate::vf::Vf) -> RdmaPolicy {
-    if vf.infiniband && !ctx.conf.rdma_given {
-        RdmaPolicy::Required
-    } else {
-        ctx.conf.rdma
-    }
+    let link = match vf.infiniband {
+        true => LinkType::InfiniBand,
+        false => LinkType::Ethernet,
+    };
+    RdmaPolicy::or_default_for(ctx.conf.rdma, link)
 }
 
 /// The VF's RDMA device, whether or not it moves (`rdma` not off).
@@ -691,7 +691,7 @@ fn qos_to_set(ctx: &Ctx, intent: &Intent<'_>, device: Option<&str>) -> Result<Op
     if asked.is_empty() {
         return Ok(None);
     }
-    let required = ctx.conf.rdma == RdmaPolicy::Required;
+    let required = rdma_policy(ctx, &intent.vf) == RdmaPolicy::Required;
     let Some(device) = device else {
         let why = format!("rdmaQoS is set but VF {} has no RDMA device", intent.vf.pci);
         if required {

@@ -111,13 +111,13 @@ fn node_file(w: &Where) -> Finding {
                railcnictl plan PLAN --emit node-file --node NODE > /etc/cni/railcni/node.json";
     match &w.expected {
         Err(why) => Finding::broken("cni/node-file", why.clone(), &expected, fix),
-        Ok(file) => match &file.node_name {
+        Ok(file) => match &file.prefixes.node_name {
             Some(name) if *name == w.node => Finding::ok(
                 "cni/node-file",
                 format!(
                     "{}: node {name}, {} networks",
                     w.source,
-                    file.networks.len()
+                    file.prefixes.networks.len()
                 ),
                 &expected,
             ),

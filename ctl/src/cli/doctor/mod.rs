@@ -3,6 +3,7 @@
 //! files, Multus, host settings), read-only. Each link is one `Finding`; the
 //! first broken one is named with the one thing to do about it.
 
+mod admitted;
 mod cni_files;
 mod finding;
 mod host;
@@ -50,16 +51,17 @@ pub struct Args {
 pub fn findings(w: &Where) -> Vec<Finding> {
     let rails = rails::expected(w);
     let mut out = vec![kernel::iommu(w, rails.iter().any(|r| r.dpdk))];
-    // Read once for every rail's free VFs.
-    let held: Vec<String> = railcni::state::AttachmentStore::new(&w.settings)
+    // Read once for every rail's free VFs and its namespace rule.
+    let records = railcni::state::AttachmentStore::new(&w.settings)
         .list()
-        .map(|records| records.into_iter().map(|r| r.pci).collect())
         .unwrap_or_default();
+    let held: Vec<String> = records.iter().map(|r| r.pci.clone()).collect();
     for rail in &rails {
         out.extend(rails::check(w, rail, &held));
     }
     out.extend(rdma::findings(w, &rails));
     out.extend(roce_qos::findings(&rails));
+    out.extend(admitted::findings(w, &records));
     out.extend(cni_files::findings(w));
     out.extend(host::multus(w));
     for rail in &rails {

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use base::node_file::NodeFile;
 use base::Settings;
-use railcni_ipam::config::NodeFile;
 
 /// The doctor's defaults, for a person's run and the agent's alike.
 pub(super) const CNI_BIN_DIR: &str = "/opt/cni/bin";
@@ -60,6 +60,7 @@ impl Where {
         }
         let node = NodeFile::load(&settings.node_config)
             .unwrap_or_default()
+            .prefixes
             .node_name(&settings)
             .unwrap_or_else(|| "?".into());
         let (expected, source) = match plan {
@@ -97,6 +98,5 @@ fn expected_from_plan(plan: &Path, node: &str) -> Result<NodeFile, String> {
     let resolved = crate::fabric::Plan::parse(&text)
         .and_then(crate::fabric::Plan::resolve)
         .map_err(|e| e.to_string())?;
-    let file = resolved.node_file(node).map_err(|e| e.to_string())?;
-    NodeFile::parse(file.to_string().as_bytes())
+    resolved.node_file(node).map_err(|e| e.to_string())
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::finding::Finding;
 use super::place::Where;
 use crate::cli::node::rail_order;
+use base::rdma_policy::{LinkType, RdmaPolicy};
 use railcni::config::DEFAULT_MTU;
 use railcni::vf::sysfs::{link_target_name, list_dir, DPDK_DRIVERS};
 
@@ -15,8 +16,8 @@ pub struct Rail {
     pub name: String,
     pub pf: Option<String>,
     pub mtu: u32,
-    /// The NAD's `rdma`: auto (the default), required or off.
-    pub rdma: String,
+    /// The rail's `rdma`, else its PF's link type's default.
+    pub rdma: RdmaPolicy,
     pub dpdk: bool,
     /// The class the rail's RDMA traffic carries (`rdmaQoS.tc`, else `tos`).
     pub qos_class: Option<u8>,
@@ -27,18 +28,29 @@ pub fn expected(w: &Where) -> Vec<Rail> {
     let Ok(file) = &w.expected else {
         return Vec::new();
     };
-    let mut rails: Vec<Rail> = (file.networks.iter())
+    let mut rails: Vec<Rail> = (file.rails.iter())
         .map(|(name, a)| Rail {
             name: name.clone(),
             pf: a.pf.clone(),
             mtu: a.mtu.unwrap_or(DEFAULT_MTU),
-            rdma: a.rdma.clone().unwrap_or_else(|| "auto".into()),
+            rdma: RdmaPolicy::or_default_for(a.rdma, link_of(w, a.pf.as_deref())),
             dpdk: a.dpdk,
             qos_class: a.rdma_qos.and_then(|q| q.tc.or(q.tos)),
         })
         .collect();
     rails.sort_by_key(|r| rail_order(&r.name));
     rails
+}
+
+/// The link type of the rail's PF (`type` 32 is ARPHRD_INFINIBAND); a rail
+/// whose PF is not named or not there counts as Ethernet.
+fn link_of(w: &Where, pf: Option<&str>) -> LinkType {
+    let kind =
+        pf.and_then(|pf| fs::read_to_string(w.sysfs.join("class/net").join(pf).join("type")).ok());
+    match kind.as_deref().map(str::trim) {
+        Some("32") => LinkType::InfiniBand,
+        _ => LinkType::Ethernet,
+    }
 }
 
 /// The rail's links, stopping at the first that leaves nothing to check after it.

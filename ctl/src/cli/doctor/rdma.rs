@@ -5,13 +5,16 @@
 use super::finding::Finding;
 use super::place::Where;
 use super::rails::Rail;
+use base::rdma_policy::RdmaPolicy;
 use railcni::hw;
 use railcni::net::rdma::RdmaNetnsMode;
 use railcni::vf::sysfs::list_dir;
 
 /// Rails whose pods use RDMA: not `rdma: off`, not DPDK.
 fn wanting(rails: &[Rail]) -> impl Iterator<Item = &Rail> {
-    rails.iter().filter(|r| r.rdma != "off" && !r.dpdk)
+    rails
+        .iter()
+        .filter(|r| r.rdma != RdmaPolicy::Off && !r.dpdk)
 }
 
 /// (VFs with an RDMA device, VFs) of a rail's PF.
@@ -32,7 +35,7 @@ fn devices(w: &Where, rail: &Rail) -> Option<(usize, usize)> {
 }
 
 pub fn findings(w: &Where, rails: &[Rail]) -> Vec<Finding> {
-    let required = wanting(rails).any(|r| r.rdma == "required");
+    let required = wanting(rails).any(|r| r.rdma == RdmaPolicy::Required);
     let any_device = wanting(rails).any(|r| devices(w, r).is_some_and(|(with, _)| with > 0));
     if !required && !any_device {
         return vec![Finding::skipped(
@@ -104,10 +107,10 @@ fn rail_devices(w: &Where, rail: &Rail) -> Option<Finding> {
     let (with, vfs) = devices(w, rail)?;
     let id = format!("{}/rdma-devices", rail.name);
     let expected = format!("one per VF (rdma: {})", rail.rdma);
-    Some(match (with, rail.rdma.as_str()) {
+    Some(match (with, rail.rdma) {
         (n, _) if n == vfs && n > 0 => Finding::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
-        (0, "auto") => Finding::skipped(id, format!("none of {vfs} VFs has one; rdma: auto attaches without"), &expected),
-        (n, "required") => Finding::broken(
+        (0, RdmaPolicy::Auto) => Finding::skipped(id, format!("none of {vfs} VFs has one; rdma: auto attaches without"), &expected),
+        (n, RdmaPolicy::Required) => Finding::broken(
             id,
             format!("{n} of {vfs} VFs have one; rdma: required fails ADD on the others"),
             &expected,

@@ -7,6 +7,7 @@
 
 use super::finding::Finding;
 use super::rails::Rail;
+use base::rdma_policy::RdmaPolicy;
 use railcni::hw;
 use railcni::rdma_qos::describe;
 
@@ -14,7 +15,7 @@ pub fn findings(rails: &[Rail]) -> Vec<Finding> {
     let hardware = hw::backend();
     rails
         .iter()
-        .filter(|r| r.rdma != "off" && !r.dpdk)
+        .filter(|r| r.rdma != RdmaPolicy::Off && !r.dpdk)
         .filter_map(|r| Some((r, r.qos_class?)))
         .map(|(rail, class)| check(hardware.as_ref(), rail, class))
         .collect()
