@@ -65,12 +65,25 @@ impl DriverContainer {
     /// in the environment but NODE_NAME (the stand-in sysfs and hardware
     /// excepted, which a real node does not need).
     fn call(&self, node: &Node, command: &str, pod: &str, ifname: &str, conf: &Value) -> Reply {
+        self.call_from(node, "training", command, pod, ifname, conf)
+    }
+
+    /// As `call`, for a pod of `namespace` (the driver passes the NRI pod
+    /// sandbox's namespace as K8S_POD_NAMESPACE, pkg/cni/cni.go).
+    fn call_from(
+        &self,
+        node: &Node,
+        namespace: &str,
+        command: &str,
+        pod: &str,
+        ifname: &str,
+        conf: &Value,
+    ) -> Reply {
         let mut req = Req::new(command, "sandbox-0123", pod, ifname, conf.clone());
-        req.args = Some(
-            "IgnoreUnknown=true;K8S_POD_NAMESPACE=training;K8S_POD_NAME=trainer-0;\
+        req.args = Some(format!(
+            "IgnoreUnknown=true;K8S_POD_NAMESPACE={namespace};K8S_POD_NAME=trainer-0;\
              K8S_POD_INFRA_CONTAINER_ID=sandbox-0123;K8S_POD_UID=8d1c5e2a"
-                .into(),
-        );
+        ));
         let mut req = req.in_mount_namespace(&self.setup());
         // Empty is unset: the defaults a driver's container gets.
         for k in [
@@ -78,6 +91,7 @@ impl DriverContainer {
             "RAILCNI_NODE_CONFIG",
             "RAILCNI_NODE_NAME",
             "RAILCNI_LOG_DIR",
+            "RAILCNI_MACHINE_ID_FILE",
         ] {
             req.env.push((k.into(), String::new()));
         }
@@ -219,4 +233,58 @@ fn two_rails_with_the_claims_interface_names() {
         return;
     }
     run_in_driver_container(["rail1", "rail2"]);
+}
+
+/// `allow.namespaces` holds for the driver's own call too: it names the
+/// pod's namespace in K8S_POD_NAMESPACE as Multus does. A pod of another
+/// namespace is refused with nothing changed; the admitted one attaches and
+/// is detached. The installer's stamped copy is read in a container whose
+/// /etc has no machine id: ADD attaches and says it could not compare.
+#[test]
+fn a_rails_namespace_rule_holds_for_the_drivers_own_call() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    let plan = PLAN.replace(
+        "- {name: rail2, cidr: 172.18.0.0/15, routes: [172.16.0.0/12], mtu: 9000}\n",
+        "",
+    );
+    let plan = plan.replace("mtu: 9000}", "mtu: 9000, allow: {namespaces: [training]}}");
+    let driver = DriverContainer::new(&node, &plan);
+    // The installer's stamp: this machine's id (here the fake node's).
+    let copy = driver.var_lib_cni.join("railcni/node.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
+    file["machineId"] = json!(Node::MACHINE_ID);
+    std::fs::write(&copy, file.to_string()).unwrap();
+    let vf = &node.vfs[0];
+    let pod = node.pod("pod");
+    let conf = nad_config(vf.rail, &vf.pci);
+
+    let refused = driver.call_from(&node, "batch", "ADD", &pod, "vfnet0", &conf);
+    let e = refused.err(7);
+    let details = e["details"].as_str().unwrap_or("");
+    assert!(
+        details.contains("networks.rail1.allow.namespaces") && details.contains("namespace batch"),
+        "{e}"
+    );
+    assert!(
+        link_in(&node.host(), &vf.ifname).is_some(),
+        "the VF left the host"
+    );
+    assert!(link_in(&Node::ns_of(&pod), "vfnet0").is_none());
+    driver
+        .call_from(&node, "batch", "DEL", &pod, "vfnet0", &conf)
+        .ok();
+
+    let admitted = driver.call(&node, "ADD", &pod, "vfnet0", &conf);
+    assert!(
+        admitted.stderr.contains("gives no machine id to compare"),
+        "{}",
+        admitted.stderr
+    );
+    admitted.ok();
+    assert!(link_in(&Node::ns_of(&pod), "vfnet0").is_some());
+    driver.call(&node, "DEL", &pod, "vfnet0", &conf).ok();
+    assert!(link_in(&node.host(), &vf.ifname).is_some());
 }

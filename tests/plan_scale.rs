@@ -67,6 +67,8 @@ fn install(t: &Path, plan_dir: &Path, node: &str) -> Output {
         t.join("bin"),
     );
     let state = t.join("state").display().to_string();
+    let machine_id = t.join("machine-id");
+    std::fs::write(&machine_id, format!("{MACHINE_ID}\n")).unwrap();
     ctl_run(
         &[
             "install",
@@ -82,7 +84,24 @@ fn install(t: &Path, plan_dir: &Path, node: &str) -> Output {
             copy.to_str().unwrap(),
             "--json",
         ],
-        &[("NODE_NAME", node), ("RAILCNI_STATE_DIR", &state)],
+        &[
+            ("NODE_NAME", node),
+            ("RAILCNI_STATE_DIR", &state),
+            ("RAILCNI_MACHINE_ID_FILE", machine_id.to_str().unwrap()),
+        ],
+    )
+}
+
+/// The machine `install` runs on here (its RAILCNI_MACHINE_ID_FILE).
+const MACHINE_ID: &str = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e";
+
+/// `plan --emit node-file`'s text as the installer writes it: stamped with
+/// the machine it writes it on, first of the keys.
+fn stamped(emitted: &str) -> String {
+    emitted.replacen(
+        "{\n",
+        &format!("{{\n  \"machineId\": \"{MACHINE_ID}\",\n"),
+        1,
     )
 }
 
@@ -101,10 +120,10 @@ fn sixteen_thousand_nodes_from_one_config_map_each_computing_its_own_file() {
     let volume = t.path().join("volume");
     mount_config_map(&cm, &volume);
     for node in ["gpu-00000", "gpu-16383", "gpu-07919"] {
-        let expected = stdout_of(&ctl_run(
+        let expected = stamped(&stdout_of(&ctl_run(
             &["plan", p, "--emit", "node-file", "--node", node],
             &[],
-        ));
+        )));
         let out = install(t.path(), &volume, node);
         stdout_of(&out);
         let computed = std::fs::read_to_string(t.path().join("etc/node.json")).unwrap();
@@ -145,10 +164,12 @@ fn the_per_node_form_of_earlier_releases_still_installs() {
     let file = r#"{"version":1,"nodeName":"gpu-1","networks":{"rail1":{"prefix":"172.16.0.2/31","gateway":"172.16.0.3"}}}"#;
     std::fs::write(old.join("gpu-1.json"), file).unwrap();
     stdout_of(&install(t.path(), &old, "gpu-1"));
-    assert_eq!(
-        std::fs::read_to_string(t.path().join("etc/node.json")).unwrap(),
-        file
-    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("etc/node.json")).unwrap())
+            .unwrap();
+    let mut expected: Value = serde_json::from_str(file).unwrap();
+    expected["machineId"] = MACHINE_ID.into();
+    assert_eq!(written, expected, "the same file, stamped for this machine");
 }
 
 #[test]
@@ -200,6 +221,11 @@ fn a_prefix_that_pods_hold_does_not_move_under_them() {
             t.path().join("etc/node.json").to_str().unwrap(),
         ),
         ("RAILCNI_LOG_DIR", t.path().join("logs").to_str().unwrap()),
+        // The machine the installer stamped the node file for.
+        (
+            "RAILCNI_MACHINE_ID_FILE",
+            t.path().join("machine-id").to_str().unwrap(),
+        ),
     ]);
     let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "rail1",
         "ipam": {"type": "railcni-ipam", "cidr": "172.16.0.0/15", "gatewayIndex": 1}});

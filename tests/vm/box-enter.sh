@@ -45,7 +45,11 @@ for d in null zero urandom; do
 done
 for m in "${mounts[@]}"; do
   read -r src dst mode <<<"$m"
-  mkdir -p "$src" "$root$dst"
+  if [ -f "$src" ]; then   # a file volume (hostPath type File)
+    mkdir -p "$(dirname "$root$dst")" && touch "$root$dst"
+  else
+    mkdir -p "$src" "$root$dst"
+  fi
   mount --rbind "$src" "$root$dst"
   [ "$mode" = rw ] || mount -o remount,bind,ro "$root$dst"
 done

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::{NodeFile, NodeFileError};
+use super::types::{NodeFile, NodeFileError};
+use crate::settings::Settings;
 
 /// This machine's id from `path`, when the file holds one (not empty, not
 /// systemd's `uninitialized` of a first boot).
@@ -52,7 +53,7 @@ impl NodeFile {
 impl NodeFile {
     /// ADD's rule: refused when stamped for another machine; a file
     /// without a stamp, or one this machine cannot compare, is logged.
-    pub fn ensure_ours(&self, settings: &crate::Settings) -> Result<(), NodeFileError> {
+    pub fn ensure_ours(&self, settings: &Settings) -> Result<(), NodeFileError> {
         let path = &settings.node_config;
         if self.prefixes.networks.is_empty() {
             return Ok(()); // no file: nothing in it to hand out

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Allow, NodeFile, NodePrefix, NodePrefixes, RailQos, RailRules, VERSION};
+use super::types::{Allow, NodeFile, NodePrefix, NodePrefixes, RailQos, RailRules, VERSION};
 use crate::rdma_policy::RdmaPolicy;
 
 #[derive(Serialize, Deserialize)]
