@@ -109,7 +109,7 @@ fn main() {
                     "rail1",
                     &node,
                     &pool,
-                    &railcni_ipam::config::NodeFile::default(),
+                    &railcni_ipam::config::NodePrefixes::default(),
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
                 load.push(t.elapsed());

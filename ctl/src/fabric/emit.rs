@@ -429,6 +429,13 @@ mod tests {
             file.rails["rail2"].allow, None,
             "no ceiling asked, none written"
         );
+        // Who may attach a rail reaches its node file entry too.
+        let ruled = plan.replace("maxTxRateMbps: 25000", "namespaces: [storage-team]");
+        let r = Plan::parse(&ruled).unwrap().resolve().unwrap();
+        let file = r.node_file("gpu-0").unwrap();
+        let allow = file.rails["rail1-p1"].allow.clone().unwrap();
+        assert_eq!(allow.namespaces, Some(vec!["storage-team".to_string()]));
+        assert!(allow.admits(Some("storage-team")) && !allow.admits(Some("default")));
         // A ceiling key the planner does not know is a plan error, not silence.
         let typo = plan.replace("maxTxRateMbps", "maxRate");
         assert!(Plan::parse(&typo).and_then(Plan::resolve).is_err());
