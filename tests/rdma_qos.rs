@@ -198,7 +198,7 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
     assert_eq!(read(tc_file(dir)), "-1", "unset again, not 0");
     assert_eq!(read(tos_file(node, "mlx5_2")), "0");
     assert!(!node.record_exists(&vf.pci));
-    // A second DEL has nothing left to give back.
+    // A second DEL has nothing left to detach.
     node.cni(&add.cmd("DEL")).ok();
 }
 

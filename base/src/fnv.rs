@@ -1,13 +1,13 @@
-//! FNV-1a (64-bit), the one hash the state files use: the lease file's
-//! checksum (byte by byte, a format) and the mark of a validated config
-//! (the same step over 8-byte words in four lanes, for a 1.4 MB pool).
+//! FNV-1a (64-bit): the lease file's checksum, byte by byte (a format: a
+//! lease file names it as `fnv1a64:`). The marks of validated configs are
+//! named by BLAKE3 (`railcni_ipam::config::validated`), not by this.
 
 /// The offset basis.
-pub const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const PRIME: u64 = 0x0100_0000_01b3;
 
 /// One FNV-1a step: `h` with `v` mixed in.
-pub fn mix(h: u64, v: u64) -> u64 {
+fn mix(h: u64, v: u64) -> u64 {
     (h ^ v).wrapping_mul(PRIME)
 }
 

@@ -238,7 +238,7 @@ impl Ipam {
     ) -> Result<Allocation, IpamError> {
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
-        self.check_same_prefix(&data)?;
+        self.validate_same_prefix(&data)?;
         if let Some(l) = data
             .leases
             .iter()
@@ -247,7 +247,7 @@ impl Ipam {
             return Ok(self.allocation(l.address, l.address6));
         }
         let pick = |data: &Leases| match requested.first() {
-            Some(ip) => self.check_requested(*ip, data),
+            Some(ip) => self.validate_requested(*ip, data),
             None => self.next_free(data),
         };
         let mut reclaimed = Vec::new();
@@ -302,7 +302,7 @@ impl Ipam {
     /// A node's prefix never moves under live leases: a config that now
     /// computes another prefix (a node list edited, a node file changed)
     /// fails ADD instead of handing out addresses from a new range.
-    fn check_same_prefix(&self, data: &Leases) -> Result<(), IpamError> {
+    fn validate_same_prefix(&self, data: &Leases) -> Result<(), IpamError> {
         let moved6 = self.pool6.as_ref().and_then(|p6| {
             data.pool6
                 .as_ref()
@@ -376,7 +376,7 @@ impl Ipam {
         reclaimed
     }
 
-    fn check_requested(&self, ip: IpAddr, data: &Leases) -> Result<IpAddr, IpamError> {
+    fn validate_requested(&self, ip: IpAddr, data: &Leases) -> Result<IpAddr, IpamError> {
         let p = &self.pool;
         if !p.contains(&ip) {
             return Err(IpamError::AddressUnavailable(format!(
@@ -518,7 +518,7 @@ pub(crate) fn release_from(
         Ok(locked) => locked,
         // A lock that cannot be taken (a read-only state dir: the root
         // filesystem remounted read-only) must not fail a DEL that has
-        // nothing to give back: nothing held, nothing to write. Only the
+        // nothing to release: nothing held, nothing to write. Only the
         // holder's own ADD could add its lease, never run beside its DEL.
         Err(e @ IpamError::Spec(cni::Error::Io(_))) => {
             let held = |d: &Leases| d.leases.iter().any(|l| l.is_for(container_id, ifname));

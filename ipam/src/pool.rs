@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use crate::config::{addresses, check_allocation, host_bits, NodePrefixes, PoolConfig};
+use crate::config::{addresses, host_bits, validate_allocation, NodePrefixes, PoolConfig};
 use crate::error::IpamError;
 
 /// Where this node's prefix came from, for error messages and logs.
@@ -37,13 +37,13 @@ impl NodePool {
         prefixes: &NodePrefixes,
     ) -> Result<Self, IpamError> {
         let (prefix, explicit_gw, source) = if let Some(a) = prefixes.networks.get(network) {
-            check_allocation(
+            validate_allocation(
                 &format!("node file networks.{network}"),
                 a.prefix,
                 a.gateway,
                 pool,
             )?;
-            check_inside_cidr(network, a.prefix, pool)?;
+            validate_inside_cidr(network, a.prefix, pool)?;
             (a.prefix, a.gateway, Source::NodeFile)
         } else if let Some(a) = pool.static_allocations.iter().find(|a| a.node_name == node) {
             (a.prefix, a.gateway, Source::StaticAllocation)
@@ -170,7 +170,7 @@ impl NodePool {
 /// `ipam.cidr`: a NAD of another rail (or a node file of another fabric)
 /// would otherwise address this rail from the node file and route to the
 /// other rail through this rail's gateway.
-fn check_inside_cidr(network: &str, prefix: IpNet, pool: &PoolConfig) -> Result<(), IpamError> {
+fn validate_inside_cidr(network: &str, prefix: IpNet, pool: &PoolConfig) -> Result<(), IpamError> {
     match pool.cidr {
         Some(cidr) if !cidr.contains(&prefix) => Err(IpamError::config(
             "ipam.cidr",

@@ -282,6 +282,6 @@ fn del_releases_by_the_network_whatever_the_pool_says() {
         1,
         "only the deleted lease went"
     );
-    // Repeated: nothing left to give back, still success.
+    // Repeated: nothing left to release, still success.
     assert!(reply(spawn(t.path(), "DEL", "gone", &broken)).0);
 }

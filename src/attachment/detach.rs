@@ -66,7 +66,7 @@ pub enum Release<'a> {
 
 /// The operations a detach is made of.
 pub trait DetachSteps {
-    fn return_rdma(&mut self, device: &str) -> Result<()>;
+    fn move_rdma_home(&mut self, device: &str) -> Result<()>;
     /// The RDMA device's traffic class and rdma_cm ToS, as ADD found them.
     fn restore_rdma_qos(&mut self, record: &Record) -> Result<()>;
     /// A socket in the pod: `Ok(false)` when its namespace cannot be reached.
@@ -104,7 +104,7 @@ pub fn detach_in_order(steps: &mut impl DetachSteps, record: Option<&Record>) ->
         note(
             &mut failures,
             "move RDMA device home",
-            steps.return_rdma(device),
+            steps.move_rdma_home(device),
         );
     }
     // Once the device is home: the traffic class can be written only there,
@@ -333,7 +333,7 @@ impl KernelDetach<'_> {
 }
 
 impl DetachSteps for KernelDetach<'_> {
-    fn return_rdma(&mut self, device: &str) -> Result<()> {
+    fn move_rdma_home(&mut self, device: &str) -> Result<()> {
         self.node.hw.move_rdma_device(device, self.node.host.fd())
     }
 
@@ -346,7 +346,7 @@ impl DetachSteps for KernelDetach<'_> {
         if then.is_some_and(|then| now.as_deref().is_some_and(|now| now != then)) {
             // The reboot reloaded the driver: nothing railcni set survived.
             log_info!(
-                "RDMA device {} was given its QoS in an earlier boot; nothing of it is left to give back",
+                "RDMA device {} was given its QoS in an earlier boot; nothing of it is left to restore",
                 qos.device
             );
             return Ok(());
@@ -502,7 +502,7 @@ mod tests {
     }
 
     impl DetachSteps for Recorder {
-        fn return_rdma(&mut self, _: &str) -> Result<()> {
+        fn move_rdma_home(&mut self, _: &str) -> Result<()> {
             self.step("rdma")
         }
         fn restore_rdma_qos(&mut self, _: &Record) -> Result<()> {

@@ -130,7 +130,7 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     let iface = result.interfaces.first().cloned().unwrap_or_default();
     set_vf_again(node, record, &vf)?;
     // The reload made a new RDMA device with no QoS: what it holds now is
-    // what DEL gives back, so the record says so before the first write.
+    // what DEL restores, so the record says so before the first write.
     let mut record = record.clone();
     let qos = qos_again(node, &record, &vf)?;
     if qos != record.rdma_qos {
@@ -215,7 +215,7 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
     };
     let mut fresh = rdma_qos::prepare(asked, &target, false)?;
     // The same device still holding what railcni wrote was not remade:
-    // what it held before railcni stays what DEL gives back.
+    // what it held before railcni stays what DEL restores.
     if let Some(new) = fresh.as_mut().filter(|n| n.device == old.device) {
         let keep = |now: &mut Option<rdma_qos::Change>, was: Option<rdma_qos::Change>| {
             if let (Some(n), Some(w)) = (now.as_mut(), was) {

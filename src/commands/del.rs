@@ -88,10 +88,10 @@ pub fn del(ctx: &Ctx) -> Result<()> {
         Ok(lock) => Some(lock),
         // No record of this attachment, and a store that cannot be
         // written (EROFS, EACCES) cannot be given one meanwhile: go on
-        // without the lock rather than fail a DEL with nothing to give back.
+        // without the lock rather than fail a DEL with nothing to detach.
         Err(e @ Error::State(_)) if none_recorded => {
             log_warn!(
-                "{}; no record of {cid}/{ifname} to give back, going on without the lock",
+                "{}; nothing recorded of {cid}/{ifname} to detach, going on without the lock",
                 e.details()
             );
             None

@@ -150,7 +150,7 @@ pub fn write_tos(r: &QosRecord, configfs: &Path) -> Result<()> {
 }
 
 /// Put both back as `prepare` found them, once the device is home. A
-/// device that is gone (a driver reload took it) has nothing to give back.
+/// device that is gone (a driver reload took it) has nothing to restore.
 pub fn restore(r: &QosRecord, device_dir: Option<&Path>, configfs: &Path) -> Result<()> {
     let tc = match (r.traffic_class, device_dir) {
         (Some(change), Some(dir)) => {
@@ -196,7 +196,7 @@ pub fn restore(r: &QosRecord, device_dir: Option<&Path>, configfs: &Path) -> Res
     }
 }
 
-/// Whether a failed ToS restore means there is nothing left to give back:
+/// Whether a failed ToS restore means there is nothing left to restore:
 /// rdma_cm answers ENODEV for a device it no longer has (the VF or its
 /// driver is gone), and a configfs without `rdma_cm/` means the module,
 /// and every value it held, was unloaded. A configfs that is not mounted

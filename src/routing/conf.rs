@@ -53,7 +53,7 @@ impl RoutingConf {
                 .map_err(|e| Error::config("routing", e.to_string()))?,
         };
         if let Some(t) = raw.table {
-            check_table(t)?;
+            validate_table(t)?;
         }
         if raw.rule_priority == Some(0) {
             return Err(Error::config(
@@ -95,7 +95,7 @@ impl RoutingConf {
     }
 }
 
-fn check_table(t: u32) -> Result<()> {
+fn validate_table(t: u32) -> Result<()> {
     if t == 0 || (252..=255).contains(&t) {
         return Err(Error::config(
             "routing.table",

@@ -106,7 +106,7 @@ impl AttachmentStore {
         };
         let unreadable = |why: String| {
             Error::State(cni::IoFailure::plain(format!(
-                "attachment record {} is unreadable ({why}); inspect it, return the VF by hand and remove the file",
+                "attachment record {} is unreadable ({why}); inspect it, move the VF home by hand and remove the file",
                 path.display()
             )))
         };

@@ -261,7 +261,7 @@ impl Plan {
             .into_iter()
             .flatten()
             .collect();
-        self.check_rails()?;
+        self.validate_rails()?;
         for rail in &self.rails {
             railcni::probe::Probes::parse(rail.checks.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
@@ -273,7 +273,7 @@ impl Plan {
         }
         let indices = self.node_indices()?;
         for rail in &self.rails {
-            rail.check_capacity(&indices)?;
+            rail.validate_capacity(&indices)?;
         }
         let mut nodes: Vec<String> = indices.iter().map(|(n, _)| n.clone()).collect();
         let mut known: HashSet<String> = nodes.iter().cloned().collect();
@@ -301,7 +301,7 @@ impl Plan {
         })
     }
 
-    fn check_rails(&self) -> Result<()> {
+    fn validate_rails(&self) -> Result<()> {
         let mut names = std::collections::HashSet::new();
         for r in &self.rails {
             if !names.insert(r.name.as_str()) {
@@ -444,7 +444,7 @@ impl Rail {
     }
 
     /// Every node's index must have its prefix in the rail's cidr (and cidr6).
-    fn check_capacity(&self, indices: &[(String, usize)]) -> Result<()> {
+    fn validate_capacity(&self, indices: &[(String, usize)]) -> Result<()> {
         if !self.static_allocations.is_empty() {
             return Ok(());
         }

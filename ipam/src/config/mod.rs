@@ -420,7 +420,7 @@ impl PoolConfig {
                     format!("node {:?} has two allocations", a.node_name),
                 ));
             }
-            check_allocation(&field, a.prefix, a.gateway, self)?;
+            validate_allocation(&field, a.prefix, a.gateway, self)?;
             if let Some(cidr) = self.cidr {
                 if !cidr.contains(&a.prefix) {
                     return Err(config_err(
@@ -485,7 +485,7 @@ impl PoolConfig {
 /// A node's prefix (static or from the node file): of the pool's family,
 /// its per-node length, within the family's limits, no host bits, the
 /// gateway inside.
-pub fn check_allocation(
+pub fn validate_allocation(
     field: &str,
     prefix: IpNet,
     gateway: Option<IpAddr>,

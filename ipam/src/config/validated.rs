@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{check_allocation, config_err, PoolConfig, StaticAllocation};
+use super::{config_err, validate_allocation, PoolConfig, StaticAllocation};
 use crate::error::IpamError;
 
 /// Names a config this node has validated: the BLAKE3 of its parts, each
@@ -97,7 +97,7 @@ impl PoolConfig {
         if let Some(own) = recall_validated(&marker, &digest) {
             let pool = PoolConfig::parse_with(v, Some(own), false)?;
             for (i, a) in pool.static_allocations.iter().enumerate() {
-                check_allocation(
+                validate_allocation(
                     &format!("staticAllocations[{i}]"),
                     a.prefix,
                     a.gateway,

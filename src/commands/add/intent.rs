@@ -28,7 +28,7 @@ impl<'a> Intent<'a> {
         let namespace = ctx.env.args.pod_namespace.as_deref();
         crate::policy::admit_namespace(node_file, &ctx.conf.name, namespace)?;
         let vf = ctx.node.sysfs.resolve(ctx.conf.require_device_id()?)?;
-        check_link_type(ctx, &vf)?;
+        validate_link_type(ctx, &vf)?;
         // What the administrator's node file lets this NAD take.
         crate::policy::enforce_ceiling(node_file, &ctx.conf.name, &vf, &ctx.conf.vf)?;
         let netns = ctx
@@ -50,7 +50,7 @@ impl<'a> Intent<'a> {
     }
 
     /// The VF's MTU must fit under its PF's.
-    pub fn check_mtu(&self) -> Result<()> {
+    pub fn validate_mtu(&self) -> Result<()> {
         match self.pf_mtu {
             Some(pf_mtu) if self.mtu > pf_mtu => Err(Error::config(
                 "mtu",
@@ -73,7 +73,7 @@ impl<'a> Intent<'a> {
 }
 
 /// Fields that do not apply to the VF's link type are refused, naming them.
-fn check_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
+fn validate_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
     if vf.infiniband && !ctx.conf.rdma_qos.is_empty() {
         return Err(Error::config(
             "rdmaQoS",

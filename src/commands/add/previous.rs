@@ -27,7 +27,7 @@ enum Verdict {
     Replay,
     /// Another attachment in a live namespace holds the VF.
     Busy,
-    /// Our own interrupted ADD (`same`) or a dead pod's: give it back first.
+    /// Our own interrupted ADD (`same`) or a dead pod's: detach it first.
     Clear { same: bool },
 }
 

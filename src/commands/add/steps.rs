@@ -61,11 +61,11 @@ pub trait AttachSteps {
     fn set_traffic_class(&mut self) -> Result<()>;
     fn move_in(&mut self) -> Result<()>;
     fn bring_up(&mut self) -> Result<()>;
-    fn check_addresses(&mut self, result: &CniResult) -> Result<()>;
+    fn probe_addresses(&mut self, result: &CniResult) -> Result<()>;
     fn address(&mut self, result: &mut CniResult) -> Result<()>;
     fn route(&mut self, result: &mut CniResult) -> Result<()>;
-    fn check_gateways(&mut self, result: &CniResult) -> Result<()>;
-    fn check_gids(&mut self, result: &CniResult) -> Result<()>;
+    fn probe_gateways(&mut self, result: &CniResult) -> Result<()>;
+    fn wait_for_gids(&mut self, result: &CniResult) -> Result<()>;
     fn report(&mut self, result: &mut CniResult) -> Result<()>;
     fn finish(&mut self, result: &CniResult) -> Result<()>;
     fn undo(&mut self, step: Undo) -> Result<()>;
@@ -104,11 +104,11 @@ fn run(steps: &mut impl AttachSteps, journal: &mut Journal<Undo>) -> Result<CniR
         journal.replace_all(Undo::Detach);
         steps.move_in()?;
         steps.bring_up()?;
-        steps.check_addresses(&result)?;
+        steps.probe_addresses(&result)?;
         steps.address(&mut result)?;
         steps.route(&mut result)?;
-        steps.check_gateways(&result)?;
-        steps.check_gids(&result)?;
+        steps.probe_gateways(&result)?;
+        steps.wait_for_gids(&result)?;
     }
     steps.report(&mut result)?;
     steps.finish(&result)?;
@@ -175,8 +175,8 @@ mod tests {
         fn bring_up(&mut self) -> Result<()> {
             self.step("bring_up")
         }
-        fn check_addresses(&mut self, _: &CniResult) -> Result<()> {
-            self.step("check_addresses")
+        fn probe_addresses(&mut self, _: &CniResult) -> Result<()> {
+            self.step("probe_addresses")
         }
         fn address(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("address")
@@ -184,11 +184,11 @@ mod tests {
         fn route(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("route")
         }
-        fn check_gateways(&mut self, _: &CniResult) -> Result<()> {
-            self.step("check_gateways")
+        fn probe_gateways(&mut self, _: &CniResult) -> Result<()> {
+            self.step("probe_gateways")
         }
-        fn check_gids(&mut self, _: &CniResult) -> Result<()> {
-            self.step("check_gids")
+        fn wait_for_gids(&mut self, _: &CniResult) -> Result<()> {
+            self.step("wait_for_gids")
         }
         fn report(&mut self, _: &mut CniResult) -> Result<()> {
             self.step("report")
@@ -213,11 +213,11 @@ mod tests {
         "set_traffic_class",
         "move_in",
         "bring_up",
-        "check_addresses",
+        "probe_addresses",
         "address",
         "route",
-        "check_gateways",
-        "check_gids",
+        "probe_gateways",
+        "wait_for_gids",
         "report",
         "finish",
     ];
@@ -243,11 +243,11 @@ mod tests {
             ),
             ("move_in", undo(&["Detach"])),
             ("bring_up", undo(&["Detach"])),
-            ("check_addresses", undo(&["Detach"])),
+            ("probe_addresses", undo(&["Detach"])),
             ("address", undo(&["Detach"])),
             ("route", undo(&["Detach"])),
-            ("check_gateways", undo(&["Detach"])),
-            ("check_gids", undo(&["Detach"])),
+            ("probe_gateways", undo(&["Detach"])),
+            ("wait_for_gids", undo(&["Detach"])),
             ("report", undo(&["Detach"])),
             ("finish", undo(&["Detach"])),
         ];

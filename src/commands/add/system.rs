@@ -46,7 +46,7 @@ pub struct KernelAttach<'a> {
     /// The VF's RDMA device on a RoCE rail (moved or not): its GIDs are
     /// checked, and what they are reported.
     roce_device: Option<String>,
-    /// Each address's RoCE v2 GID index, once `check_gids` found them.
+    /// Each address's RoCE v2 GID index, once `wait_for_gids` found them.
     gids: Vec<(std::net::IpAddr, u32)>,
     /// The pod's rules and tables, read once when the table is chosen.
     in_use: Option<InUse>,
@@ -80,7 +80,7 @@ impl<'a> KernelAttach<'a> {
                         ))
                     })?,
             };
-            intent.check_mtu()?;
+            intent.validate_mtu()?;
             if sockets.pod_nl.link_by_name(&ctx.env.ifname)?.is_some() {
                 return Err(Error::invalid_env(format!(
                     "CNI_IFNAME {} already exists in the pod namespace; each network needs its own interface name",
@@ -375,7 +375,7 @@ impl AttachSteps for KernelAttach<'_> {
         nl.set_up(moved.index)
     }
 
-    fn check_addresses(&mut self, result: &CniResult) -> Result<()> {
+    fn probe_addresses(&mut self, result: &CniResult) -> Result<()> {
         // Off: no rail to build (an InfiniBand VF has no Ethernet MAC for ARP).
         if self.ctx.conf.probes.address_conflict == crate::probe::Mode::Off {
             return Ok(());
@@ -413,7 +413,7 @@ impl AttachSteps for KernelAttach<'_> {
         Ok(())
     }
 
-    fn check_gateways(&mut self, result: &CniResult) -> Result<()> {
+    fn probe_gateways(&mut self, result: &CniResult) -> Result<()> {
         if self.ctx.conf.probes.gateway == crate::probe::Mode::Off {
             return Ok(());
         }
@@ -423,7 +423,7 @@ impl AttachSteps for KernelAttach<'_> {
     /// The RoCE v2 GID of each address (the kernel adds them shortly after
     /// the address): an RDMA application that starts before its GID is
     /// there cannot make a QP for it.
-    fn check_gids(&mut self, result: &CniResult) -> Result<()> {
+    fn wait_for_gids(&mut self, result: &CniResult) -> Result<()> {
         let mode = self.ctx.conf.probes.roce_gid;
         let Some(device) = self.roce_device.clone().filter(|_| mode != Mode::Off) else {
             return Ok(());

@@ -76,7 +76,7 @@ fn reattach_vf(node: &Node, pci: &str) {
         Ok(_) => return,
         Err(e) => {
             log_warn!(
-                "VF {pci} of {}/{}: cannot re-attach it or, its pod gone, give it back: {e}",
+                "VF {pci} of {}/{}: cannot re-attach it or, its pod gone, detach it: {e}",
                 record.network,
                 record.ifname
             );

@@ -57,7 +57,7 @@ pub fn findings(w: &Where) -> Vec<Finding> {
         .unwrap_or_default();
     let held: Vec<String> = records.iter().map(|r| r.pci.clone()).collect();
     for rail in &rails {
-        out.extend(rails::check(w, rail, &held));
+        out.extend(rails::findings(w, rail, &held));
     }
     out.extend(rdma::findings(w, &rails));
     out.extend(roce_qos::findings(&rails));

@@ -55,7 +55,7 @@ fn link_of(w: &Where, pf: Option<&str>) -> LinkType {
 
 /// The rail's links, stopping at the first that leaves nothing to check after it.
 /// `held`: the VFs attachment records hold.
-pub fn check(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
+pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
     let id = |what: &str| format!("{}/{what}", rail.name);
     let Some(pf) = &rail.pf else {
         return vec![Finding::skipped(

@@ -17,11 +17,11 @@ pub fn findings(rails: &[Rail]) -> Vec<Finding> {
         .iter()
         .filter(|r| r.rdma != RdmaPolicy::Off && !r.dpdk)
         .filter_map(|r| Some((r, r.qos_class?)))
-        .map(|(rail, class)| check(hardware.as_ref(), rail, class))
+        .map(|(rail, class)| finding(hardware.as_ref(), rail, class))
         .collect()
 }
 
-fn check(hardware: &dyn hw::Hardware, rail: &Rail, class: u8) -> Finding {
+fn finding(hardware: &dyn hw::Hardware, rail: &Rail, class: u8) -> Finding {
     let id = format!("{}/roce-qos", rail.name);
     let dscp = class >> 2;
     let expected = format!("DSCP {dscp} trusted, mapped to a priority with PFC on");
