@@ -90,6 +90,17 @@ fn release_refused(
     Ok(())
 }
 
+/// The VF, as railcni finds it: runtimeConfig.deviceID > deviceID > pciBusID.
+fn device_of(conf: &Value) -> Option<&str> {
+    ["/runtimeConfig/deviceID", "/deviceID", "/pciBusID"]
+        .iter()
+        .find_map(|p| {
+            conf.pointer(p)
+                .and_then(Value::as_str)
+                .filter(|d| !d.is_empty())
+        })
+}
+
 fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, IpamError> {
     let conf = &request.config;
     let env = &request.env;
@@ -101,14 +112,6 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
     let ipam_conf = conf
         .get("ipam")
         .ok_or_else(|| Error::config("ipam", "is required"))?;
-    // The VF, as railcni finds it: runtimeConfig.deviceID > deviceID > pciBusID.
-    let device = ["/runtimeConfig/deviceID", "/deviceID", "/pciBusID"]
-        .iter()
-        .find_map(|p| {
-            conf.pointer(p)
-                .and_then(Value::as_str)
-                .filter(|d| !d.is_empty())
-        });
     if request.verb == Verb::Del {
         // The lease file is the network's: DEL releases this attachment's
         // lease by the network's name, without loading (or validating) the
@@ -131,7 +134,7 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
         statics,
         settings,
         &node_file.prefixes,
-        device,
+        device_of(conf),
     )?;
     match request.verb {
         Verb::Add => {

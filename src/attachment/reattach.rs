@@ -129,19 +129,7 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     })?;
     let iface = result.interfaces.first().cloned().unwrap_or_default();
     set_vf_again(node, record, &vf)?;
-    // The reload made a new RDMA device with no QoS: what it holds now is
-    // what DEL restores, so the record says so before the first write.
-    let mut record = record.clone();
-    let qos = qos_again(node, &record, &vf)?;
-    if qos != record.rdma_qos {
-        record.rdma_qos = qos;
-        node.store.save(&record)?;
-    }
-    let record = &record;
-    if let Some(q) = &record.rdma_qos {
-        let dir = node.sysfs.rdma_device_dir(pci, &q.device);
-        rdma_qos::write_traffic_class(q, dir.as_deref())?;
-    }
+    let record = &qos_recorded_again(node, record, &vf)?;
     let host_nl = Netlink::connect_in(&node.host)?;
     let link = find_in_host(&host_nl, pci, &vf.netdevs, None)?
         .ok_or_else(|| Error::DeviceNotFound(format!("VF {pci} left the host again")))?;
@@ -186,6 +174,23 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
         record.network
     );
     Ok(())
+}
+
+/// The record with `rdmaQoS` for the new RDMA device, its traffic class
+/// set. The reload made a device with no QoS: what it holds now is what
+/// DEL restores, so the record says so before the first write.
+fn qos_recorded_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Record> {
+    let mut record = record.clone();
+    let qos = qos_again(node, &record, vf)?;
+    if qos != record.rdma_qos {
+        record.rdma_qos = qos;
+        node.store.save(&record)?;
+    }
+    if let Some(q) = &record.rdma_qos {
+        let dir = node.sysfs.rdma_device_dir(&record.pci, &q.device);
+        rdma_qos::write_traffic_class(q, dir.as_deref())?;
+    }
+    Ok(record)
 }
 
 /// `rdmaQoS` for the VF's RDMA device as the reload left it (its name may

@@ -218,24 +218,29 @@ fn compare_rdma(
         ));
     }
     if let Some(index) = expected.gid_index {
-        let table = table.unwrap_or_default();
-        for (i, addr) in addrs.iter().enumerate() {
-            let found = crate::net::gid::roce_v2_index(&table, *addr);
-            if i == 0 {
-                out.push(Comparison::new(
-                    &format!("gid {addr} RoCE v2 index"),
-                    index,
-                    found.map_or_else(|| "missing".to_string(), |n| n.to_string()),
-                ));
-            } else {
-                out.push(Comparison::present(
-                    format!("gid {addr} RoCE v2"),
-                    found.is_some(),
-                ));
-            }
-        }
+        out.extend(compare_gids(index, &addrs, &table.unwrap_or_default()));
     }
     Ok(out)
+}
+
+/// The first address's RoCE v2 GID at the index ADD reported; the others'
+/// present.
+fn compare_gids(
+    index: u32,
+    addrs: &[std::net::IpAddr],
+    table: &[crate::net::gid::Gid],
+) -> Vec<Comparison> {
+    let found = |addr: &std::net::IpAddr| crate::net::gid::roce_v2_index(table, *addr);
+    let first = addrs.first().map(|addr| {
+        Comparison::new(
+            &format!("gid {addr} RoCE v2 index"),
+            index,
+            found(addr).map_or_else(|| "missing".to_string(), |n| n.to_string()),
+        )
+    });
+    let rest = (addrs.iter().skip(1))
+        .map(|addr| Comparison::present(format!("gid {addr} RoCE v2"), found(addr).is_some()));
+    first.into_iter().chain(rest).collect()
 }
 
 /// The rail plan's rules, routes and sysctls against the pod's.

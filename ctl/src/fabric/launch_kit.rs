@@ -197,42 +197,15 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
     })
 }
 
+/// A group's east-west PFs by rail: (PCI address, netdev), sorted.
+type GroupRails<'g> = BTreeMap<u8, Vec<(&'g str, &'g str)>>;
+
 /// The rails: east-west PFs with a rail, grouped; every group must name
 /// the same netdevs for a rail (a plan's `pf` is one name on every node).
 fn rails_of(groups: &[Group], unmapped: &mut Vec<String>) -> Result<Vec<ImportedRail>> {
-    let mut by_group: Vec<BTreeMap<u8, Vec<(&str, &str)>>> = Vec::new();
-    for group in groups {
-        let label = group_label(group);
-        if let Some(link) = group
-            .link_type
-            .as_deref()
-            .filter(|l| !l.eq_ignore_ascii_case("ethernet"))
-        {
-            return Err(PlanError(format!(
-                "{label}: linkType {link}: railcni imports Ethernet (RoCE) rails; an InfiniBand fabric's \
-                 rails are written by hand (docs/configuration.md, InfiniBand)"
-            )));
-        }
-        let mut rails: BTreeMap<u8, Vec<(&str, &str)>> = BTreeMap::new();
-        for pf in &group.pfs {
-            match (pf.traffic.as_deref(), pf.rail) {
-                (Some("east-west"), Some(rail)) => rails
-                    .entry(rail)
-                    .or_default()
-                    .push((pf.pci_address.as_str(), pf.network_interface.as_str())),
-                (traffic, _) => unmapped.push(format!(
-                    "{label}: PF {} ({}, traffic {}): not an east-west rail",
-                    pf.network_interface,
-                    pf.pci_address,
-                    traffic.unwrap_or("unset")
-                )),
-            }
-        }
-        for pfs in rails.values_mut() {
-            pfs.sort();
-        }
-        by_group.push(rails);
-    }
+    let by_group = (groups.iter())
+        .map(|g| group_rails(g, unmapped))
+        .collect::<Result<Vec<_>>>()?;
     let first = &by_group[0];
     if first.is_empty() {
         return Err(PlanError(format!(
@@ -240,12 +213,12 @@ fn rails_of(groups: &[Group], unmapped: &mut Vec<String>) -> Result<Vec<Imported
             group_label(&groups[0])
         )));
     }
+    let names = |r: &GroupRails| -> Vec<(u8, Vec<String>)> {
+        r.iter()
+            .map(|(k, v)| (*k, v.iter().map(|(_, n)| n.to_string()).collect()))
+            .collect()
+    };
     for (group, rails) in groups.iter().zip(&by_group).skip(1) {
-        let names = |r: &BTreeMap<u8, Vec<(&str, &str)>>| -> Vec<(u8, Vec<String>)> {
-            r.iter()
-                .map(|(k, v)| (*k, v.iter().map(|(_, n)| n.to_string()).collect()))
-                .collect()
-        };
         if names(rails) != names(first) {
             return Err(PlanError(format!(
                 "{} names its rails' PFs {:?}, {} {:?}: a railcni rail's `pf` is the same netdev on every node \
@@ -269,6 +242,38 @@ fn rails_of(groups: &[Group], unmapped: &mut Vec<String>) -> Result<Vec<Imported
             ))),
         })
         .collect()
+}
+
+/// One group's east-west PFs by rail; its other PFs named in `unmapped`.
+/// An InfiniBand group is refused.
+fn group_rails<'g>(group: &'g Group, unmapped: &mut Vec<String>) -> Result<GroupRails<'g>> {
+    let label = group_label(group);
+    if let Some(link) = (group.link_type.as_deref()).filter(|l| !l.eq_ignore_ascii_case("ethernet"))
+    {
+        return Err(PlanError(format!(
+            "{label}: linkType {link}: railcni imports Ethernet (RoCE) rails; an InfiniBand fabric's \
+             rails are written by hand (docs/configuration.md, InfiniBand)"
+        )));
+    }
+    let mut rails = GroupRails::new();
+    for pf in &group.pfs {
+        match (pf.traffic.as_deref(), pf.rail) {
+            (Some("east-west"), Some(rail)) => rails
+                .entry(rail)
+                .or_default()
+                .push((pf.pci_address.as_str(), pf.network_interface.as_str())),
+            (traffic, _) => unmapped.push(format!(
+                "{label}: PF {} ({}, traffic {}): not an east-west rail",
+                pf.network_interface,
+                pf.pci_address,
+                traffic.unwrap_or("unset")
+            )),
+        }
+    }
+    for pfs in rails.values_mut() {
+        pfs.sort();
+    }
+    Ok(rails)
 }
 
 /// The nodes in order, each at the next index not in `skipped`.
@@ -332,25 +337,7 @@ fn nv_ipam(
             rail.index
         )));
     }
-    let (subnet, gateway) = match ipam.subnets.get(position) {
-        Some(s) => {
-            if !s.exclusions.is_empty() {
-                return Err(PlanError(format!(
-                    "nvIpam subnet {}: exclusions have no railcni equivalent (each node's block is its own)",
-                    s.subnet
-                )));
-            }
-            (s.subnet, s.gateway)
-        }
-        None if !ipam.subnets.is_empty() => {
-            return Err(PlanError(format!(
-                "nvIpam lists {} subnets for {} or more rails: list one per rail",
-                ipam.subnets.len(),
-                position + 1
-            )))
-        }
-        None => generated_subnet(ipam, position)?,
-    };
+    let (subnet, gateway) = nv_ipam_subnet(ipam, position)?;
     let block = ipam.per_node_block_size.unwrap_or(1).max(1);
     let host_bits = 32 - (block - 1).leading_zeros().min(32);
     let per_node = if subnet.addr().is_ipv4() { 32 } else { 128 } - host_bits as u8;
@@ -369,6 +356,23 @@ fn nv_ipam(
         }
     };
     Ok(usize::try_from(offset >> host_bits).ok())
+}
+
+/// The rail at `position`'s subnet and gateway: listed, else generated.
+fn nv_ipam_subnet(ipam: &NvIpam, position: usize) -> Result<(IpNet, IpAddr)> {
+    match ipam.subnets.get(position) {
+        Some(s) if !s.exclusions.is_empty() => Err(PlanError(format!(
+            "nvIpam subnet {}: exclusions have no railcni equivalent (each node's block is its own)",
+            s.subnet
+        ))),
+        Some(s) => Ok((s.subnet, s.gateway)),
+        None if !ipam.subnets.is_empty() => Err(PlanError(format!(
+            "nvIpam lists {} subnets for {} or more rails: list one per rail",
+            ipam.subnets.len(),
+            position + 1
+        ))),
+        None => generated_subnet(ipam, position),
+    }
 }
 
 /// The launch kit's generated subnets: consecutive /mask blocks from
@@ -480,36 +484,41 @@ fn name_unmapped(kit: &LaunchKit, layout: Layout, unmapped: &mut Vec<String>) {
         _ => {}
     }
     for group in &kit.cluster_config {
-        let keys: Vec<&str> = group.rest.keys().map(String::as_str).collect();
-        if !keys.is_empty() {
-            unmapped.push(format!("{}: {}", group_label(group), keys.join(", ")));
-        }
-        let mut pf_keys: Vec<&str> = group
-            .pfs
-            .iter()
-            .flat_map(|pf| pf.rest.keys().map(String::as_str))
-            .filter(|k| !PF_DESCRIPTIVE.contains(k))
-            .collect();
-        pf_keys.sort_unstable();
-        pf_keys.dedup();
-        if !pf_keys.is_empty() {
-            unmapped.push(format!(
-                "{}: PF fields {}",
-                group_label(group),
-                pf_keys.join(", ")
-            ));
-        }
-        let paired: Vec<&str> = (group.pfs.iter())
-            .filter(|pf| pf.connected_gpu.is_some())
-            .map(|pf| pf.network_interface.as_str())
-            .collect();
-        if !paired.is_empty() {
-            unmapped.push(format!(
-                "{}: connectedGPU is known for {}: `--emit dra --pair-gpus` claims each rail's VF with a GPU \
-                 on its PCIe root (no per-node address needed)",
-                group_label(group),
-                paired.join(", ")
-            ));
-        }
+        name_unmapped_in(group, unmapped);
+    }
+}
+
+/// What one clusterConfig group says that the import does not map.
+fn name_unmapped_in(group: &Group, unmapped: &mut Vec<String>) {
+    let keys: Vec<&str> = group.rest.keys().map(String::as_str).collect();
+    if !keys.is_empty() {
+        unmapped.push(format!("{}: {}", group_label(group), keys.join(", ")));
+    }
+    let mut pf_keys: Vec<&str> = group
+        .pfs
+        .iter()
+        .flat_map(|pf| pf.rest.keys().map(String::as_str))
+        .filter(|k| !PF_DESCRIPTIVE.contains(k))
+        .collect();
+    pf_keys.sort_unstable();
+    pf_keys.dedup();
+    if !pf_keys.is_empty() {
+        unmapped.push(format!(
+            "{}: PF fields {}",
+            group_label(group),
+            pf_keys.join(", ")
+        ));
+    }
+    let paired: Vec<&str> = (group.pfs.iter())
+        .filter(|pf| pf.connected_gpu.is_some())
+        .map(|pf| pf.network_interface.as_str())
+        .collect();
+    if !paired.is_empty() {
+        unmapped.push(format!(
+            "{}: connectedGPU is known for {}: `--emit dra --pair-gpus` claims each rail's VF with a GPU \
+             on its PCIe root (no per-node address needed)",
+            group_label(group),
+            paired.join(", ")
+        ));
     }
 }

@@ -57,6 +57,43 @@ pub struct KernelAttach<'a> {
 }
 
 impl<'a> KernelAttach<'a> {
+    /// railcni's additions beside pciID (1.1 results only): the RDMA
+    /// device, an InfiniBand VF's GUID and P_Key, and what an RDMA launcher
+    /// needs: the GID of the first address (IPv4 first, as IPAM orders
+    /// them) and the classes set.
+    fn result_extras(&self) -> Vec<(String, serde_json::Value)> {
+        let ctx = self.ctx;
+        let infiniband = self.intent.vf.infiniband;
+        let texts = [
+            ("rdmaDevice", self.record.rdma_device.clone()),
+            (
+                "guid",
+                (ctx.conf.vf.ib_guid().filter(|_| infiniband)).map(|g| g.to_string()),
+            ),
+            (
+                "pkey",
+                (ctx.conf.pkey.filter(|_| infiniband)).map(|k| format!("{k:#06x}")),
+            ),
+        ];
+        let qos = self.qos.as_ref();
+        let numbers = [
+            ("gidIndex", self.gids.first().map(|(_, i)| *i)),
+            (
+                "trafficClass",
+                qos.and_then(|q| q.traffic_class)
+                    .map(|c| u32::from(c.value)),
+            ),
+            ("tos", qos.and_then(|q| q.tos).map(|c| u32::from(c.value))),
+        ];
+        let texts = texts
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?.into())));
+        let numbers = numbers
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?.into())));
+        texts.chain(numbers).collect()
+    }
+
     /// Find the VF's host link (`cleared`: as a cleared record left it) and
     /// run the checks that change nothing.
     pub fn prepare(
@@ -462,25 +499,7 @@ impl AttachSteps for KernelAttach<'_> {
                 Ok(())
             }
             gid::Wait::Missing { missing, table } => {
-                let held: Vec<String> = table
-                    .iter()
-                    .map(|g| format!("{} {} {}", g.index, g.address(), g.kind))
-                    .collect();
-                let msg = format!(
-                    "RDMA device {device} port {port} has no RoCE v2 GID for {} after {} ms \
-                     (its table holds: {}); RDMA to that address would fail",
-                    missing
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    timeout.as_millis(),
-                    if held.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        held.join("; ")
-                    }
-                );
+                let msg = missing_gids(&device, port, &missing, &table, timeout);
                 if mode == Mode::Require {
                     return Err(Error::RailCheck(format!("checks.roceGid: {msg}")));
                 }
@@ -512,48 +531,7 @@ impl AttachSteps for KernelAttach<'_> {
                 };
                 iface.mac = Some(format_hw_addr(&now.mac));
                 iface.mtu = Some(now.mtu);
-                // railcni's additions beside pciID (1.1 results only).
-                let infiniband = self.intent.vf.infiniband;
-                let extras = [
-                    ("rdmaDevice", self.record.rdma_device.clone()),
-                    (
-                        "guid",
-                        (ctx.conf.vf.ib_guid().filter(|_| infiniband)).map(|g| g.to_string()),
-                    ),
-                    (
-                        "pkey",
-                        (ctx.conf.pkey.filter(|_| infiniband)).map(|k| format!("{k:#06x}")),
-                    ),
-                ];
-                for (key, value) in extras {
-                    if let Some(v) = value {
-                        iface.extra.insert(key.into(), v.into());
-                    }
-                }
-                // What an RDMA launcher needs: the GID of the first address
-                // (IPv4 first, as IPAM orders them) and the classes set.
-                let numbers = [
-                    ("gidIndex", self.gids.first().map(|(_, i)| *i)),
-                    (
-                        "trafficClass",
-                        self.qos
-                            .as_ref()
-                            .and_then(|q| q.traffic_class)
-                            .map(|c| u32::from(c.value)),
-                    ),
-                    (
-                        "tos",
-                        self.qos
-                            .as_ref()
-                            .and_then(|q| q.tos)
-                            .map(|c| u32::from(c.value)),
-                    ),
-                ];
-                for (key, value) in numbers {
-                    if let Some(v) = value {
-                        iface.extra.insert(key.into(), v.into());
-                    }
-                }
+                iface.extra.extend(self.result_extras());
             }
             None => {
                 for ip in &mut result.ips {
@@ -666,6 +644,33 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: &NetNs) 
     record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
     record.dpdk = link.is_none();
     record
+}
+
+/// What a RoCE v2 GID wait that ran out says: the addresses without one
+/// and what the table holds.
+fn missing_gids(
+    device: &str,
+    port: u32,
+    missing: &[std::net::IpAddr],
+    table: &[gid::Gid],
+    timeout: std::time::Duration,
+) -> String {
+    let held: Vec<String> = table
+        .iter()
+        .map(|g| format!("{} {} {}", g.index, g.address(), g.kind))
+        .collect();
+    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    format!(
+        "RDMA device {device} port {port} has no RoCE v2 GID for {} after {} ms \
+         (its table holds: {}); RDMA to that address would fail",
+        missing.join(", "),
+        timeout.as_millis(),
+        if held.is_empty() {
+            "nothing".to_string()
+        } else {
+            held.join("; ")
+        }
+    )
 }
 
 /// The rail's `rdma`, else its VF's link type's default.
