@@ -4,10 +4,10 @@
 //! changes; DEL, CHECK and GC never consult it (a rule added later must not
 //! strand a running pod).
 
-use base::node_file::{Allow, NodeFile, RailRules};
+use base::node_file::{NodeFile, RailRules};
 
 use crate::error::{Error, Result};
-use crate::vf::settings::{VfAttr, VfSettings};
+use crate::vf::settings::{nad, VfSettings};
 use crate::vf::Vf;
 
 /// Refuse a pod of a namespace the rail does not admit (`K8S_POD_NAMESPACE`;
@@ -65,11 +65,13 @@ pub fn enforce_ceiling(
         return Ok(());
     };
     require_rail_pf(rail, network, vf)?;
-    match &rail.allow {
-        Some(allow) => asked
-            .attrs()
-            .iter()
-            .try_for_each(|a| within_ceiling(allow, network, a)),
+    let over = (rail.allow.as_ref()).and_then(|allow| nad::over_ceiling(allow, asked));
+    match over {
+        Some(over) => Err(refused(
+            over.field,
+            format!("networks.{network}.allow.{}", over.allow_key),
+            format!("{} is not allowed on network {network}", over.asked),
+        )),
         None => Ok(()),
     }
 }
@@ -99,40 +101,4 @@ fn require_rail_pf(rail: &RailRules, network: &str, vf: &Vf) -> Result<()> {
             vf.pf_pci
         ),
     ))
-}
-
-fn within_ceiling(allow: &Allow, network: &str, attr: &VfAttr) -> Result<()> {
-    let rule = |key: &str| format!("networks.{network}.allow.{key}");
-    match *attr {
-        VfAttr::Trust(true) if !allow.trust => Err(refused(
-            "trust",
-            rule("trust"),
-            format!("trust on is not allowed on network {network}"),
-        )),
-        VfAttr::Spoofchk(false) if !allow.spoofchk_off => Err(refused(
-            "spoofchk",
-            rule("spoofchkOff"),
-            format!("spoofchk off is not allowed on network {network}"),
-        )),
-        VfAttr::Vlan(v) if v.id != 0 && !allow.vlans.contains(&v.id) => Err(refused(
-            "vlan",
-            rule("vlans"),
-            format!(
-                "VLAN {} is not one network {network} may use ({:?})",
-                v.id, allow.vlans
-            ),
-        )),
-        VfAttr::Rate(r) => match allow.max_tx_rate_mbps {
-            Some(most) if r.max_mbps.max(r.min_mbps) > most => Err(refused(
-                "max_tx_rate",
-                rule("maxTxRateMbps"),
-                format!(
-                    "a rate of {} Mbps is above network {network}'s ceiling of {most} Mbps",
-                    r.max_mbps.max(r.min_mbps)
-                ),
-            )),
-            _ => Ok(()),
-        },
-        _ => Ok(()),
-    }
 }

@@ -1,7 +1,9 @@
 //! The VF settings a NAD asks for on the PF (sriov-cni's fields, and the
 //! InfiniBand GUID), checked as sriov-cni checks them: one parser per
-//! setting, in a table (`FIELDS`), over the config object as it came.
+//! setting, in a table (`FIELDS`), over the config object as it came, each
+//! beside the ceiling the node file's `allow` puts on it.
 
+use base::node_file::Allow;
 use serde_json::{Map, Value};
 
 use super::{LinkState, Rate, VfAttr, VfSettings, Vlan, VlanProto};
@@ -16,6 +18,29 @@ pub struct NadField {
     pub ethernet_only: bool,
     /// The setting those keys ask for, if any.
     pub parse: fn(&Conf) -> Result<Option<VfAttr>>,
+    /// What a rail's `allow` lets a NAD ask of this setting: `None` when
+    /// `attr` (this field's own setting; others pass) is within it.
+    pub ceiling: Option<fn(&Allow, &VfAttr) -> Option<OverCeiling>>,
+}
+
+/// A setting above its rail's ceiling, in the words of the refusal.
+pub struct OverCeiling {
+    /// The NAD's key.
+    pub field: &'static str,
+    /// The `allow` key that does not let it (`networks.<rail>.allow.<key>`).
+    pub allow_key: &'static str,
+    /// What was asked, as a sentence missing its network: "trust on".
+    pub asked: String,
+}
+
+impl OverCeiling {
+    fn new(field: &'static str, allow_key: &'static str, asked: String) -> Option<Self> {
+        Some(OverCeiling {
+            field,
+            allow_key,
+            asked,
+        })
+    }
 }
 
 /// The config object.
@@ -28,28 +53,69 @@ pub const FIELDS: &[NadField] = &[
         keys: &["vlan", "vlanQoS", "vlanProto"],
         ethernet_only: true,
         parse: vlan,
+        ceiling: Some(|allow, attr| match attr {
+            VfAttr::Vlan(v) if v.id != 0 && !allow.vlans.contains(&v.id) => OverCeiling::new(
+                "vlan",
+                "vlans",
+                format!("VLAN {} (it may use {:?})", v.id, allow.vlans),
+            ),
+            _ => None,
+        }),
     },
     NadField {
         keys: &["spoofchk"],
         ethernet_only: true,
         parse: |c| Ok(on_off(c, "spoofchk")?.map(VfAttr::Spoofchk)),
+        ceiling: Some(|allow, attr| match attr {
+            VfAttr::Spoofchk(false) if !allow.spoofchk_off => {
+                OverCeiling::new("spoofchk", "spoofchkOff", "spoofchk off".into())
+            }
+            _ => None,
+        }),
     },
     NadField {
         keys: &["trust"],
         ethernet_only: false,
         parse: |c| Ok(on_off(c, "trust")?.map(VfAttr::Trust)),
+        ceiling: Some(|allow, attr| match attr {
+            VfAttr::Trust(true) if !allow.trust => {
+                OverCeiling::new("trust", "trust", "trust on".into())
+            }
+            _ => None,
+        }),
     },
     NadField {
         keys: &["link_state"],
         ethernet_only: false,
         parse: link_state,
+        ceiling: None,
     },
     NadField {
         keys: &["min_tx_rate", "max_tx_rate"],
         ethernet_only: false,
         parse: rate,
+        ceiling: Some(|allow, attr| match (attr, allow.max_tx_rate_mbps) {
+            (VfAttr::Rate(r), Some(most)) if r.max_mbps.max(r.min_mbps) > most => OverCeiling::new(
+                "max_tx_rate",
+                "maxTxRateMbps",
+                format!(
+                    "a rate of {} Mbps (its ceiling is {most} Mbps)",
+                    r.max_mbps.max(r.min_mbps)
+                ),
+            ),
+            _ => None,
+        }),
     },
 ];
+
+/// The first of `asked`'s settings above `allow`.
+pub fn over_ceiling(allow: &Allow, asked: &VfSettings) -> Option<OverCeiling> {
+    let ceilings = FIELDS.iter().filter_map(|f| f.ceiling);
+    let attrs = asked.attrs();
+    ceilings
+        .flat_map(|within| attrs.iter().filter_map(move |a| within(allow, a)))
+        .next()
+}
 
 /// Every setting the config asks for; `mac` and `guid` as the runtime's
 /// overrides left them.
