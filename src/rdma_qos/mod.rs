@@ -342,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn a_device_rdma_cm_no_longer_knows_has_nothing_to_give_back() {
+    fn a_device_rdma_cm_no_longer_knows_has_nothing_to_restore() {
         let gone = Error::Kernel {
             what: "write 0 to default_roce_tos".into(),
             errno: nix::errno::Errno::ENODEV,

@@ -31,8 +31,11 @@ check "the installer computes the node file from the plan ConfigMap" \
   env NODE_NAME=vm-0 RAILCNI_STATE_DIR="$host/var-lib-cni/railcni" railcnictl install --from "$RAILCNI_BIN_DIR" \
   --bin-dir "$host/opt-cni-bin" --plan-dir "$host/plan" --node-file "$host/etc-node.json" \
   --node-file-copy "$host/var-lib-cni/railcni/node.json"
-same "the computed node file is --emit node-file's" "$(railcnictl plan "$host/plan.yaml" --emit node-file --node vm-0)" \
-  "$(cat "$host/var-lib-cni/railcni/node.json")"
+# The installer stamps it with this machine's id (where the guest has one).
+same "the computed node file is --emit node-file's, stamped for this machine" \
+  "$(railcnictl plan "$host/plan.yaml" --emit node-file --node vm-0 |
+    jq -S --arg m "$(cat /etc/machine-id 2>/dev/null)" 'if $m != "" then . + {machineId: $m} else . end')" \
+  "$(jq -S . "$host/var-lib-cni/railcni/node.json" 2>&1)"
 state=$host/var-lib-cni/railcni
 
 # dra_cni VERB IFNAME CONFIG: railcni run by the driver's libcni in a fresh container.
