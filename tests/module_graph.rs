@@ -25,15 +25,9 @@ fn graph(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
         if module == "lib" || module == "main" {
             continue;
         }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let product = text.split("#[cfg(test)]").next().unwrap_or("");
-        for (i, _) in product.match_indices("crate::") {
-            let name: String = product[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
+        for (via, name) in imported(&parse(&path)) {
             let is_module = root.join(format!("{name}.rs")).exists() || root.join(&name).is_dir();
-            if !name.is_empty() && name != module && is_module {
+            if via == "crate" && name != module && is_module {
                 out.entry(module.clone()).or_default().insert(name);
             }
         }
@@ -106,41 +100,82 @@ fn a_circle_is_found_when_there_is_one() {
 /// The crates' source roots.
 const ROOTS: [&str; 5] = ["cni/src", "base/src", "src", "ipam/src", "ctl/src"];
 
-/// A file's product code: what comes before its first test module.
+/// A source file as Rust.
+fn parse(path: &Path) -> syn::File {
+    let text = std::fs::read_to_string(path).unwrap();
+    syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A file's product code as text: what comes before its first test module
+/// (where a parent's use of a child is looked for).
 fn product(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     text.split("#[cfg(test)]").next().unwrap_or("").to_string()
 }
 
-/// The names after `crate::` or `super::` (each name of a `{a, b}` group),
-/// with the word before them; macros (`name!`) left out.
-fn imported(text: &str) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    for via in ["crate::", "super::"] {
-        for (i, _) in text.match_indices(via) {
-            if text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                continue; // `super::super::`, `railcni::crate::`: not a start
-            }
-            let rest = &text[i + via.len()..];
-            let names: Vec<&str> = match rest.strip_prefix('{') {
-                Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
-                None => vec![rest],
-            };
-            for n in names {
-                let n = n.trim_start();
-                let name: String = n
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                let after = &n[name.len()..];
-                if name.is_empty() || name == "self" || name == "super" || after.starts_with('!') {
-                    continue;
-                }
-                out.push((if via == "crate::" { "crate" } else { "super" }, name));
+/// Whether an item is test code (`#[cfg(test)]`).
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
+    })
+}
+
+/// The first name after `crate::` or `super::` (after any further
+/// `super::`) in every use tree, its groups and nested groups included,
+/// and in every path of the file's product code, with the word it came
+/// through. Macro bodies are tokens, not paths: not looked into.
+fn imported(file: &syn::File) -> Vec<(&'static str, String)> {
+    struct Names(Vec<(&'static str, String)>);
+    impl Names {
+        fn walk(&mut self, tree: &syn::UseTree, via: Option<&'static str>) {
+            use syn::UseTree::*;
+            match (tree, via) {
+                (Path(p), None) if p.ident == "crate" => self.walk(&p.tree, Some("crate")),
+                (Path(p), None) if p.ident == "super" => self.walk(&p.tree, Some("super")),
+                (Path(p), Some(v)) if p.ident == "super" => self.walk(&p.tree, Some(v)),
+                (Path(p), Some(v)) => self.0.push((v, p.ident.to_string())),
+                (Name(n), Some(v)) if n.ident != "self" => self.0.push((v, n.ident.to_string())),
+                (Rename(r), Some(v)) => self.0.push((v, r.ident.to_string())),
+                (Group(g), _) => g.items.iter().for_each(|t| self.walk(t, via)),
+                _ => {}
             }
         }
     }
-    out
+    impl<'ast> syn::visit::Visit<'ast> for Names {
+        fn visit_item(&mut self, item: &'ast syn::Item) {
+            let attrs = match item {
+                syn::Item::Mod(m) => &m.attrs,
+                syn::Item::Fn(f) => &f.attrs,
+                syn::Item::Impl(i) => &i.attrs,
+                syn::Item::Use(u) => &u.attrs,
+                _ => return syn::visit::visit_item(self, item),
+            };
+            if !is_test(attrs) {
+                syn::visit::visit_item(self, item);
+            }
+        }
+        fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+            self.walk(&u.tree, None);
+        }
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            let mut segments = path.segments.iter().map(|s| s.ident.to_string());
+            let via = match segments.next().as_deref() {
+                Some("crate") => Some("crate"),
+                Some("super") => Some("super"),
+                _ => None,
+            };
+            if let Some(via) = via {
+                if let Some(name) = segments.find(|s| s != "super") {
+                    self.0.push((via, name));
+                }
+            }
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut names = Names(Vec::new());
+    syn::visit::Visit::visit_file(&mut names, file);
+    names.0.retain(|(_, n)| n != "self");
+    names.0
 }
 
 /// Does `parent`'s code use module `child` (a call or a private `use`; a
@@ -220,7 +255,7 @@ fn upward_imports(root: &Path) -> Vec<(String, String)> {
         };
         let parent_code = parent.as_deref().map(product).unwrap_or_default();
         let rel = file.strip_prefix(root).unwrap().display().to_string();
-        for (via, item) in imported(&product(file)) {
+        for (via, item) in imported(&parse(file)) {
             let base = if via == "crate" { root } else { dir.as_path() };
             if is_module(base, &item) || macros.contains(&item) {
                 continue;
@@ -272,6 +307,26 @@ fn an_upward_import_is_found_when_there_is_one() {
             ("cli/status.rs".to_string(), "crate::Settings".to_string()),
             ("cli/status.rs".to_string(), "super::Outcome".to_string()),
         ]
+    );
+    // The same, grouped over lines and nested, and as a path in code: a
+    // line-by-line text scan misses these.
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "use super::{\n    self,\n    Outcome as Done,\n};\nuse crate::{\n    cli::{self as c},\n    Settings,\n};\n\
+         pub fn run() { let _ = crate::Settings; }\n\
+         #[cfg(test)]\nmod tests { use super::super::Outcome; }\n",
+    )
+    .unwrap();
+    assert_eq!(upward_imports(root), up, "grouped, nested, renamed");
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "pub fn run() -> Option<super::Outcome> { None }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        upward_imports(root),
+        [("cli/status.rs".to_string(), "super::Outcome".to_string())],
+        "a path in a signature"
     );
     // A type of its own leaf module, imported by both: nothing upward.
     std::fs::write(root.join("cli/outcome.rs"), "pub struct Outcome;\n").unwrap();

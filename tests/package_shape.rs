@@ -3,6 +3,7 @@
 //! operator tool's, in `ctl/`), and the recording fake hardware is a
 //! feature the tests turn on, not something a shipped binary can select.
 
+use std::path::Path;
 use std::process::Command;
 
 /// `cargo tree -e normal` of one package: its crates' names.
@@ -79,45 +80,130 @@ fn the_plugin_package_links_none_of_the_tools_crates() {
     }
 }
 
-/// The `cni` crate is the CNI protocol: it links no railcni crate, and none
-/// of its sources reads a `RAILCNI_*` variable or a railcni state file
-/// (those are `railcni-base`'s).
+/// What the protocol crate may depend on directly.
+const PROTOCOL: [&str; 5] = ["bytes", "ipnet", "nix", "serde", "serde_json"];
+
+/// The `cni` crate is the CNI protocol: its direct dependencies are what a
+/// protocol needs (JSON, addresses, errno, a shared buffer) and no railcni
+/// crate, and none of its sources reads a `RAILCNI_*` variable or a railcni
+/// state file (those are `railcni-base`'s). Modules may come and go; a
+/// dependency that drags railcni in may not.
 #[test]
 fn the_cni_crate_is_the_protocol_and_nothing_of_railcni() {
-    let cni = normal_dependencies("railcni-cni", &[]);
-    let ours: Vec<&String> = (cni.iter())
+    let beyond = beyond_protocol(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(
+        beyond.is_empty(),
+        "railcni-cni depends on {beyond:?} beyond {PROTOCOL:?}"
+    );
+    let all = normal_dependencies("railcni-cni", &[]);
+    let ours: Vec<&String> = (all.iter())
         .filter(|c| c.starts_with("railcni") && *c != "railcni-cni")
         .collect();
     assert!(ours.is_empty(), "railcni-cni links {ours:?}");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cni/src");
-    let mut modules = Vec::new();
-    for entry in std::fs::read_dir(&src).unwrap().flatten() {
-        let text = std::fs::read_to_string(entry.path()).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("cni/src");
+    for path in support::rust_files(&src) {
+        let text = std::fs::read_to_string(&path).unwrap();
         for word in ["RAILCNI_", "state_dir", "boot_id", "railcni-ipam"] {
-            assert!(
-                !text.contains(word),
-                "{} names {word}",
-                entry.path().display()
-            );
+            assert!(!text.contains(word), "{} names {word}", path.display());
         }
-        modules.push(entry.file_name().to_string_lossy().into_owned());
     }
-    modules.sort();
-    assert_eq!(
-        modules,
-        [
-            "args.rs",
-            "env.rs",
-            "error.rs",
-            "io_failure.rs",
-            "lib.rs",
-            "result.rs",
-            "skeleton.rs",
-            "version.rs"
-        ]
-    );
     // And the split holds the other way: the base crate is where they went.
     assert!(normal_dependencies("railcni", &[])
         .iter()
         .any(|c| c == "railcni-base"));
+}
+
+/// The crates' arrows point down: base links neither the IPAM nor the
+/// plugin, the IPAM not the plugin, the plugin not the operator tool.
+#[test]
+fn no_crate_links_one_above_it() {
+    for (lower, above) in [
+        (
+            "railcni-base",
+            &["railcni-ipam", "railcni", "railcnictl"][..],
+        ),
+        ("railcni-ipam", &["railcni", "railcnictl"][..]),
+        ("railcni", &["railcnictl"][..]),
+    ] {
+        let links = normal_dependencies(lower, &[]);
+        for up in above {
+            assert!(
+                !links.iter().any(|c| c == up),
+                "{lower} links {up}: {links:?}"
+            );
+        }
+    }
+}
+
+/// `railcni-cni`'s direct dependencies beyond `PROTOCOL`, in the workspace at `dir`.
+fn beyond_protocol(dir: &Path) -> Vec<String> {
+    let direct = direct_dependencies(dir, "railcni-cni");
+    direct
+        .into_iter()
+        .filter(|d| !PROTOCOL.contains(&d.as_str()))
+        .collect()
+}
+
+/// The check on a scratch workspace whose protocol crate took a railcni
+/// crate as a dependency: named, whatever its modules.
+#[test]
+fn a_dependency_beyond_the_protocol_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (name, package, deps) in [
+        (
+            "cni",
+            "railcni-cni",
+            "railcni-base = { path = \"../base\" }",
+        ),
+        ("base", "railcni-base", ""),
+    ] {
+        std::fs::create_dir_all(root.join(name).join("src")).unwrap();
+        let manifest = format!(
+            "[package]\nname = \"{package}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{deps}\n"
+        );
+        std::fs::write(root.join(name).join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(root.join(name).join("src/lib.rs"), "").unwrap();
+    }
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"cni\", \"base\"]\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    assert_eq!(beyond_protocol(root), ["railcni-base"]);
+}
+
+/// A package's direct normal dependencies (`cargo tree --depth 1`) in the
+/// workspace at `dir`.
+fn direct_dependencies(dir: &Path, package: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--depth",
+            "1",
+            "-p",
+            package,
+        ])
+        .current_dir(dir)
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1) // the package itself
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }

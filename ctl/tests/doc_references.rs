@@ -30,20 +30,17 @@ const CRATES: [(&str, &[&str]); 5] = [
     ("base/src", &["base", "crate"]),
 ];
 
-/// Inline code spans outside fenced blocks (false), and link targets (true).
+/// Inline code spans (false) and link targets (true), as a Markdown reader
+/// sees them: a span that wraps a line is one span (its line break a
+/// space), a fenced or indented block holds none.
 fn references(text: &str) -> Vec<(String, bool)> {
+    use pulldown_cmark::{Event, Parser, Tag};
     let mut out = Vec::new();
-    for line in support::prose_lines(text) {
-        out.extend(
-            line.split('`')
-                .skip(1)
-                .step_by(2)
-                .map(|s| (s.to_string(), false)),
-        );
-        // Outside code spans: `](target)` of a Markdown link.
-        for prose in line.split('`').step_by(2) {
-            for (i, _) in prose.match_indices("](") {
-                let target: String = prose[i + 2..].chars().take_while(|c| *c != ')').collect();
+    for event in Parser::new(text) {
+        match event {
+            Event::Code(span) => out.push((span.to_string(), false)),
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                let target = dest_url.to_string();
                 if !target.contains("://")
                     && !target.starts_with('#')
                     && !target.starts_with("mailto:")
@@ -51,6 +48,7 @@ fn references(text: &str) -> Vec<(String, bool)> {
                     out.push((target.split('#').next().unwrap_or("").to_string(), true));
                 }
             }
+            _ => {}
         }
     }
     out
@@ -511,8 +509,8 @@ fn drift_is_found_when_there_is_some() {
     );
     std::fs::write(
         root.join("docs/ipam.md"),
-        "`src/hw/kernel.rs` `vf::settings::put_back` `hw::Hardware::gone` `Error::Gone` `railcni install` \
-         `scripts/bench.sh --slow` [x](docs/nothing.md)\n",
+        "`src/hw/kernel.rs` `vf::settings::put_back` `hw::Hardware::gone` `Error::Gone` `railcni\ninstall` \
+         `scripts/bench.sh --slow` [x](docs/nothing.md)\n\n```sh\nrailcni install  # a fenced block is not a span\n```\n",
     )
     .unwrap();
     let wrong = check_docs(root).wrong;
