@@ -55,11 +55,10 @@ fn eight_workers_racing_never_share_an_address_or_a_vf_and_leave_nothing() {
     let quiet = RwLock::new(());
     // (pod, vf) → ADD result, for CHECK.
     let live: Mutex<HashMap<(usize, usize), Value>> = Mutex::new(HashMap::new());
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
-    eprintln!("soak: seed {seed}");
+    // Each worker's schedule follows from the seed (the interleaving is the
+    // kernel's): RAILCNI_TEST_SEED replays it.
+    let seed =
+        support::seed("eight_workers_racing_never_share_an_address_or_a_vf_and_leave_nothing");
     let counts = Mutex::new((0usize, 0usize, 0usize, 0usize)); // add ok, add busy/full, del, check
 
     std::thread::scope(|s| {

@@ -35,6 +35,24 @@ pub fn skip_without_root(tier: &str) -> bool {
     true
 }
 
+/// The seed of a randomized test: `RAILCNI_TEST_SEED` when set (to replay
+/// a run), else the clock. Printed past the harness's capture with the
+/// line that replays it, so a failure's output always carries it.
+pub fn seed(test: &str) -> u64 {
+    let clock = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    };
+    let given = std::env::var("RAILCNI_TEST_SEED").ok();
+    let seed = given.and_then(|s| s.parse().ok()).unwrap_or_else(clock) | 1;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: seed {seed} (replay: RAILCNI_TEST_SEED={seed} cargo test {test})"
+    );
+    seed
+}
+
 pub fn sh(cmd: &str) -> Output {
     let out = Command::new("sh")
         .arg("-c")
