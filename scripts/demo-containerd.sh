@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "demo-containerd.sh: run as root (network namespaces, containerd)" >&2; exit 1; }
 scripts/install-test-deps.sh
-cargo build --locked --quiet -p railcnictl
-cargo test --locked --features fake-hardware --test cri demo_a_pod_through_containerds_cri -- --nocapture 2>&1 |
+# The binaries the CRI tests drive, then the demo test of their own package.
+cargo build --locked --quiet -p railcni -p railcni-ipam -p railcnictl --features railcni/fake-hardware
+cargo test --locked -p railcni-cri-tests --test cri demo_a_pod_through_containerds_cri -- --nocapture 2>&1 |
   sed -n 's/^demo: //p; /^ /p; /^[A-Z]\{3\} netns=/p; /^PING\|bytes from\|packets transmitted\|^rtt/p; /test result/p'

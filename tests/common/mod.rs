@@ -346,10 +346,14 @@ pub fn nad_configs(yaml: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The repository: this package's root, or the one a package of tests
+/// elsewhere names (`cri-tests/build.rs`).
+pub fn repo() -> &'static Path {
+    Path::new(option_env!("RAILCNI_REPO_ROOT").unwrap_or(env!("CARGO_MANIFEST_DIR")))
+}
+
 pub fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(name)
+    repo().join("scripts").join(name)
 }
 
 pub fn link_in(ns: &str, name: &str) -> Option<LinkState> {
@@ -454,7 +458,7 @@ pub fn build_go_driver(dir: &Path, name: &str) -> PathBuf {
     let src = gopath.join(format!("src/{name}-driver"));
     std::fs::create_dir_all(&src).unwrap();
     std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{name}/main.go")),
+        repo().join(format!("tests/{name}/main.go")),
         src.join("main.go"),
     )
     .unwrap();

@@ -2,9 +2,7 @@
 //! it: the pod lifecycles operators meet (README, "Container runtimes").
 //! Needs root; containerd 1.6 from Debian.
 
-#[path = "../common/mod.rs"]
-mod common;
-mod harness;
+use cri_harness::{common, harness};
 
 use std::path::Path;
 

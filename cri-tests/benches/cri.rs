@@ -1,13 +1,9 @@
 //! RunPodSandbox and StopPodSandbox through containerd's CRI with railcni
 //! (a fake VF, the embedded IPAM) beside Debian's bridge plugin with
-//! host-local, on the same machine, taking turns: `cargo bench --bench cri
-//! [-- CYCLES]`. As root. Prints p50/p95 in milliseconds.
+//! host-local, on the same machine, taking turns: `cargo bench -p railcni-cri-tests --bench cri
+//! [-- CYCLES]` (after `cargo build --release -p railcni --features fake-hardware`). As root. Prints p50/p95 in milliseconds.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-#[path = "../tests/cri/harness.rs"]
-#[allow(dead_code)]
-mod harness;
+use cri_harness::{common, harness};
 
 use std::time::{Duration, Instant};
 
