@@ -10,16 +10,49 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use common::*;
 
-/// One guest at a time: two would share this machine's two cores.
-static ONE_GUEST: Mutex<()> = Mutex::new(());
+/// How many guests run at once: `RAILCNI_VM_GUESTS`, else 2. Each guest is
+/// one TCG vCPU thread; the harness runs this file's tests two at a time
+/// (one per core), and nothing else runs beside them.
+fn guests_at_once() -> usize {
+    std::env::var("RAILCNI_VM_GUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(2)
+}
+
+/// A place for one guest, held while it runs.
+struct Slot;
+
+static RUNNING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+
+impl Slot {
+    fn take() -> Slot {
+        let (count, freed) = &RUNNING;
+        let mut running = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *running >= guests_at_once() {
+            running = freed.wait(running).unwrap_or_else(|e| e.into_inner());
+        }
+        *running += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let (count, freed) = &RUNNING;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
 
 /// Run scenario `name` in a fresh guest; its output.
 fn scenario(name: &str) -> String {
-    let _one = ONE_GUEST.lock().unwrap_or_else(|e| e.into_inner());
+    let _slot = Slot::take();
     require_root();
     let bin = Path::new(PLUGIN).parent().unwrap();
     for b in ["railcni", "railcni-ipam", "railcnictl"] {
