@@ -3,7 +3,11 @@
 //! host-local, on the same machine, taking turns: `cargo bench -p railcni-cri-tests --bench cri
 //! [-- CYCLES]` (after `cargo build --release -p railcni --features fake-hardware`). As root. Prints p50/p95 in milliseconds.
 
-use cri_harness::{common, harness};
+#[path = "../../tests/common/mod.rs"]
+mod common;
+#[path = "../tests/cri/harness.rs"]
+#[allow(dead_code)]
+mod harness;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,9 @@
 //! it: the pod lifecycles operators meet (README, "Container runtimes").
 //! Needs root; containerd 1.6 from Debian.
 
-use cri_harness::{common, harness};
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+mod harness;
 
 use std::path::Path;
 
