@@ -351,12 +351,35 @@ fn nccl_env_lists_the_pods_hcas_in_rail_order() {
     }
     let (code, text, _) = node.operator(&["nccl-env", &pod]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("NCCL_IB_HCA=mlx5_3,mlx5_7"), "{text}");
-    assert!(text.contains("NCCL_SOCKET_IFNAME=net1,net2"), "{text}");
-    assert!(text.contains("UCX_NET_DEVICES=mlx5_3:1,mlx5_7:1"), "{text}");
+    // Exact names (NCCL's `=`), each HCA with its port, the address family
+    // NCCL chooses each HCA's GID by.
+    for line in [
+        "NCCL_IB_HCA==mlx5_3:1,mlx5_7:1",
+        "NCCL_SOCKET_IFNAME==net1,net2",
+        "UCX_NET_DEVICES=mlx5_3:1,mlx5_7:1",
+        "NCCL_IB_ADDR_FAMILY=AF_INET",
+        "NCCL_IB_ROCE_VERSION_NUM=2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}: {text}");
+    }
     let (code, only) = node.operator_json(&["nccl-env", "trainer", "--networks", "rail2"]);
     assert_eq!(code, 0);
-    assert_eq!(only["env"][0], json!(["NCCL_IB_HCA", "mlx5_7"]));
+    assert_eq!(only["env"][0], json!(["NCCL_IB_HCA", "=mlx5_7:1"]));
+    assert_eq!(
+        (
+            only["rails"][0]["port"].clone(),
+            only["rails"][0]["rail"].clone()
+        ),
+        (json!(1), json!(0))
+    );
+    // NCCL 2.30: each HCA's rail and plane (one plane each here, so no merge policy).
+    let (_, text, _) = node.operator(&["nccl-env", &pod, "--nccl", "2.30"]);
+    assert!(
+        text.lines()
+            .any(|l| l == "NCCL_IB_HCA==mlx5_3:1:0:0,mlx5_7:1:1:0"),
+        "{text}"
+    );
+    assert!(!text.contains("NCCL_NET_MERGE_POLICY"), "{text}");
     assert_eq!(
         node.operator(&["nccl-env", "trainer", "--networks", "storage"])
             .0,
@@ -373,9 +396,15 @@ fn nccl_env_flags_a_rail_without_rdma() {
     let pod = node.pod("p");
     node.cni(&Req::new("ADD", "t", &pod, "net1", rail_conf(&node.vfs[0])))
         .ok();
-    let (code, _, err) = node.operator(&["nccl-env", "t"]);
+    let (code, text, err) = node.operator(&["nccl-env", "t"]);
     assert_eq!(code, 1);
     assert!(err.contains("no RDMA device"), "{err}");
+    // No variable printed empty: to NCCL an empty list means every HCA.
+    assert!(text.lines().all(|l| !l.ends_with('=')), "{text}");
+    assert!(
+        !text.contains("NCCL_IB_HCA") && !text.contains("UCX_NET_DEVICES"),
+        "{text}"
+    );
 }
 
 /// Every path under `dir`, with each file's length.

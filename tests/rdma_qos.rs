@@ -584,7 +584,7 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
     };
     let pod = node.pod("p");
     add(&pod, [96, 96]);
-    let (code, text, err) = node.operator(&["nccl-env", &pod]);
+    let (code, text, err) = node.operator(&["nccl-env", &pod, "--gid-index"]);
     assert_eq!(code, 0, "{text}{err}");
     for line in [
         "NCCL_IB_TC=96",
@@ -593,6 +593,13 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
     ] {
         assert!(text.lines().any(|l| l == line), "{line}: {text}");
     }
+    // Without --gid-index NCCL (2.21+) chooses each GID by the family printed.
+    let (_, text, _) = node.operator(&["nccl-env", &pod]);
+    assert!(!text.contains("NCCL_IB_GID_INDEX"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "NCCL_IB_ADDR_FAMILY=AF_INET"),
+        "{text}"
+    );
     assert!(
         !text.contains("NCCL_IB_FIFO_TC"),
         "only where asked: {text}"
@@ -636,7 +643,7 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
     std::fs::remove_file(dirs[1].join("ports/1/gids/3")).unwrap();
     let pod = node.pod("q");
     add(&pod, [96, 106]);
-    let (code, text, err) = node.operator(&["nccl-env", &pod]);
+    let (code, text, err) = node.operator(&["nccl-env", &pod, "--gid-index"]);
     assert_eq!(code, 1, "{text}");
     assert!(
         err.contains("disagree on their traffic class (net1 96, net2 106)"),
@@ -776,4 +783,134 @@ fn a_record_of_an_earlier_boot_gives_back_no_qos() {
     assert_eq!(read(tc_file(dir)), "Global tclass=40\n");
     assert_eq!(read(tos_file(node, "mlx5_2")), "16");
     assert!(!node.record_exists(&vf.pci));
+}
+
+/// A multi-port RDMA device (ConnectX-8 in multiplane mode: one device, a
+/// port per plane netdev) whose third port carries the VF: ADD waits for
+/// the GID on port 3, `rdmaQoS` writes port 3's traffic class and rdma_cm
+/// ToS, the record keeps the port, and `nccl-env` names `mlx5_10:3`. Ports
+/// 1 and 2 belong to other netdevs and are left alone.
+#[test]
+fn a_multi_port_device_is_served_on_the_port_that_carries_the_vf() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let vf = &node.vfs[0];
+    node.give_rdma_device(vf, "mlx5_10");
+    let dir = node
+        .sysfs()
+        .join(format!("devices/pci0000:00/{}/infiniband/mlx5_10", vf.pci));
+    for port in 1..=3 {
+        let p = dir.join(format!("ports/{port}"));
+        for d in ["gids", "gid_attrs/types", "gid_attrs/ndevs"] {
+            std::fs::create_dir_all(p.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(dir.join(format!("tc/{port}"))).unwrap();
+        std::fs::write(dir.join(format!("tc/{port}/traffic_class")), "").unwrap();
+        let cm = node
+            .configfs()
+            .join(format!("rdma_cm/mlx5_10/ports/{port}"));
+        std::fs::create_dir_all(&cm).unwrap();
+        std::fs::write(cm.join("default_roce_tos"), "0").unwrap();
+        // Each port's link-local pair names its own netdev (the VF's: port 3).
+        let ndev = if port == 3 {
+            vf.ifname.clone()
+        } else {
+            format!("plane{port}")
+        };
+        for (i, kind) in [(0, "IB/RoCE v1"), (1, "RoCE v2")] {
+            std::fs::write(
+                p.join(format!("gids/{i}")),
+                "fe80:0000:0000:0000:0ac0:ebff:fe40:8df2\n",
+            )
+            .unwrap();
+            std::fs::write(p.join(format!("gid_attrs/types/{i}")), format!("{kind}\n")).unwrap();
+            std::fs::write(p.join(format!("gid_attrs/ndevs/{i}")), format!("{ndev}\n")).unwrap();
+        }
+    }
+    // The kernel adds the address's RoCE v2 entry on port 3 once it is there.
+    let port3 = dir.join("ports/3");
+    let pod = node.pod("pod");
+    let writer = {
+        let (port3, pod_ns) = (port3.clone(), Node::ns_of(&pod));
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while addresses_in(&pod_ns, "net1").is_empty()
+                && start.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let gid = "0000:0000:0000:0000:0000:ffff:ac10:0000\n";
+            std::fs::write(port3.join("gids/2"), gid).unwrap();
+            std::fs::write(port3.join("gid_attrs/types/2"), "RoCE v2\n").unwrap();
+            std::fs::write(port3.join("gid_attrs/ndevs/2"), "net1\n").unwrap();
+        })
+    };
+    let mut c = qos_conf(vf, Node::embedded_ipam(1), json!({"tc": 96, "tos": 96}));
+    c["checks"] = json!({"roceGid": "require", "roceGidTimeoutMs": 5000});
+    let add = Req::new("ADD", "c1", &pod, "net1", c);
+    let r = node.cni(&add).ok();
+    writer.join().unwrap();
+    assert_eq!(r["interfaces"][0]["gidIndex"], 2, "the GID on port 3: {r}");
+    assert_eq!(read(dir.join("tc/3/traffic_class")), "96");
+    assert_eq!(
+        read(
+            node.configfs()
+                .join("rdma_cm/mlx5_10/ports/3/default_roce_tos")
+        ),
+        "96"
+    );
+    for port in [1, 2] {
+        assert_eq!(
+            read(dir.join(format!("tc/{port}/traffic_class"))),
+            "",
+            "port {port} untouched"
+        );
+    }
+    let (_, text, _) = node.operator(&["nccl-env", &pod]);
+    assert!(
+        text.lines().any(|l| l == "NCCL_IB_HCA==mlx5_10:3"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l == "UCX_NET_DEVICES=mlx5_10:3"),
+        "{text}"
+    );
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(
+        read(
+            node.configfs()
+                .join("rdma_cm/mlx5_10/ports/3/default_roce_tos")
+        ),
+        "0"
+    );
+}
+
+/// Shared netns mode: the VF's RDMA device stays on the host and serves the
+/// pod from there; the record says so, and `nccl-env` names it with its port
+/// (not "no RDMA device" beside an empty list).
+#[test]
+fn a_device_serving_the_pod_from_the_host_is_the_rails_hca() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    node.set_hardware(json!({"rdmaMode": "shared"}));
+    let vf = &node.vfs[0];
+    let dir = roce_device(&node, vf, "mlx5_3", None, None);
+    add_gid(&dir, 3, RAIL1_ADDR);
+    let pod = node.pod("pod");
+    let mut c = conf("1.1.0", "rail1", &vf.pci, Node::embedded_ipam(1));
+    c["rdma"] = json!("auto");
+    let add = Req::new("ADD", "c1", &pod, "net1", c);
+    node.cni(&add).ok();
+    let (code, text, err) = node.operator(&["nccl-env", &pod]);
+    assert_eq!(code, 0, "{text}{err}");
+    assert!(text.lines().any(|l| l == "NCCL_IB_HCA==mlx5_3:1"), "{text}");
+    assert!(text.contains("mlx5_3 (shared)"), "{text}");
+    let (_, v) = node.operator_json(&["inspect", &pod]);
+    assert_eq!(v["interfaces"][0]["rdmaShared"], true, "{v}");
+    node.cni(&add.cmd("DEL")).ok();
 }

@@ -179,7 +179,7 @@ fn compare_rdma(
     else {
         return Ok(Vec::new());
     };
-    let port = qos.map_or(1, |q| q.port);
+    let port = record.hca_port().unwrap_or(1);
     let class = |v: Option<u8>| v.map_or_else(|| "unset".to_string(), |c| c.to_string());
     let mut out = Vec::new();
     let addrs: Vec<_> = expected.addresses.iter().map(|a| a.addr()).collect();

@@ -48,6 +48,12 @@ pub struct Record {
     pub vf_applied: Option<crate::vf::settings::VfSettings>,
     /// The RDMA device ADD moved into the pod.
     pub rdma_device: Option<String>,
+    /// The VF's RDMA device left on the host, serving the pod from there
+    /// (the RDMA subsystem's shared netns mode; absent in older records).
+    pub rdma_shared: Option<String>,
+    /// The port of the VF's RDMA device that carries the VF (absent in
+    /// records before ports were matched: see `hca_port`).
+    pub rdma_port: Option<u32>,
     /// The RDMA device's QoS ADD set, with what it found before.
     pub rdma_qos: Option<crate::rdma_qos::QosRecord>,
     /// The rail routing ADD installed (table, rules, routes, sysctls).
@@ -59,6 +65,12 @@ pub struct Record {
 }
 
 impl Record {
+    /// The port of the VF's RDMA device: as ADD matched it, else (a record
+    /// of an earlier release) the one its `rdmaQoS` was written to.
+    pub fn hca_port(&self) -> Option<u32> {
+        self.rdma_port.or(self.rdma_qos.as_ref().map(|q| q.port))
+    }
+
     /// What this record says of its VF, for finding it and bringing it home.
     pub fn saved_vf(&self) -> Saved<'_> {
         Saved {
@@ -93,6 +105,8 @@ impl Record {
             vf_applied: None,
             reattached: 0,
             rdma_device: None,
+            rdma_shared: None,
+            rdma_port: None,
             rdma_qos: None,
             routing: None,
             phase: Phase::Adding,

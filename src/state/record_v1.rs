@@ -58,6 +58,11 @@ pub struct RecordV1 {
     vf_applied: Option<VfSettingsV1>,
     #[serde(default)]
     rdma_device: Option<String>,
+    /// Added to v1 with the port match (#53): absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rdma_shared: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rdma_port: Option<u32>,
     /// Absent in records of releases before rdmaQoS (and when none was set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rdma_qos: Option<RdmaQosV1>,
@@ -269,6 +274,8 @@ impl From<&Record> for RecordV1 {
             reattached: r.reattached,
             vf_applied: r.vf_applied.as_ref().map(VfSettingsV1::from),
             rdma_device: r.rdma_device.clone(),
+            rdma_shared: r.rdma_shared.clone(),
+            rdma_port: r.rdma_port,
             rdma_qos: r.rdma_qos.as_ref().map(RdmaQosV1::from),
             routing: r.routing.as_ref().map(RoutingV1::from),
             phase: match r.phase {
@@ -308,6 +315,8 @@ impl From<RecordV1> for Record {
             reattached: r.reattached,
             vf_applied: r.vf_applied.map(VfSettings::from),
             rdma_device: r.rdma_device,
+            rdma_shared: r.rdma_shared,
+            rdma_port: r.rdma_port,
             rdma_qos: r.rdma_qos.map(QosRecord::from),
             routing: r.routing.map(RailRoutes::from),
             phase: match r.phase {

@@ -190,16 +190,37 @@ impl Sysfs {
     }
 }
 
-/// The RDMA port a VF's device works through: its first (a VF has one).
-pub fn first_port(device_dir: Option<&Path>) -> u32 {
-    let ports = device_dir
-        .map(|d| list_dir(&d.join("ports")))
-        .unwrap_or_default();
-    ports
+/// The port of the RDMA device at `device_dir` whose GID table names one
+/// of `netdevs` (the VF's netdev, under its host and its pod name): a
+/// multi-port device (ConnectX-8 in multiplane mode, a PF's device shared
+/// by its planes) carries the VF on one port only, not always the first.
+/// Else its only port; else its lowest, as before ports were matched; 1
+/// when sysfs shows none.
+pub fn port_of(device_dir: Option<&Path>, netdevs: &[&str]) -> u32 {
+    let ports_dir = device_dir.map(|d| d.join("ports"));
+    let mut ports: Vec<u32> = (ports_dir.as_deref())
+        .map(list_dir)
+        .unwrap_or_default()
         .iter()
         .filter_map(|p| p.parse().ok())
-        .min()
-        .unwrap_or(1)
+        .collect();
+    ports.sort_unstable();
+    let names_the_vf = |port: &u32| {
+        let ndevs = ports_dir
+            .as_deref()
+            .map(|d| d.join(port.to_string()).join("gid_attrs/ndevs"));
+        let entries = ndevs.as_deref().map(list_dir).unwrap_or_default();
+        entries.iter().any(|i| {
+            let name = ndevs
+                .as_deref()
+                .and_then(|d| fs::read_to_string(d.join(i)).ok());
+            name.is_some_and(|n| netdevs.contains(&n.trim()))
+        })
+    };
+    match ports.iter().find(|p| names_the_vf(p)) {
+        Some(port) => *port,
+        None => ports.first().copied().unwrap_or(1),
+    }
 }
 
 impl Vf {

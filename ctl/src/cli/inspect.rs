@@ -28,7 +28,12 @@ pub struct Interface {
     pub network: String,
     pub vf: String,
     pub netns: Option<String>,
+    /// The VF's RDMA device: moved into the pod, or serving it from the
+    /// host (shared netns mode: `rdmaShared`).
     pub rdma_device: Option<String>,
+    pub rdma_shared: bool,
+    /// Its port that carries the VF.
+    pub rdma_port: Option<u32>,
     pub findings: Vec<Comparison>,
 }
 
@@ -74,7 +79,9 @@ fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
         network: r.network.clone(),
         vf: r.pci.clone(),
         netns: r.netns().map(str::to_string),
-        rdma_device: r.rdma_device.clone(),
+        rdma_device: r.rdma_device.clone().or_else(|| r.rdma_shared.clone()),
+        rdma_shared: r.rdma_device.is_none() && r.rdma_shared.is_some(),
+        rdma_port: r.hca_port(),
         findings,
     }
 }
@@ -98,6 +105,19 @@ fn findings(
     verify::compare(&pod, &nl, r, &expected, places)
 }
 
+/// `mlx5_3 port 3`, `(shared)` when it serves the pod from the host.
+fn rdma_words(i: &Interface) -> String {
+    let Some(device) = &i.rdma_device else {
+        return "-".into();
+    };
+    let port = i
+        .rdma_port
+        .map(|p| format!(" port {p}"))
+        .unwrap_or_default();
+    let shared = if i.rdma_shared { " (shared)" } else { "" };
+    format!("{device}{port}{shared}")
+}
+
 fn print(r: &Report) {
     for i in &r.interfaces {
         println!(
@@ -106,7 +126,7 @@ fn print(r: &Report) {
             i.network,
             i.vf,
             or_dash(i.netns.as_ref()),
-            or_dash(i.rdma_device.as_ref())
+            rdma_words(i)
         );
         let mut t = table::new(&["", "WHAT", "EXPECTED", "ACTUAL"]);
         for f in &i.findings {

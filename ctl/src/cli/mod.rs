@@ -91,19 +91,7 @@ enum Command {
     /// Install the binaries and this node's node file (the installer DaemonSet's entry point).
     Install(install::Args),
     /// The NCCL/UCX environment for a pod's rails, in rail order.
-    NcclEnv {
-        /// The pod's network namespace path, or its container ID.
-        target: String,
-        /// Only these networks (e.g. compute rails, not storage), comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        networks: Vec<String>,
-        /// Also print NCCL_IB_FIFO_TC (NCCL 2.22+: its control messages' class
-        /// on RoCE): this class, or the rails' own when given no value.
-        #[arg(long, num_args = 0..=1, value_name = "CLASS", value_parser = clap::value_parser!(u8))]
-        fifo_tc: Option<Option<u8>>,
-        #[arg(long)]
-        json: bool,
-    },
+    NcclEnv(nccl::Args),
 }
 
 #[derive(Subcommand)]
@@ -155,12 +143,7 @@ pub fn main() {
         } => repair::run(&settings, &network, json),
         Command::Plan(args) => plan::run(&args),
         Command::Install(args) => install::run(args),
-        Command::NcclEnv {
-            target,
-            networks,
-            fifo_tc,
-            json,
-        } => nccl::run(&settings, &target, &networks, fifo_tc, json),
+        Command::NcclEnv(args) => nccl::run(&settings, &args),
     };
     std::process::exit(match outcome {
         Ok(Outcome::Clean) => 0,

@@ -127,8 +127,12 @@ impl<'a> KernelAttach<'a> {
             let rdma = rdma_to_move(ctx, intent)?;
             (Some(link), rdma, rdma_device_of(ctx, intent))
         };
-        let qos = qos_to_set(ctx, intent, roce_device.as_deref())?;
-        let record = new_record(ctx, intent, link.as_ref(), sockets.pod);
+        let port = roce_device.as_deref().map(|d| rdma_port(ctx, intent, d));
+        let qos = qos_to_set(ctx, intent, roce_device.as_deref(), port)?;
+        let mut record = new_record(ctx, intent, link.as_ref(), sockets.pod);
+        record.rdma_port = port;
+        // Shared netns mode: the device stays on the host and serves the pod.
+        record.rdma_shared = roce_device.clone().filter(|_| rdma.is_none());
         Ok(KernelAttach {
             ctx,
             intent,
@@ -470,7 +474,7 @@ impl AttachSteps for KernelAttach<'_> {
             return Ok(());
         }
         let timeout = std::time::Duration::from_millis(self.ctx.conf.probes.roce_gid_timeout_ms);
-        let port = self.qos.as_ref().map_or(1, |q| q.port);
+        let port = self.record.rdma_port.unwrap_or(1);
         let waited = match wait_for_gids(
             self.ctx,
             self.sockets.pod,
@@ -673,6 +677,16 @@ fn missing_gids(
     )
 }
 
+/// The port of `device` that carries the VF: its GID table names the VF's
+/// netdev (host or pod name), else the device's only or lowest port.
+fn rdma_port(ctx: &Ctx, intent: &Intent<'_>, device: &str) -> u32 {
+    let vf = &intent.vf;
+    let dir = ctx.node.sysfs.rdma_device_dir(&vf.pci, device);
+    let mut names: Vec<&str> = vf.netdevs.iter().map(String::as_str).collect();
+    names.push(&ctx.env.ifname);
+    crate::vf::sysfs::port_of(dir.as_deref(), &names)
+}
+
 /// The rail's `rdma`, else its VF's link type's default.
 fn rdma_policy(ctx: &Ctx, vf: &crate::vf::Vf) -> RdmaPolicy {
     let link = match vf.infiniband {
@@ -691,7 +705,12 @@ fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
 
 /// What `rdmaQoS` will set on `device`, with what it holds now; checked
 /// before anything changes (see `rdma_qos::prepare`).
-fn qos_to_set(ctx: &Ctx, intent: &Intent<'_>, device: Option<&str>) -> Result<Option<QosRecord>> {
+fn qos_to_set(
+    ctx: &Ctx,
+    intent: &Intent<'_>,
+    device: Option<&str>,
+    port: Option<u32>,
+) -> Result<Option<QosRecord>> {
     let asked = ctx.conf.rdma_qos;
     if asked.is_empty() {
         return Ok(None);
@@ -709,7 +728,7 @@ fn qos_to_set(ctx: &Ctx, intent: &Intent<'_>, device: Option<&str>) -> Result<Op
     let device_dir = sysfs.rdma_device_dir(&intent.vf.pci, device);
     let target = rdma_qos::Target {
         device,
-        port: crate::vf::sysfs::first_port(device_dir.as_deref()),
+        port: port.unwrap_or(1),
         device_dir,
         configfs: &ctx.node.settings.configfs_root,
     };
