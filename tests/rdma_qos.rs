@@ -874,6 +874,20 @@ fn a_multi_port_device_is_served_on_the_port_that_carries_the_vf() {
         text.lines().any(|l| l == "NCCL_IB_HCA==mlx5_10:3"),
         "{text}"
     );
+    // The metrics carry the VF's port's counters, not the other planes'.
+    for port in [1, 3] {
+        let counters = dir.join(format!("ports/{port}/counters"));
+        std::fs::create_dir_all(&counters).unwrap();
+        std::fs::write(counters.join("port_xmit_data"), format!("{port}000\n")).unwrap();
+    }
+    let (_, metrics, _) = node.operator(&["metrics"]);
+    let xmit: Vec<&str> = (metrics.lines())
+        .filter(|l| l.starts_with("railcni_rdma_port_xmit_data{"))
+        .collect();
+    assert!(
+        xmit.len() == 1 && xmit[0].contains("port=\"3\"") && xmit[0].ends_with(" 3000"),
+        "{xmit:?}"
+    );
     assert!(
         text.lines().any(|l| l == "UCX_NET_DEVICES=mlx5_10:3"),
         "{text}"

@@ -26,8 +26,12 @@ pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
             let Some(ports) = sysfs.rdma_ports(&r.pci, dev) else {
                 continue;
             };
-            for port in list_dir(&ports) {
-                device_port(e, r, dev, &port, &ports.join(&port));
+            // A multi-port device carries the VF on one port: only its
+            // counters are the attachment's (any port of a record that
+            // predates the port match).
+            let ours = |port: &String| r.hca_port().is_none_or(|p| p.to_string() == *port);
+            for port in list_dir(&ports).iter().filter(|p| ours(p)) {
+                device_port(e, r, dev, port, &ports.join(port));
             }
         }
     }
