@@ -410,3 +410,87 @@ impl Drop for Killed {
         }
     }
 }
+
+/// `railcnictl install` by hand: `--plan-dir` given the ConfigMap as
+/// `kubectl get -o yaml` (or `plan --emit configmap`) writes it, and
+/// `--node-file-copy ""` for no copy, as `--help` says.
+#[test]
+fn install_by_hand_from_the_config_map_manifest_without_a_copy() {
+    let t = tempfile::tempdir().unwrap();
+    let plan = t.path().join("plan.yaml");
+    std::fs::write(&plan, plan_text(4)).unwrap();
+    let manifest = t.path().join("railcni-plan.yaml");
+    let cm = stdout_of(&ctl_run(
+        &["plan", plan.to_str().unwrap(), "--emit", "configmap"],
+        &[],
+    ));
+    std::fs::write(&manifest, &cm).unwrap();
+    let built = Path::new(PLUGIN).parent().unwrap().display().to_string();
+    let (file, bin) = (t.path().join("etc/node.json"), t.path().join("bin"));
+    let machine_id = t.path().join("machine-id");
+    std::fs::write(&machine_id, format!("{MACHINE_ID}\n")).unwrap();
+    let state = t.path().join("state").display().to_string();
+    let out = ctl_run(
+        &[
+            "install",
+            "--from",
+            &built,
+            "--bin-dir",
+            bin.to_str().unwrap(),
+            "--plan-dir",
+            manifest.to_str().unwrap(),
+            "--node",
+            "gpu-00001",
+            "--node-file",
+            file.to_str().unwrap(),
+            "--node-file-copy",
+            "",
+        ],
+        &[
+            ("RAILCNI_STATE_DIR", &state),
+            ("RAILCNI_MACHINE_ID_FILE", machine_id.to_str().unwrap()),
+        ],
+    );
+    let said = stdout_of(&out);
+    assert_eq!(
+        said.matches("wrote ").count(),
+        1,
+        "one node file, no copy: {said}"
+    );
+    let expected = stamped(&stdout_of(&ctl_run(
+        &[
+            "plan",
+            plan.to_str().unwrap(),
+            "--emit",
+            "node-file",
+            "--node",
+            "gpu-00001",
+        ],
+        &[],
+    )));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
+    assert!(bin.join("railcni").exists());
+    let v: Value = serde_json::from_str(&stdout_of(&ctl_run(
+        &[
+            "install",
+            "--from",
+            &built,
+            "--bin-dir",
+            bin.to_str().unwrap(),
+            "--plan-dir",
+            manifest.to_str().unwrap(),
+            "--node",
+            "gpu-00001",
+            "--node-file",
+            file.to_str().unwrap(),
+            "--node-file-copy=",
+            "--json",
+        ],
+        &[
+            ("RAILCNI_STATE_DIR", &state),
+            ("RAILCNI_MACHINE_ID_FILE", machine_id.to_str().unwrap()),
+        ],
+    )))
+    .unwrap();
+    assert_eq!(v["nodeFileCopy"], Value::Null, "no copy: {v}");
+}

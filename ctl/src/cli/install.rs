@@ -23,7 +23,8 @@ pub struct Args {
     #[arg(long)]
     pub from: Option<PathBuf>,
     /// The mounted plan ConfigMap: plan.json (this node's file is computed
-    /// from it), or one <node>.json per node from an earlier release.
+    /// from it), or one <node>.json per node from an earlier release; or
+    /// the ConfigMap as `kubectl get configmap railcni-plan -o yaml` writes it.
     #[arg(long)]
     pub plan_dir: Option<PathBuf>,
     /// This node; default: $NODE_NAME (downward API spec.nodeName).
@@ -35,7 +36,7 @@ pub struct Args {
     /// A second copy of the node file, where a CNI caller that sees only the
     /// host's /opt/cni/bin, /var/lib/cni and /var/run/netns finds it
     /// (dra-driver-sriov's container); "" for none.
-    #[arg(long, default_value = "/var/lib/cni/railcni/node.json")]
+    #[arg(long, default_value = "/var/lib/cni/railcni/node.json", value_parser = plan_dir::path_or_none)]
     pub node_file_copy: PathBuf,
     /// Stay running after installing (the DaemonSet's container).
     #[arg(long)]

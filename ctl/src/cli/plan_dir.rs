@@ -74,9 +74,19 @@ pub fn refresh(
     Ok(Refreshed::Written)
 }
 
+/// A path argument where "" means none (`--node-file-copy ""`): clap's own
+/// path parser refuses an empty value.
+pub fn path_or_none(s: &str) -> Result<std::path::PathBuf, std::convert::Infallible> {
+    Ok(std::path::PathBuf::from(s))
+}
+
 /// The node file text: from `plan.json` if the ConfigMap has it, else the
-/// node's own key (the per-node form earlier releases wrote).
+/// node's own key (the per-node form earlier releases wrote). `dir` may
+/// also be the ConfigMap as `kubectl get -o yaml` writes it (a file).
 pub fn node_file_from(dir: &Path, node: &str) -> Result<String, Usage> {
+    if dir.is_file() {
+        return node_file_from_manifest(dir, node);
+    }
     let plan = dir.join(PLAN_KEY);
     match std::fs::read_to_string(&plan) {
         Ok(text) => Plan::parse(&text)
@@ -101,6 +111,36 @@ pub fn node_file_from(dir: &Path, node: &str) -> Result<String, Usage> {
         }
         Err(e) => Err(Usage(format!("cannot read {}: {e}", plan.display()))),
     }
+}
+
+/// This node's node file from the ConfigMap as a manifest (`kubectl get
+/// configmap railcni-plan -o yaml`, or `railcnictl plan --emit configmap`).
+fn node_file_from_manifest(file: &Path, node: &str) -> Result<String, Usage> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Usage(format!("cannot read {}: {e}", file.display())))?;
+    let manifest: serde_json::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
+        Usage(format!(
+            "{} is not a ConfigMap manifest: {e}",
+            file.display()
+        ))
+    })?;
+    let plan = manifest.pointer(&format!("/data/{}", PLAN_KEY.replace('/', "~1")));
+    let plan = plan.and_then(serde_json::Value::as_str).ok_or_else(|| {
+        Usage(format!(
+            "{} has no data.{PLAN_KEY}: is it the railcni-plan ConfigMap (`kubectl -n kube-system get configmap \
+             railcni-plan -o yaml`)?",
+            file.display()
+        ))
+    })?;
+    Plan::parse(plan)
+        .and_then(|p| p.resolve_for(Some(node)))
+        .and_then(|r| r.node_file_text(node))
+        .map_err(|e| {
+            Usage(format!(
+                "the plan in {} gives node {node} no node file: {e}",
+                file.display()
+            ))
+        })
 }
 
 /// A rail whose prefix changes while pods hold leases on it would move

@@ -38,6 +38,6 @@ pub struct Args {
     #[arg(long, default_value = "/etc/cni/railcni/node.json")]
     pub(super) node_file: PathBuf,
     /// Its copy for a CNI caller without the host's /etc (dra-driver-sriov); "" for none.
-    #[arg(long, default_value = "/var/lib/cni/railcni/node.json")]
+    #[arg(long, default_value = "/var/lib/cni/railcni/node.json", value_parser = crate::cli::plan_dir::path_or_none)]
     pub(super) node_file_copy: PathBuf,
 }
