@@ -455,3 +455,39 @@ fn dcb_errnos(ns: &str) -> Result<Errnos, String> {
     };
     Ok((errno("pfd0")?, errno("nosuch0")?))
 }
+
+/// A railcni config in the node's CNI dir with a key one edit from one it
+/// reads: the doctor names the file, the key and the likely one (advice,
+/// not a broken link: railcni ignores the key, as CNI plugins do).
+#[test]
+fn a_near_miss_key_in_the_nodes_cni_files_is_named() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let d = Doctor::new();
+    let (_, report) = d.run();
+    assert_eq!(
+        check(&report, "cni/config-keys")["result"],
+        "skipped",
+        "no railcni config yet"
+    );
+    let conflist = json!({"cniVersion": "1.1.0", "name": "rail1", "plugins": [
+        {"type": "railcni", "deviceID": "0000:11:00.2", "mut": 9000,
+         "ipam": {"type": "railcni-ipam", "cidr": "172.16.0.0/15"}}]});
+    let path = d.root.join("net.d/10-rail1.conflist");
+    std::fs::write(&path, conflist.to_string()).unwrap();
+    let (code, report) = d.run();
+    let found = check(&report, "cni/config-keys");
+    let said = found["found"].as_str().unwrap_or("");
+    assert!(
+        said.contains("10-rail1.conflist") && said.contains("\"mut\" (did you mean \"mtu\"?)"),
+        "{found}"
+    );
+    assert!(
+        found["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("correct the key")),
+        "{found}"
+    );
+    assert_eq!(code, 0, "advice is not a broken link: {report:#}");
+}

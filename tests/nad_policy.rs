@@ -255,3 +255,37 @@ fn a_rail_admits_only_the_namespaces_its_rule_names() {
     assert!(link_in(&node.host(), &vf.ifname).is_some());
     assert!(!node.record_exists(&vf.pci));
 }
+
+/// Keys one edit from one railcni reads (`mut`, `vlna`) are ignored, as a
+/// CNI plugin ignores keys it does not know, but logged naming the key
+/// that was likely meant: the pod attaches with the default MTU, no VLAN.
+#[test]
+fn a_near_miss_key_attaches_and_is_logged_naming_the_likely_key() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    let vf = &node.vfs[0];
+    let pod = node.pod("p");
+    let mut c = conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1));
+    c["mut"] = json!(4200);
+    c["vlna"] = json!(100);
+    let add = Req::new("ADD", "c1", &pod, "net1", c);
+    let reply = node.cni(&add);
+    for (given, meant) in [("mut", "mtu"), ("vlna", "vlan")] {
+        let said = format!("the config's key \"{given}\" is not one railcni reads (it is ignored); did you mean \"{meant}\"?");
+        assert!(reply.stderr.contains(&said), "{said}: {}", reply.stderr);
+    }
+    reply.ok();
+    assert_eq!(
+        node.link(&Node::ns_of(&pod), "net1").unwrap().mtu,
+        9000,
+        "the default MTU"
+    );
+    assert_eq!(
+        node.hardware()["vfs"]["pf1/0"]["vlan"]["id"],
+        Value::Null,
+        "no VLAN set"
+    );
+    node.cni(&add.cmd("DEL")).ok();
+}

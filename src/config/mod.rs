@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 mod infiniband;
+pub mod near_miss;
 mod raw;
 mod runtime;
 
@@ -99,6 +100,11 @@ impl NetConf {
         let no_fields = serde_json::Map::new();
         let object = raw.as_object().unwrap_or(&no_fields);
         let vf = nad::parse(object, mac, pick_guid(&conf, env)?)?;
+        for (given, meant) in near_miss::near_misses(object) {
+            crate::log_warn!(
+                "the config's key {given:?} is not one railcni reads (it is ignored); did you mean {meant:?}?"
+            );
+        }
         let ipam = ipam_conf(conf.ipam.as_ref())?;
         let device_id = pick_device(&conf)?;
         let mut routing =

@@ -21,7 +21,65 @@ pub fn findings(w: &Where) -> Vec<Finding> {
         binary(w, "railcni-ipam"),
         node_file(w),
         state(w),
+        config_keys(w),
     ]
+}
+
+/// railcni's configs in the node's CNI conf dir (a conflist's plugins
+/// included): keys it does not read but one edit from one it does, which
+/// it ignores and logs at each ADD (`config::near_miss`).
+fn config_keys(w: &Where) -> Finding {
+    const ID: &str = "cni/config-keys";
+    const EXPECTED: &str = "no key one edit from one railcni reads";
+    let files = railcni::vf::sysfs::list_dir(&w.cni_conf_dir);
+    let mut configs = 0;
+    let mut misses = Vec::new();
+    for name in files
+        .iter()
+        .filter(|f| f.ends_with(".conf") || f.ends_with(".conflist"))
+    {
+        let path = w.cni_conf_dir.join(name);
+        let Some(v) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        else {
+            continue;
+        };
+        let plugins = v["plugins"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| vec![v.clone()]);
+        for p in plugins.iter().filter(|p| p["type"] == "railcni") {
+            configs += 1;
+            let Some(object) = p.as_object() else {
+                continue;
+            };
+            for (given, meant) in railcni::config::near_miss::near_misses(object) {
+                misses.push(format!(
+                    "{}: {given:?} (did you mean {meant:?}?)",
+                    path.display()
+                ));
+            }
+        }
+    }
+    match (configs, misses.is_empty()) {
+        (0, _) => Finding::skipped(
+            ID,
+            format!("no railcni config in {}", w.cni_conf_dir.display()),
+            EXPECTED,
+        ),
+        (n, true) => Finding::ok(
+            ID,
+            format!("{n} railcni config(s), none with a near-miss key"),
+            EXPECTED,
+        ),
+        (_, false) => Finding::advice(
+            ID,
+            misses.join("; "),
+            EXPECTED,
+            "correct the key (railcni ignores it, as CNI plugins ignore keys they do not read)",
+        ),
+    }
 }
 
 /// Present, executable, and of this release (its first line says which).
