@@ -491,3 +491,24 @@ fn a_near_miss_key_in_the_nodes_cni_files_is_named() {
     );
     assert_eq!(code, 0, "advice is not a broken link: {report:#}");
 }
+
+/// A node file that names another node: the fix writes the file in use
+/// (here --node-file's), not the default path.
+#[test]
+fn the_node_files_fix_names_the_file_in_use() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let d = Doctor::new();
+    let file = json!({"version": 1, "nodeName": "gpu-9", "networks": {}});
+    std::fs::write(d.root.join("node.json"), file.to_string()).unwrap();
+    let (_, report) = d.run();
+    let finding = check(&report, "cni/node-file");
+    assert_eq!(finding["result"], "broken", "{finding}");
+    let fix = finding["fix"].as_str().unwrap_or("");
+    let in_use = d.root.join("node.json").display().to_string();
+    assert!(
+        fix.ends_with(&format!("> {in_use}")) && fix.contains("--node gpu-0"),
+        "{fix}"
+    );
+}

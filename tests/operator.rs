@@ -289,7 +289,6 @@ fn ipam_repair_restores_every_live_lease_and_add_works_again() {
         .find(|p| p["kind"] == "lease-file-unreadable")
         .unwrap();
     assert_eq!(unreadable["fix"], "railcnictl ipam repair rail1");
-
     // Refused while another railcni holds the store's lock.
     let lock = std::fs::OpenOptions::new()
         .write(true)
@@ -311,6 +310,15 @@ fn ipam_repair_restores_every_live_lease_and_add_works_again() {
         "the damaged file is kept"
     );
     assert_eq!(c.node.operator(&["status"]).0, 0);
+    // A sound, complete file is not rewritten: nothing to repair.
+    let sound = std::fs::read(&file).unwrap();
+    let (code, _, err) = c.node.operator(&["ipam", "repair", "rail1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("railcnictl: ") && err.contains("nothing to repair"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), sound, "not rewritten");
 
     // ADD works again and never hands out an address still held: pod A's
     // rail-1 VF goes to a new pod C, whose address must not be pod B's.

@@ -34,6 +34,7 @@ pub struct Restored {
 pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
     let (mut leases, mut restored) = from_records(&state, network);
+    refuse_a_sound_file(&state, network, &leases)?;
     if let Some(Ok(old)) = state
         .stores
         .iter()
@@ -75,6 +76,35 @@ pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Us
     };
     emit(&report, json, print);
     Ok(Outcome::found(report.error.is_some()))
+}
+
+/// A lease file that reads and verifies and already holds every live
+/// record's lease has nothing to repair: rewriting it could only lose what
+/// it holds. (A sound file missing a record's lease is completed.)
+fn refuse_a_sound_file(
+    state: &NodeState,
+    network: &str,
+    from_records: &[Lease],
+) -> Result<(), Usage> {
+    let view = state.stores.iter().find(|v| v.network == network);
+    let Some(Ok(held)) = view.map(|v| &v.leases) else {
+        return Ok(());
+    };
+    let holds = |l: &Lease| {
+        held.leases
+            .iter()
+            .any(|h| h.address == l.address && h.is_for(&l.container_id, &l.ifname))
+    };
+    if !from_records.iter().all(holds) {
+        return Ok(());
+    }
+    let path = view
+        .map(|v| v.path.display().to_string())
+        .unwrap_or_default();
+    Err(Usage(format!(
+        "{path} reads and verifies and holds the lease of every live attachment of {network}: nothing to repair, \
+         and it was not rewritten (`railcnictl status` says what, if anything, is wrong)"
+    )))
 }
 
 /// A lease for every live attachment record of `network` that has an address.
@@ -125,7 +155,7 @@ fn from_records(state: &NodeState, network: &str) -> (Vec<Lease>, Vec<Restored>)
 
 fn print(r: &Report) {
     if let Some(e) = &r.error {
-        eprintln!("railcni: repair of {} failed: {e}", r.network);
+        eprintln!("railcnictl: repair of {} failed: {e}", r.network);
         return;
     }
     if let Some(k) = &r.kept {

@@ -167,7 +167,7 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
             problems.push(Problem {
                 kind: "lease-file-unreadable".into(),
                 detail: format!("{}: {e}", view.network),
-                fix: format!("railcnictl ipam repair {}", view.network),
+                fix: unreadable_fix(e, &view.network, &view.path),
             });
             return row;
         }
@@ -195,6 +195,25 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
     }
     row.leased = row.leases.len();
     row
+}
+
+/// What to do about a lease file that cannot be read, by why: a file
+/// that does not verify is rebuilt from the records; one the system will
+/// not let railcni read is not damaged, and repair would overwrite it.
+fn unreadable_fix(e: &railcni_ipam::IpamError, network: &str, path: &std::path::Path) -> String {
+    use railcni_ipam::IpamError;
+    match e {
+        IpamError::Corrupt(_) => format!("railcnictl ipam repair {network}"),
+        IpamError::Spec(cni::Error::Io(io)) => match io.advice() {
+            Some(advice) => format!(
+                "{} ({}; nothing to repair: the file may be intact)",
+                advice,
+                path.display()
+            ),
+            None => format!("look at {} ({io})", path.display()),
+        },
+        _ => format!("look at {}", path.display()),
+    }
 }
 
 /// A record whose pod is gone, or that holds no lease in the embedded store.
@@ -475,4 +494,29 @@ fn attachments_table(r: &Report) -> comfy_table::Table {
 /// A container ID, shortened as runtimes print it.
 fn short(id: &str) -> String {
     id.chars().take(12).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fix follows the cause: a file the system will not let railcni
+    /// read is not damaged, and repair would overwrite it.
+    #[test]
+    fn an_unreadable_lease_file_gets_the_fix_of_its_cause() {
+        let path = std::path::Path::new("/var/lib/cni/railcni/ipam/rail1.leases.json");
+        let denied = std::io::Error::from_raw_os_error(nix::libc::EACCES);
+        let e = railcni_ipam::IpamError::io("cannot read lease file", &denied);
+        let fix = unreadable_fix(&e, "rail1", path);
+        assert!(
+            fix.contains("permission denied") && fix.contains("owner and mode"),
+            "{fix}"
+        );
+        assert!(!fix.contains("repair rail1"), "{fix}");
+        let corrupt = railcni_ipam::IpamError::Corrupt("checksum".into());
+        assert_eq!(
+            unreadable_fix(&corrupt, "rail1", path),
+            "railcnictl ipam repair rail1"
+        );
+    }
 }

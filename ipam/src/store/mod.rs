@@ -101,9 +101,12 @@ impl LeaseStore {
                 Ok(Leases::default())
             }
             Err(why) => Err(IpamError::Corrupt(format!(
-                "lease file {} is corrupt ({why}); nothing was changed. Repair it (see docs/ipam.md, \"Lease file recovery\") \
-                 before this network can allocate again",
-                self.path.display()
+                "lease file {} is corrupt ({why}); nothing was changed. Rebuild it from the attachment records with \
+                 `railcnictl ipam repair {}` before this network can allocate again",
+                self.path.display(),
+                (self.path.file_name())
+                    .and_then(|n| network_of(&n.to_string_lossy()))
+                    .unwrap_or_else(|| "<network>".into())
             ))),
         }
     }
@@ -263,6 +266,11 @@ mod tests {
         assert_eq!(e.code(), 111);
         assert!(
             e.to_string().contains("checksum") && e.to_string().contains("rail1.leases.json"),
+            "{e}"
+        );
+        // What to run, named where the error lands (a pod event), not a page.
+        assert!(
+            e.to_string().contains("`railcnictl ipam repair rail1`"),
             "{e}"
         );
     }

@@ -165,8 +165,13 @@ fn first_words(path: &Path) -> String {
 
 fn node_file(w: &Where) -> Finding {
     let expected = format!("present, naming {}", w.node);
-    let fix = "railcnictl install (it writes this node's entry of the plan ConfigMap), or \
-               railcnictl plan PLAN --emit node-file --node NODE > /etc/cni/railcni/node.json";
+    // The file in use (RAILCNI_NODE_CONFIG or --node-file), not the default's path.
+    let fix = format!(
+        "railcnictl install (it writes this node's entry of the plan ConfigMap), or \
+         railcnictl plan PLAN --emit node-file --node {} > {}",
+        w.node,
+        w.settings.node_config.display()
+    );
     match &w.expected {
         Err(why) => Finding::broken("cni/node-file", why.clone(), &expected, fix),
         Ok(file) => match &file.prefixes.node_name {

@@ -300,6 +300,6 @@ fn print(r: &Report) {
         println!("{k}={v}");
     }
     for p in &r.problems {
-        eprintln!("railcni: {p}");
+        eprintln!("railcnictl: {p}");
     }
 }
