@@ -346,6 +346,21 @@ fn the_launch_kits_own_example_imports_as_a_hand_written_plan() {
     ] {
         assert!(err.contains(named), "{named} is not named:\n{err}");
     }
+    // NADs Multus can use: each names its rail's resource, and the pod asks for it.
+    let config = format!("{LAUNCH_KIT}/cluster-config.yaml");
+    let nads = ok(&["--from-launch-kit", &config, "--emit", "nads"]);
+    for rail in [0, 1] {
+        let annotation =
+            format!("k8s.v1.cni.cncf.io/resourceName: nvidia.com/sriov_resource_rail_{rail}");
+        assert!(nads.contains(&annotation), "{annotation}:\n{nads}");
+    }
+    let pod = ok(&["--from-launch-kit", &config, "--emit", "pod"]);
+    assert!(
+        pod.contains("nvidia.com/sriov_resource_rail_1: 1")
+            || pod.contains("nvidia.com/sriov_resource_rail_1: '1'"),
+        "{pod}"
+    );
+    assert!(!pod.contains("limits: {}"), "{pod}");
 }
 
 #[test]

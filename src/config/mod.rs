@@ -170,7 +170,9 @@ impl NetConf {
         self.device_id.as_deref().ok_or_else(|| {
             Error::config(
                 "deviceID",
-                "no VF PCI address: set runtimeConfig.deviceID (SR-IOV device plugin via Multus), deviceID or pciBusID",
+                "no VF PCI address: set runtimeConfig.deviceID (SR-IOV device plugin via Multus), deviceID or pciBusID; \
+                 under Multus the usual cause is a NAD without the k8s.v1.cni.cncf.io/resourceName annotation, or a pod \
+                 that does not request that resource",
             )
         })
     }

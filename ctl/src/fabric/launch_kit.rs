@@ -124,6 +124,9 @@ struct Subnet {
 struct Sriov {
     #[serde(default)]
     ethernet_mtu: Option<u32>,
+    /// The SR-IOV device plugin resources' base name (`<name>_rail_<N>`).
+    #[serde(default)]
+    resource_name: Option<String>,
     #[serde(flatten)]
     rest: Rest,
 }
@@ -144,6 +147,29 @@ const PF_DESCRIPTIVE: [&str; 8] = [
 struct ImportedRail {
     index: u8,
     pfs: Vec<String>,
+}
+
+/// The resource the Network Operator's SR-IOV device plugin names a
+/// rail's VFs by, as the launch kit's profiles configure it (k8s-launch-kit
+/// `profiles/sriov-ethernet-rdma/40-sriovnetworknodepolicy.yaml` at
+/// ddf273c: `<sriov.resourceName>_rail_<rail>`; `profiles/spectrum-x/
+/// 50-sriovnetworknodepolicy.yaml` at 1ea5433: `rail_<i>`, `i` the PF's
+/// place in the group's list), with the operator's `nvidia.com/` prefix.
+/// `None` where the config does not give one.
+fn resource_of(kit: &LaunchKit, layout: Layout, rail: &ImportedRail) -> Option<String> {
+    match layout {
+        Layout::NvIpam => {
+            let base = kit.sriov.as_ref()?.resource_name.as_deref()?;
+            Some(format!("nvidia.com/{base}_rail_{}", rail.index))
+        }
+        // One resource for every plane of a rail: not a railcni plane's own.
+        Layout::SpectrumX | Layout::SpectrumXIpv6 if rail.pfs.len() > 1 => None,
+        Layout::SpectrumX | Layout::SpectrumXIpv6 => {
+            let group = kit.cluster_config.first()?;
+            let i = (group.pfs.iter()).position(|p| p.network_interface == rail.pfs[0])?;
+            Some(format!("nvidia.com/rail_{i}"))
+        }
+    }
 }
 
 pub fn import(text: &str, layout: Layout) -> Result<Imported> {
@@ -173,8 +199,20 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
                 Pf::PerPlane(rail.pfs.clone())
             }),
             planes: (rail.pfs.len() > 1).then_some(rail.pfs.len() as u8),
+            resource_name: resource_of(&kit, layout, rail),
             ..Rail::default()
         };
+        if r.resource_name.is_none() {
+            unmapped.push(format!(
+                "rail{}: no SR-IOV resource name ({}): set the rail's resourceName in the plan (`--emit plan`), \
+                 or its NADs carry none and Multus passes no deviceID",
+                rail.index,
+                match layout {
+                    Layout::NvIpam => "the config has no sriov.resourceName",
+                    _ => "the launch kit gives a multi-plane rail one resource for all its planes",
+                }
+            ));
+        }
         match layout {
             Layout::NvIpam => skipped.extend(nv_ipam(&kit, rail, position, &mut r)?),
             Layout::SpectrumX => spectrum_x_ipv4(rail, &mut r)?,
