@@ -264,7 +264,7 @@ pub fn still_held(node: &Node, network: &str, container_id: &str, ifname: &str) 
     records
         .iter()
         .filter(|r| r.network == network && r.is_for(container_id, ifname))
-        .any(|r| holder_of(node, r).map_or(true, |h| h != Holder::Nobody))
+        .any(|r| holder_of(node, r).ok().is_none_or(|h| h != Holder::Nobody))
 }
 
 /// The steps on the real system.

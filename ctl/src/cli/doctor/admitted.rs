@@ -33,7 +33,7 @@ pub fn findings(w: &Where, records: &[Record]) -> Vec<Finding> {
                     id,
                     outside.join("; "),
                     &expected,
-                    &format!(
+                    format!(
                         "they keep working until their pods end; add their namespaces to rail {rail}'s \
                          allow.namespaces in the plan if they belong there"
                     ),
