@@ -687,3 +687,31 @@ fn the_agent_serves_loopback_by_default_and_warns_off_it() {
         "{said}"
     );
 }
+
+/// A network the node has no pool or attachment of (a NAD's typo whose ADD
+/// only ever failed) keeps its call counts and leaves no gauge of nothing.
+#[test]
+fn a_network_with_nothing_on_the_node_leaves_no_gauges() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    let node = Node::new(1, 1);
+    let pod = node.pod("p");
+    let mut c = conf("1.0.0", "rail5", "0000:99:00.9", Node::embedded_ipam(1));
+    c["name"] = serde_json::json!("rail5");
+    node.cni(&Req::new("ADD", "c1", &pod, "net1", c)).err_any();
+    let (code, text, err) = node.operator(&["metrics"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("railcni_operations_total{verb=\"ADD\",network=\"rail5\",result=\"error\""),
+        "{text}"
+    );
+    for gauge in [
+        "railcni_stale_attachments",
+        "railcni_attachments",
+        "railcni_ipam_capacity",
+    ] {
+        let series = format!("{gauge}{{network=\"rail5\"");
+        assert!(!text.contains(&series), "{series} left behind:\n{text}");
+    }
+}

@@ -170,8 +170,17 @@ fn a_pod_gone_without_del_is_reported_and_gc_brings_everything_home() {
         .all(|a| a["result"] == "planned"));
     assert_eq!(snapshot(&c.node), state_before, "a dry run changes nothing");
 
-    let (code, done) = c.node.operator_json(&["gc", "--apply"]);
+    let (code, out, err) = c.node.operator(&["gc", "--apply", "--json"]);
+    let done: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(code, 0, "{done}");
+    // What gc's detach logs names the network, pod and VF it acts on.
+    let (vf, _) = &a_vfs[0];
+    let context = format!(
+        "[gc rail{} ml/trainer-a net{} {}]",
+        vf.rail, vf.rail, vf.pci
+    );
+    assert!(err.contains(&context), "{context} not in:\n{err}");
+    assert!(!err.contains(" [] "), "a line without its context:\n{err}");
     assert!(done["actions"]
         .as_array()
         .unwrap()

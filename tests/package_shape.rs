@@ -8,20 +8,19 @@ use std::process::Command;
 
 /// `cargo tree -e normal` of one package: its crates' names.
 fn normal_dependencies(package: &str, features: &[&str]) -> Vec<String> {
+    let mut args = vec!["-p", package];
+    args.extend(features.iter().flat_map(|f| ["--features", *f]));
+    crates_of_tree(Path::new(env!("CARGO_MANIFEST_DIR")), &args, false)
+}
+
+/// The crate names `cargo tree -e normal --prefix none ARGS` lists in the
+/// workspace at `dir`, sorted, without the package itself when `skip_root`.
+fn crates_of_tree(dir: &Path, args: &[&str], skip_root: bool) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args([
-            "tree",
-            "--offline",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "-p",
-            package,
-        ])
-        .args(features.iter().flat_map(|f| ["--features", f]))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["tree", "--offline", "-e", "normal", "--prefix", "none"])
+        .args(args)
+        .current_dir(dir)
         .output()
         .expect("cargo tree runs");
     assert!(
@@ -31,6 +30,7 @@ fn normal_dependencies(package: &str, features: &[&str]) -> Vec<String> {
     );
     let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
+        .skip(usize::from(skip_root))
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
         .collect();
     names.sort();
@@ -176,34 +176,5 @@ fn a_dependency_beyond_the_protocol_is_found() {
 /// A package's direct normal dependencies (`cargo tree --depth 1`) in the
 /// workspace at `dir`.
 fn direct_dependencies(dir: &Path, package: &str) -> Vec<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "tree",
-            "--offline",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--depth",
-            "1",
-            "-p",
-            package,
-        ])
-        .current_dir(dir)
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .skip(1) // the package itself
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+    crates_of_tree(dir, &["--depth", "1", "-p", package], true)
 }

@@ -152,12 +152,28 @@ pub fn init(
     }
 }
 
+thread_local! {
+    /// The context of what this thread does now, over the call's (`in_context`).
+    static CONTEXT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with every line this thread logs naming `context` (a gc
+/// action's network, pod and VF, where a long-running command has no one
+/// call's context).
+pub fn in_context<T>(context: String, f: impl FnOnce() -> T) -> T {
+    let before = CONTEXT.with(|c| c.replace(Some(context)));
+    let out = f();
+    CONTEXT.with(|c| *c.borrow_mut() = before);
+    out
+}
+
 pub fn write(level: Level, msg: std::fmt::Arguments<'_>) {
     let Ok(mut guard) = SINK.lock() else { return };
-    let (program, max, context) = match guard.as_ref() {
+    let (program, max, call) = match guard.as_ref() {
         Some(s) => (s.program, s.level, s.context.clone()),
         None => ("railcni", Level::Info, String::new()),
     };
+    let context = CONTEXT.with(|c| c.borrow().clone()).unwrap_or(call);
     if level > max {
         return;
     }

@@ -182,6 +182,12 @@ fn orphaned_leases<'s>(
 /// The plugin's own detach of an attachment whose pod is gone, on this
 /// node, releasing its lease as the record says.
 fn detach_dead(node: &Node, r: &Record) -> Result<(), String> {
+    let pod = r.pod.as_deref().unwrap_or(&r.container_id);
+    let context = format!("gc {} {pod} {} {}", r.network, r.ifname, r.pci);
+    base::log::in_context(context, || detach_dead_here(node, r))
+}
+
+fn detach_dead_here(node: &Node, r: &Record) -> Result<(), String> {
     let _lock = node.store.lock_vf(&r.pci).map_err(|e| e.to_string())?;
     // Act only on what is read under the lock.
     match node.store.load(&r.pci) {

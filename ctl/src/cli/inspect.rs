@@ -39,12 +39,7 @@ pub struct Interface {
 
 pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
-    let records = state.pod_records(target);
-    if records.is_empty() {
-        return Err(Usage(format!(
-            "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
-        )));
-    }
+    let records = state.pod_records_of(target)?;
     let sysfs = railcni::vf::Sysfs::new(&settings.sysfs_root);
     let places = verify::RdmaPlaces {
         sysfs: &sysfs,

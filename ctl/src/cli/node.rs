@@ -41,6 +41,18 @@ impl NodeState {
 
     /// The records of one pod, named by its netns path or its container ID,
     /// in rail order (`net1`, `net2`, … `net10`).
+    /// A pod's records, as `pod_records`, or the usage error naming what
+    /// was asked for when it has none (`inspect`, `probe`, `nccl-env`).
+    pub fn pod_records_of(&self, target: &str) -> Result<Vec<&Record>, Usage> {
+        let records = self.pod_records(target);
+        if records.is_empty() {
+            return Err(Usage(format!(
+                "no railcni attachment has netns or container ID {target:?}; `railcnictl status` lists them"
+            )));
+        }
+        Ok(records)
+    }
+
     pub fn pod_records(&self, target: &str) -> Vec<&Record> {
         let mut found: Vec<&Record> = self
             .records

@@ -80,13 +80,7 @@ pub struct Target {
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
-    let records = state.pod_records(&args.target);
-    if records.is_empty() {
-        return Err(Usage(format!(
-            "no railcni attachment has netns or container ID {:?}; `railcnictl status` lists them",
-            args.target
-        )));
-    }
+    let records = state.pod_records_of(&args.target)?;
     let peers: Vec<Ipv4Addr> = args
         .peers
         .iter()

@@ -43,14 +43,10 @@ pub(super) fn collect_garbage(settings: &Settings) {
     match done {
         Ok(report) => {
             for a in &report.actions {
-                log_info!(
-                    "gc: {} {} {} {}: {}",
-                    a.action,
-                    a.network,
-                    a.ifname,
-                    a.what,
-                    a.result
-                );
+                let context = format!("gc {} {} {}", a.network, a.container_id, a.ifname);
+                base::log::in_context(context, || {
+                    log_info!("{} {}: {}", a.action, a.what, a.result)
+                });
             }
         }
         Err(Usage(why)) => log_warn!("gc: {why}"),

@@ -47,8 +47,15 @@ pub fn collect(
         1.0,
     );
     for network in networks(&state, &counted).iter().filter(|n| wanted(n)) {
-        pools(&mut e, &state, network);
-        attachments(&mut e, &state, network);
+        // A network with no pool and no attachment on this node (gone, or a
+        // typo in a NAD that only ever failed) keeps its call counts, not
+        // gauges of nothing.
+        let here = state.stores.iter().any(|v| &v.network == network)
+            || state.records.iter().any(|r| &r.network == network);
+        if here {
+            pools(&mut e, &state, network);
+            attachments(&mut e, &state, network);
+        }
         let own = counted.iter().find(|(n, _)| n == network);
         let ops = own.and_then(|(_, s)| s.as_ref().ok());
         operations(&mut e, network, ops);

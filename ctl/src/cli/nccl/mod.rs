@@ -82,13 +82,7 @@ pub struct RailRow {
 
 pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
     let state = NodeState::load(settings)?;
-    let records = state.pod_records(&args.target);
-    if records.is_empty() {
-        return Err(Usage(format!(
-            "no railcni attachment has netns or container ID {:?}; `railcnictl status` lists them",
-            args.target
-        )));
-    }
+    let records = state.pod_records_of(&args.target)?;
     if let Some(unknown) =
         (args.networks.iter()).find(|n| !records.iter().any(|r| &r.network == *n))
     {
