@@ -285,9 +285,7 @@ const LAUNCH_KIT: &str = "tests/fixtures/launch-kit";
 /// Each emit of the import of a launch-kit config is the same emit of the
 /// plan a person would write by hand for the same fabric.
 fn imports_as_written(config: &str, layout: &str, written: &str) {
-    let config = format!("{LAUNCH_KIT}/{config}");
-    let written = format!("{LAUNCH_KIT}/{written}");
-    let emits: [&[&str]; 6] = [
+    let all: [&[&str]; 6] = [
         &["--emit", "nads"],
         &["--emit", "configmap"],
         &["--emit", "csv"],
@@ -295,7 +293,14 @@ fn imports_as_written(config: &str, layout: &str, written: &str) {
         &["--emit", "dra"],
         &["--emit", "dra", "--pair-gpus"],
     ];
-    for emit in emits {
+    imports_as_written_for(config, layout, written, &all);
+}
+
+/// As `imports_as_written`, for the emits given.
+fn imports_as_written_for(config: &str, layout: &str, written: &str, emits: &[&[&str]]) {
+    let config = format!("{LAUNCH_KIT}/{config}");
+    let written = format!("{LAUNCH_KIT}/{written}");
+    for emit in emits.iter().copied() {
         let mut imported_args = vec!["--from-launch-kit", config.as_str(), "--layout", layout];
         imported_args.extend_from_slice(emit);
         let mut written_args = vec![written.as_str()];
@@ -365,11 +370,34 @@ fn the_launch_kits_own_example_imports_as_a_hand_written_plan() {
 
 #[test]
 fn a_two_plane_spectrum_x_config_imports_as_a_hand_written_plan() {
-    imports_as_written(
+    // The launch kit names one resource for all of a multi-plane rail's
+    // planes: no railcni plane's own, so NADs and pods are refused.
+    let emits: [&[&str]; 4] = [
+        &["--emit", "configmap"],
+        &["--emit", "csv"],
+        &["--emit", "dra"],
+        &["--emit", "dra", "--pair-gpus"],
+    ];
+    imports_as_written_for(
         "spectrum-x-two-planes.yaml",
         "spectrum-x",
         "spectrum-x-two-planes.plan.yaml",
+        &emits,
     );
+    for emit in ["nads", "pod"] {
+        let (success, _, err) = plan(&[
+            "--from-launch-kit",
+            &format!("{LAUNCH_KIT}/spectrum-x-two-planes.yaml"),
+            "--layout",
+            "spectrum-x",
+            "--emit",
+            emit,
+        ]);
+        assert!(
+            !success && err.contains("no SR-IOV resource name") && err.contains("resourceName"),
+            "{emit}: {err}"
+        );
+    }
     let (success, csv, err) = plan(&[
         "--from-launch-kit",
         &format!("{LAUNCH_KIT}/spectrum-x-two-planes.yaml"),

@@ -82,6 +82,9 @@ pub fn run(args: &Args) -> Result<Outcome, Usage> {
         }
     }
     .map_err(|e| Usage(e.0))?;
+    if args.from_launch_kit.is_some() && matches!(args.emit, Emit::Nads | Emit::Pod) {
+        resources_named(&plan)?;
+    }
     if args.pair_gpus.is_some() && !matches!(args.emit, Emit::Dra) {
         return Err(Usage("--pair-gpus goes with --emit dra".into()));
     }
@@ -102,6 +105,25 @@ pub fn run(args: &Args) -> Result<Outcome, Usage> {
         println!();
     }
     Ok(Outcome::Clean)
+}
+
+/// An imported plan's NADs and pod are for Multus, whose device plugin
+/// hands a pod its VFs by resource: a rail the import could not name one
+/// for is refused here rather than emitted without it.
+fn resources_named(plan: &Plan) -> Result<(), Usage> {
+    let unnamed: Vec<&str> = (plan.rails.iter())
+        .filter(|r| r.resource_name.is_none())
+        .map(|r| r.name.as_str())
+        .collect();
+    if unnamed.is_empty() {
+        return Ok(());
+    }
+    Err(Usage(format!(
+        "rails {} have no SR-IOV resource name, so their NADs would carry no k8s.v1.cni.cncf.io/resourceName \
+         and Multus would pass no deviceID: write the plan (--emit plan), set each rail's resourceName (the \
+         device plugin's resource of its VFs), and emit from it",
+        unnamed.join(", ")
+    )))
 }
 
 /// What needs every node's allocations, checked against `previous`.
