@@ -100,11 +100,7 @@ impl NetConf {
         let no_fields = serde_json::Map::new();
         let object = raw.as_object().unwrap_or(&no_fields);
         let vf = nad::parse(object, mac, pick_guid(&conf, env)?)?;
-        for (given, meant) in near_miss::near_misses(object) {
-            crate::log_warn!(
-                "the config's key {given:?} is not one railcni reads (it is ignored); did you mean {meant:?}?"
-            );
-        }
+        near_miss::log_near_misses(object);
         let ipam = ipam_conf(conf.ipam.as_ref())?;
         let device_id = pick_device(&conf)?;
         let mut routing =
@@ -117,14 +113,7 @@ impl NetConf {
                 .and_then(|c| c.parse::<ipnet::IpNet>().ok())
                 .map(|c| c.trunc());
         }
-        let rdma = parse_rdma(conf.rdma.as_deref())?;
-        let rdma_qos = crate::rdma_qos::RdmaQos::parse(conf.rdma_qos.as_ref())?;
-        if !rdma_qos.is_empty() {
-            let explicit = rdma.unwrap_or(RdmaPolicy::Auto);
-            explicit
-                .allows_qos()
-                .map_err(|why| Error::config("rdmaQoS", why))?;
-        }
+        let (rdma, rdma_qos) = rdma_and_qos(&conf)?;
         Ok(NetConf {
             mtu_given: conf.mtu.is_some(),
             mtu: parse_mtu(conf.mtu.as_ref())?,
@@ -217,6 +206,20 @@ fn embedded_cidr(ipam: Option<&IpamConf>, raw: &Value) -> Result<Option<ipnet::I
             format!("{other} must be a string such as \"172.16.0.0/15\""),
         )),
     }
+}
+
+/// `rdma` and `rdmaQoS`, refused together when QoS is asked of a rail
+/// whose RDMA is off.
+fn rdma_and_qos(conf: &RawConf) -> Result<(Option<RdmaPolicy>, crate::rdma_qos::RdmaQos)> {
+    let rdma = parse_rdma(conf.rdma.as_deref())?;
+    let qos = crate::rdma_qos::RdmaQos::parse(conf.rdma_qos.as_ref())?;
+    if !qos.is_empty() {
+        let given = rdma.unwrap_or(RdmaPolicy::Auto);
+        given
+            .allows_qos()
+            .map_err(|why| Error::config("rdmaQoS", why))?;
+    }
+    Ok((rdma, qos))
 }
 
 fn parse_rdma(v: Option<&str>) -> Result<Option<RdmaPolicy>> {

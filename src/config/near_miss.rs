@@ -51,6 +51,15 @@ pub fn near_misses(conf: &Map<String, Value>) -> Vec<(String, &'static str)> {
         .collect()
 }
 
+/// Log each near miss of `conf`, naming the key that was likely meant.
+pub fn log_near_misses(conf: &Map<String, Value>) {
+    for (given, meant) in near_misses(conf) {
+        crate::log_warn!(
+            "the config's key {given:?} is not one railcni reads (it is ignored); did you mean {meant:?}?"
+        );
+    }
+}
+
 /// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
 fn edits(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());

@@ -149,6 +149,19 @@ struct ImportedRail {
     pfs: Vec<String>,
 }
 
+/// Why a rail has no resource name, and what to set.
+fn no_resource(rail: &ImportedRail, layout: Layout) -> String {
+    format!(
+        "rail{}: no SR-IOV resource name ({}): set the rail's resourceName in the plan (`--emit plan`), \
+         or its NADs carry none and Multus passes no deviceID",
+        rail.index,
+        match layout {
+            Layout::NvIpam => "the config has no sriov.resourceName",
+            _ => "the launch kit gives a multi-plane rail one resource for all its planes",
+        }
+    )
+}
+
 /// The resource the Network Operator's SR-IOV device plugin names a
 /// rail's VFs by, as the launch kit's profiles configure it (k8s-launch-kit
 /// `profiles/sriov-ethernet-rdma/40-sriovnetworknodepolicy.yaml` at
@@ -203,15 +216,7 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
             ..Rail::default()
         };
         if r.resource_name.is_none() {
-            unmapped.push(format!(
-                "rail{}: no SR-IOV resource name ({}): set the rail's resourceName in the plan (`--emit plan`), \
-                 or its NADs carry none and Multus passes no deviceID",
-                rail.index,
-                match layout {
-                    Layout::NvIpam => "the config has no sriov.resourceName",
-                    _ => "the launch kit gives a multi-plane rail one resource for all its planes",
-                }
-            ));
+            unmapped.push(no_resource(rail, layout));
         }
         match layout {
             Layout::NvIpam => skipped.extend(nv_ipam(&kit, rail, position, &mut r)?),
