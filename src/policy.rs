@@ -13,13 +13,9 @@ use crate::vf::Vf;
 /// Refuse a pod of a namespace the rail does not admit (`K8S_POD_NAMESPACE`;
 /// none given counts as not admitted where the rail names namespaces).
 pub fn admit_namespace(node_file: &NodeFile, network: &str, namespace: Option<&str>) -> Result<()> {
-    let Some(allow) = node_file.rules(network).and_then(|r| r.allow.as_ref()) else {
+    let Some(listed) = refusing(node_file, network, namespace) else {
         return Ok(());
     };
-    if allow.admits(namespace) {
-        return Ok(());
-    }
-    let listed = allow.namespaces.as_deref().unwrap_or_default().join(", ");
     let who = match namespace {
         Some(ns) => format!("a pod of namespace {ns}"),
         None => "a caller that names no pod namespace (K8S_POD_NAMESPACE)".to_string(),
@@ -40,17 +36,24 @@ pub fn outside_namespace_rule(
     network: &str,
     pod: Option<&str>,
 ) -> Option<String> {
-    let allow = node_file.rules(network)?.allow.as_ref()?;
     let namespace = pod.and_then(|p| p.split_once('/')).map(|(ns, _)| ns);
-    if allow.admits(namespace) {
-        return None;
-    }
-    let listed = allow.namespaces.as_deref().unwrap_or_default().join(", ");
+    let listed = refusing(node_file, network, namespace)?;
     Some(format!(
         "{} is not of a namespace networks.{network}.allow.namespaces admits ({listed}); a new ADD of it \
          would be refused",
         pod.map_or("a pod the runtime did not name".to_string(), |p| format!("pod {p}"))
     ))
+}
+
+/// The namespaces `network`'s rule admits, listed, when it does not admit
+/// `namespace`; `None` when it does (or there is no rule).
+fn refusing(node_file: &NodeFile, network: &str, namespace: Option<&str>) -> Option<String> {
+    let allow = node_file.rules(network)?.allow.as_ref()?;
+    let names = allow
+        .namespaces
+        .as_deref()
+        .filter(|_| !allow.admits(namespace))?;
+    Some(names.join(", "))
 }
 
 /// Refuse a VF outside the rail's PF(s), or VF settings above the rail's

@@ -214,7 +214,7 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
     };
     let target = rdma_qos::Target {
         device,
-        port: crate::vf::sysfs::port_of(device_dir.as_deref(), &netdev_names(vf, &record.ifname)),
+        port: crate::vf::sysfs::port_of(device_dir.as_deref(), &vf.netdev_names(&record.ifname)),
         device_dir,
         configfs: &node.settings.configfs_root,
     };
@@ -305,11 +305,4 @@ fn bring_up(
         )?;
     }
     pod_nl.set_up(moved.index)
-}
-
-/// The VF's netdev under every name it goes by: the host's (sysfs) and the pod's.
-fn netdev_names<'a>(vf: &'a crate::vf::Vf, ifname: &'a str) -> Vec<&'a str> {
-    let mut names: Vec<&str> = vf.netdevs.iter().map(String::as_str).collect();
-    names.push(ifname);
-    names
 }

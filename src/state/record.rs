@@ -65,6 +65,17 @@ pub struct Record {
 }
 
 impl Record {
+    /// The VF's RDMA device serving the pod: the one moved into it, else the
+    /// one serving it from the host (shared netns mode); whether it is the
+    /// latter.
+    pub fn hca(&self) -> Option<(&str, bool)> {
+        match (&self.rdma_device, &self.rdma_shared) {
+            (Some(moved), _) => Some((moved, false)),
+            (None, Some(shared)) => Some((shared, true)),
+            (None, None) => None,
+        }
+    }
+
     /// The port of the VF's RDMA device: as ADD matched it, else (a record
     /// of an earlier release) the one its `rdmaQoS` was written to.
     pub fn hca_port(&self) -> Option<u32> {

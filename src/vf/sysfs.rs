@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use base::rdma_policy::LinkType;
 
 /// Drivers that leave a VF without a netdev (DPDK / userspace I/O).
 pub const DPDK_DRIVERS: &[&str] = &["vfio-pci", "uio_pci_generic", "igb_uio"];
@@ -58,10 +59,8 @@ impl Sysfs {
         })?;
         let index = self.vf_index(&pf_pci, &pci)?;
         let netdevs = list_dir(&dev.join("net"));
-        let infiniband = netdevs.first().is_some_and(|n| {
-            fs::read_to_string(dev.join("net").join(n).join("type"))
-                .is_ok_and(|t| t.trim() == ARPHRD_INFINIBAND)
-        });
+        let infiniband = (netdevs.first())
+            .is_some_and(|n| link_type(&dev.join("net").join(n)) == LinkType::InfiniBand);
         Ok(Vf {
             driver: link_target_name(&dev.join("driver")),
             infiniband,
@@ -223,7 +222,31 @@ pub fn port_of(device_dir: Option<&Path>, netdevs: &[&str]) -> u32 {
     }
 }
 
+/// A netdev's link type, from its sysfs directory's `type` (32 is
+/// ARPHRD_INFINIBAND; anything else, or nothing to read, Ethernet).
+pub fn link_type(netdev_dir: &Path) -> LinkType {
+    match fs::read_to_string(netdev_dir.join("type")) {
+        Ok(t) if t.trim() == ARPHRD_INFINIBAND => LinkType::InfiniBand,
+        _ => LinkType::Ethernet,
+    }
+}
+
 impl Vf {
+    pub fn link_type(&self) -> LinkType {
+        match self.infiniband {
+            true => LinkType::InfiniBand,
+            false => LinkType::Ethernet,
+        }
+    }
+
+    /// The VF's netdev under every name it goes by: the host's (sysfs) and
+    /// `pod_ifname`, what an RDMA device's GID table may name it.
+    pub fn netdev_names<'a>(&'a self, pod_ifname: &'a str) -> Vec<&'a str> {
+        let mut names: Vec<&str> = self.netdevs.iter().map(String::as_str).collect();
+        names.push(pod_ifname);
+        names
+    }
+
     pub fn is_dpdk(&self) -> bool {
         self.driver
             .as_deref()

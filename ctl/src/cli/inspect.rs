@@ -74,8 +74,8 @@ fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
         network: r.network.clone(),
         vf: r.pci.clone(),
         netns: r.netns().map(str::to_string),
-        rdma_device: r.rdma_device.clone().or_else(|| r.rdma_shared.clone()),
-        rdma_shared: r.rdma_device.is_none() && r.rdma_shared.is_some(),
+        rdma_device: r.hca().map(|(device, _)| device.to_string()),
+        rdma_shared: r.hca().is_some_and(|(_, shared)| shared),
         rdma_port: r.hca_port(),
         findings,
     }

@@ -9,6 +9,8 @@ use railcni::state::{AttachmentStore, Record};
 
 pub struct NodeState {
     pub node: String,
+    /// The node file in use (empty when there is none or it does not read).
+    pub node_file: NodeFile,
     pub records: Vec<Record>,
     pub stores: Vec<StoreView>,
     pub boot: Option<String>,
@@ -22,13 +24,11 @@ impl NodeState {
                 settings.state_dir.display()
             ))
         })?;
-        let node = NodeFile::load(&settings.node_config)
-            .unwrap_or_default()
-            .prefixes
-            .node_name(settings)
-            .unwrap_or_else(|| "?".into());
+        let node_file = NodeFile::load(&settings.node_config).unwrap_or_default();
+        let node = (node_file.prefixes.node_name(settings)).unwrap_or_else(|| "?".into());
         Ok(NodeState {
             node,
+            node_file,
             records,
             stores: railcni_ipam::stores(settings),
             boot: settings.boot_id(),
@@ -39,8 +39,6 @@ impl NodeState {
         record.netns_alive(self.boot.as_deref())
     }
 
-    /// The records of one pod, named by its netns path or its container ID,
-    /// in rail order (`net1`, `net2`, … `net10`).
     /// A pod's records, as `pod_records`, or the usage error naming what
     /// was asked for when it has none (`inspect`, `probe`, `nccl-env`).
     pub fn pod_records_of(&self, target: &str) -> Result<Vec<&Record>, Usage> {
@@ -53,6 +51,8 @@ impl NodeState {
         Ok(records)
     }
 
+    /// The records of one pod, named by its netns path or its container ID,
+    /// in rail order (`net1`, `net2`, … `net10`).
     pub fn pod_records(&self, target: &str) -> Vec<&Record> {
         let mut found: Vec<&Record> = self
             .records

@@ -118,7 +118,6 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
         })
         .collect();
     let node = railcni::node::Node::new(settings.clone()).ok();
-    let node_file = NodeFile::load(&settings.node_config).unwrap_or_default();
     let attachments = state
         .records
         .iter()
@@ -127,7 +126,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
             problems.extend(record_problems(state, node.as_ref(), r, &leased));
             let placed = node.as_ref().and_then(|node| locate(node, r).ok());
             problems.extend(placement_problem(r, placed));
-            problems.extend(rule_problem(&node_file, r));
+            problems.extend(rule_problem(&state.node_file, r));
             let mut row = attachment_row(&sysfs, state, r);
             row.vf_state = placed.map_or("unknown", Reattach::name).to_string();
             row

@@ -24,7 +24,7 @@ use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
 use crate::vf::settings::{self, VfSettings};
 use crate::{log_warn, routing};
-use base::rdma_policy::LinkType;
+use std::path::PathBuf;
 
 /// The sockets one ADD works through.
 pub struct Sockets<'a> {
@@ -127,10 +127,10 @@ impl<'a> KernelAttach<'a> {
             let rdma = rdma_to_move(ctx, intent)?;
             (Some(link), rdma, rdma_device_of(ctx, intent))
         };
-        let port = roce_device.as_deref().map(|d| rdma_port(ctx, intent, d));
-        let qos = qos_to_set(ctx, intent, roce_device.as_deref(), port)?;
+        let place = roce_device.as_deref().map(|d| rdma_place(ctx, intent, d));
         let mut record = new_record(ctx, intent, link.as_ref(), sockets.pod);
-        record.rdma_port = port;
+        record.rdma_port = place.as_ref().map(|(_, port)| *port);
+        let qos = qos_to_set(ctx, intent, roce_device.as_deref(), place)?;
         // Shared netns mode: the device stays on the host and serves the pod.
         record.rdma_shared = roce_device.clone().filter(|_| rdma.is_none());
         Ok(KernelAttach {
@@ -677,23 +677,19 @@ fn missing_gids(
     )
 }
 
-/// The port of `device` that carries the VF: its GID table names the VF's
-/// netdev (host or pod name), else the device's only or lowest port.
-fn rdma_port(ctx: &Ctx, intent: &Intent<'_>, device: &str) -> u32 {
+/// Where `device` is in sysfs (read once for the port and `rdmaQoS`), and
+/// its port that carries the VF: its GID table names the VF's netdev (host
+/// or pod name), else the device's only or lowest port.
+fn rdma_place(ctx: &Ctx, intent: &Intent<'_>, device: &str) -> (Option<PathBuf>, u32) {
     let vf = &intent.vf;
     let dir = ctx.node.sysfs.rdma_device_dir(&vf.pci, device);
-    let mut names: Vec<&str> = vf.netdevs.iter().map(String::as_str).collect();
-    names.push(&ctx.env.ifname);
-    crate::vf::sysfs::port_of(dir.as_deref(), &names)
+    let port = crate::vf::sysfs::port_of(dir.as_deref(), &vf.netdev_names(&ctx.env.ifname));
+    (dir, port)
 }
 
 /// The rail's `rdma`, else its VF's link type's default.
 fn rdma_policy(ctx: &Ctx, vf: &crate::vf::Vf) -> RdmaPolicy {
-    let link = match vf.infiniband {
-        true => LinkType::InfiniBand,
-        false => LinkType::Ethernet,
-    };
-    RdmaPolicy::or_default_for(ctx.conf.rdma, link)
+    RdmaPolicy::or_default_for(ctx.conf.rdma, vf.link_type())
 }
 
 /// The VF's RDMA device, whether or not it moves (`rdma` not off).
@@ -709,7 +705,7 @@ fn qos_to_set(
     ctx: &Ctx,
     intent: &Intent<'_>,
     device: Option<&str>,
-    port: Option<u32>,
+    place: Option<(Option<PathBuf>, u32)>,
 ) -> Result<Option<QosRecord>> {
     let asked = ctx.conf.rdma_qos;
     if asked.is_empty() {
@@ -724,11 +720,10 @@ fn qos_to_set(
         log_warn!("{why}; nothing to set (rdma is auto)");
         return Ok(None);
     };
-    let sysfs = &ctx.node.sysfs;
-    let device_dir = sysfs.rdma_device_dir(&intent.vf.pci, device);
+    let (device_dir, port) = place.unwrap_or((None, 1));
     let target = rdma_qos::Target {
         device,
-        port: port.unwrap_or(1),
+        port,
         device_dir,
         configfs: &ctx.node.settings.configfs_root,
     };

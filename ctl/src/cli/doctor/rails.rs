@@ -9,7 +9,7 @@ use super::place::Where;
 use crate::cli::node::rail_order;
 use base::rdma_policy::{LinkType, RdmaPolicy};
 use railcni::config::DEFAULT_MTU;
-use railcni::vf::sysfs::{link_target_name, list_dir, DPDK_DRIVERS};
+use railcni::vf::sysfs::{link_target_name, link_type, list_dir, DPDK_DRIVERS};
 
 /// What a rail needs on this node (the node file's or plan's word).
 pub struct Rail {
@@ -42,15 +42,12 @@ pub fn expected(w: &Where) -> Vec<Rail> {
     rails
 }
 
-/// The link type of the rail's PF (`type` 32 is ARPHRD_INFINIBAND); a rail
-/// whose PF is not named or not there counts as Ethernet.
+/// The link type of the rail's PF; a rail whose PF is not named or not
+/// there counts as Ethernet.
 fn link_of(w: &Where, pf: Option<&str>) -> LinkType {
-    let kind =
-        pf.and_then(|pf| fs::read_to_string(w.sysfs.join("class/net").join(pf).join("type")).ok());
-    match kind.as_deref().map(str::trim) {
-        Some("32") => LinkType::InfiniBand,
-        _ => LinkType::Ethernet,
-    }
+    pf.map_or(LinkType::Ethernet, |pf| {
+        link_type(&w.sysfs.join("class/net").join(pf))
+    })
 }
 
 /// The rail's links, stopping at the first that leaves nothing to check after it.
@@ -78,9 +75,9 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
         )];
     }
     let driver = link_target_name(&dir.join("device/driver"));
-    let layer = match read(&dir.join("type")).as_deref() {
-        Some("32") => "InfiniBand",
-        _ => "Ethernet",
+    let layer = match link_type(&dir) {
+        LinkType::InfiniBand => "InfiniBand",
+        LinkType::Ethernet => "Ethernet",
     };
     let mut out = vec![Finding::ok(
         id("pf"),

@@ -109,14 +109,14 @@ pub fn run(settings: &Settings, args: &Args) -> Result<Outcome, Usage> {
 }
 
 fn row(r: &Record, (rail, plane): (usize, u8)) -> RailRow {
-    let device = r.rdma_device.clone().or_else(|| r.rdma_shared.clone());
+    let hca = r.hca();
     RailRow {
         ifname: r.ifname.clone(),
         network: r.network.clone(),
         address: address_of(r),
-        rdma_shared: r.rdma_device.is_none() && device.is_some(),
-        port: device.as_ref().map(|_| r.hca_port().unwrap_or(1)),
-        rdma_device: device,
+        rdma_shared: hca.is_some_and(|(_, shared)| shared),
+        port: hca.map(|_| r.hca_port().unwrap_or(1)),
+        rdma_device: hca.map(|(device, _)| device.to_string()),
         rail,
         plane,
         traffic_class: class_of(r),
