@@ -4,6 +4,7 @@
 //! never the other way round.
 
 pub mod attachment;
+pub mod attr_set;
 mod commands;
 pub mod config;
 mod devinfo;

@@ -190,6 +190,24 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
                "trafficClass": {"value": 96, "before": null},
                "tos": {"value": 96, "before": 0}})
     );
+    // Every write went through the hardware layer, the class before the
+    // device moved and the ToS after it.
+    let roce_calls = |hw: Value| -> Vec<String> {
+        let calls = hw["calls"].as_array().cloned().unwrap_or_default();
+        (calls.iter().filter_map(Value::as_str))
+            .filter(|c| c.starts_with("set_roce") || c.starts_with("move_rdma"))
+            .map(|c| c.split(" ns:").next().unwrap_or(c).to_string())
+            .collect()
+    };
+    assert_eq!(
+        roce_calls(node.hardware()),
+        [
+            "set_roce mlx5_2 1 traffic class 96 (DSCP 24, ECN 0)",
+            "move_rdma mlx5_2",
+            "set_roce mlx5_2 1 rdma_cm group present",
+            "set_roce mlx5_2 1 rdma_cm default ToS 96 (DSCP 24, ECN 0)",
+        ]
+    );
     // CHECK agrees with what is there.
     node.cni(&add.cmd("CHECK").with_conf(with_prev(&add.conf, &r)))
         .ok();
@@ -197,6 +215,16 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
     node.cni(&add.cmd("DEL")).ok();
     assert_eq!(read(tc_file(dir)), "-1", "unset again, not 0");
     assert_eq!(read(tos_file(node, "mlx5_2")), "0");
+    // Put back once the device is home, newest first, by the same layer.
+    assert_eq!(
+        roce_calls(node.hardware())[4..],
+        [
+            "move_rdma mlx5_2",
+            "set_roce mlx5_2 1 rdma_cm default ToS 0 (DSCP 0, ECN 0)",
+            "set_roce mlx5_2 1 rdma_cm group present",
+            "set_roce mlx5_2 1 traffic class unset",
+        ]
+    );
     assert!(!node.record_exists(&vf.pci));
     // A second DEL has nothing left to detach.
     node.cni(&add.cmd("DEL")).ok();

@@ -351,8 +351,8 @@ impl DetachSteps for KernelDetach<'_> {
             );
             return Ok(());
         }
-        let dir = node.sysfs.rdma_device_dir(self.a.pci, &qos.device);
-        crate::rdma_qos::restore(qos, dir.as_deref(), &node.settings.configfs_root)
+        let at = node.roce_port(self.a.pci, &qos.device, qos.port);
+        crate::rdma_qos::restore(node.hw.as_ref(), &at, qos)
     }
 
     fn open_pod(&mut self) -> Result<bool> {
@@ -541,15 +541,12 @@ mod tests {
     fn record() -> Record {
         let mut r = Record::sample();
         r.rdma_device = Some("mlx5_3".into());
+        use crate::rdma_qos::{RoceAttr, RoceSettings};
         r.rdma_qos = Some(crate::rdma_qos::QosRecord {
             device: "mlx5_3".into(),
             port: 1,
-            traffic_class: Some(crate::rdma_qos::Change {
-                value: 96,
-                before: None,
-            }),
-            tos: None,
-            tos_group_made: false,
+            restore: RoceSettings::from_attrs([RoceAttr::TrafficClass(None)]),
+            applied: RoceSettings::from_attrs([RoceAttr::TrafficClass(Some(96))]),
         });
         r.routing = Some(crate::routing::RailRoutes {
             table: 1001,

@@ -17,7 +17,7 @@ use super::detach::{detach, Attachment, Pod, Release};
 use crate::error::{Error, Result};
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::node::Node;
-use crate::rdma_qos::{self, QosRecord};
+use crate::rdma_qos::{self, Moment, QosRecord, RoceAttr};
 use crate::routing::devconf;
 use crate::state::{Phase, Record};
 use crate::vf::home::{find_in_host, is_vf_in_pod};
@@ -159,8 +159,8 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     })?;
     bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
     if let Some(q) = &record.rdma_qos {
-        let configfs = &node.settings.configfs_root;
-        rdma_qos::write_tos(q, configfs)?;
+        let at = node.roce_port(&record.pci, &q.device, q.port);
+        rdma_qos::apply(node.hw.as_ref(), &at, q, Moment::AfterMove)?;
     }
     address_and_route(record, result, &pod_nl, &moved)?;
     let mut updated = record.clone();
@@ -187,8 +187,8 @@ fn qos_recorded_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Resul
         node.store.save(&record)?;
     }
     if let Some(q) = &record.rdma_qos {
-        let dir = node.sysfs.rdma_device_dir(&record.pci, &q.device);
-        rdma_qos::write_traffic_class(q, dir.as_deref())?;
+        let at = node.roce_port(&record.pci, &q.device, q.port);
+        rdma_qos::apply(node.hw.as_ref(), &at, q, Moment::OnHost)?;
     }
     Ok(record)
 }
@@ -200,38 +200,23 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
     let (Some(old), Some(device)) = (&record.rdma_qos, vf.rdma_devices.first()) else {
         return Ok(None);
     };
-    if old.device != *device && old.tos_group_made {
+    let hw = node.hw.as_ref();
+    let made_group = RoceAttr::RdmaCmGroup(false);
+    if old.device != *device && old.restore.get(&made_group) == Some(made_group) {
         // The group railcni made for the old device has nothing to name.
-        let configfs = &node.settings.configfs_root;
-        if let Err(e) = rdma_qos::rdma_cm::remove_group(configfs, &old.device) {
+        let at = node.roce_port(&vf.pci, &old.device, old.port);
+        if let Err(e) = hw.set_roce(&at, &made_group) {
             log_warn!("VF {}: {}", vf.pci, e.details());
         }
     }
     let device_dir = node.sysfs.rdma_device_dir(&vf.pci, device);
-    let asked = rdma_qos::RdmaQos {
-        tc: old.traffic_class.map(|c| c.value),
-        tos: old.tos.map(|c| c.value),
-    };
-    let target = rdma_qos::Target {
-        device,
-        port: crate::vf::sysfs::port_of(device_dir.as_deref(), &vf.netdev_names(&record.ifname)),
-        device_dir,
-        configfs: &node.settings.configfs_root,
-    };
-    let mut fresh = rdma_qos::prepare(asked, &target, false)?;
+    let port = crate::vf::sysfs::port_of(device_dir.as_deref(), &vf.netdev_names(&record.ifname));
+    let at = node.roce_port(&vf.pci, device, port);
+    let mut fresh = rdma_qos::prepare(hw, &at, &old.asked(), false)?;
     // The same device still holding what railcni wrote was not remade:
     // what it held before railcni stays what DEL restores.
     if let Some(new) = fresh.as_mut().filter(|n| n.device == old.device) {
-        let keep = |now: &mut Option<rdma_qos::Change>, was: Option<rdma_qos::Change>| {
-            if let (Some(n), Some(w)) = (now.as_mut(), was) {
-                if n.before == Some(w.value) {
-                    n.before = w.before;
-                }
-            }
-        };
-        keep(&mut new.traffic_class, old.traffic_class);
-        keep(&mut new.tos, old.tos);
-        new.tos_group_made |= old.tos_group_made;
+        new.restore = new.restore.kept_through(&old.applied, &old.restore);
     }
     Ok(fresh)
 }

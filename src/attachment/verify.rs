@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 use crate::net::mac::format_hw_addr;
 use crate::net::route::MAIN_TABLE;
 use crate::net::{sysctl, NetNs, Netlink};
+use crate::rdma_qos::{QosRecord, RoceAttr, RocePort};
 use crate::state::Record;
+use std::path::Path;
 
 /// One thing railcni set, and whether the kernel still has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,10 +59,22 @@ pub struct Expected {
     pub gid_index: Option<u32>,
 }
 
-/// Where the RDMA device's files are read (the node's sysfs and configfs).
+/// Where the RDMA device's settings are read (the node's sysfs and
+/// configfs, through its hardware).
 pub struct RdmaPlaces<'a> {
     pub sysfs: &'a crate::vf::Sysfs,
     pub configfs: &'a std::path::Path,
+    pub hw: &'a dyn crate::hw::Hardware,
+}
+
+impl<'a> RdmaPlaces<'a> {
+    pub fn of(node: &'a crate::node::Node) -> Self {
+        RdmaPlaces {
+            sysfs: &node.sysfs,
+            configfs: &node.settings.configfs_root,
+            hw: node.hw.as_ref(),
+        }
+    }
 }
 
 impl Expected {
@@ -170,7 +184,6 @@ fn compare_rdma(
     expected: &Expected,
     places: &RdmaPlaces<'_>,
 ) -> Result<Vec<Comparison>> {
-    use crate::rdma_qos::{rdma_cm, traffic_class};
     let qos = record.rdma_qos.as_ref();
     let Some(device) = record
         .rdma_device
@@ -180,47 +193,44 @@ fn compare_rdma(
         return Ok(Vec::new());
     };
     let port = record.hca_port().unwrap_or(1);
-    let class = |v: Option<u8>| v.map_or_else(|| "unset".to_string(), |c| c.to_string());
-    let mut out = Vec::new();
     let addrs: Vec<_> = expected.addresses.iter().map(|a| a.addr()).collect();
     let want_gids = expected.gid_index.is_some();
-    let (tc_now, table) = places
+    let asked = qos.map(QosRecord::asked).unwrap_or_default();
+    let (mut out, table) = places
         .sysfs
         .with_rdma_device_dir(pod, &record.pci, device, |dir| {
-            let tc = dir.map(|d| traffic_class::read(&traffic_class::path(d, port)));
+            let at = RocePort {
+                device: device.to_string(),
+                port,
+                device_dir: dir.map(Path::to_path_buf),
+                configfs: places.configfs.to_path_buf(),
+            };
+            let qos: Vec<_> = asked
+                .attrs()
+                .iter()
+                .map(|want| compare_roce(places.hw, &at, want))
+                .collect();
             let table = want_gids
                 .then(|| dir.and_then(|d| crate::net::gid::read_port(&d.join("ports"), port)))
                 .flatten();
-            (tc, table)
+            (qos, table)
         })?;
-    if let Some(change) = qos.and_then(|q| q.traffic_class) {
-        let actual = match tc_now {
-            Some(Ok(v)) => class(v),
-            Some(Err(e)) => e.details(),
-            None => "device not found".into(),
-        };
-        out.push(Comparison::new(
-            &format!("rdma {device} traffic_class"),
-            class(Some(change.value)),
-            actual,
-        ));
-    }
-    if let Some(change) = qos.and_then(|q| q.tos) {
-        let actual = match rdma_cm::read(places.configfs, device, port) {
-            Ok(Some(v)) => v.to_string(),
-            Ok(None) => "no rdma_cm group".into(),
-            Err(e) => e.details(),
-        };
-        out.push(Comparison::new(
-            &format!("rdma_cm {device} default_roce_tos"),
-            change.value,
-            actual,
-        ));
-    }
     if let Some(index) = expected.gid_index {
         out.extend(compare_gids(index, &addrs, &table.unwrap_or_default()));
     }
     Ok(out)
+}
+
+/// One RoCE setting ADD made, against what the device holds now.
+fn compare_roce(hw: &dyn crate::hw::Hardware, at: &RocePort, want: &RoceAttr) -> Comparison {
+    let actual = match hw.roce_state(at, want) {
+        Ok(now) => now
+            .get(want)
+            .map_or_else(|| "unknown".into(), |a| a.value_text()),
+        Err(e) if at.device_dir.is_none() => format!("device not found ({})", e.details()),
+        Err(e) => e.details(),
+    };
+    Comparison::new(&want.file_of(&at.device), want.value_text(), actual)
 }
 
 /// The first address's RoCE v2 GID at the index ADD reported; the others'

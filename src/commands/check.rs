@@ -27,10 +27,7 @@ pub fn check(ctx: &Ctx) -> Result<()> {
             .ok_or_else(|| Error::invalid_env("CNI_NETNS is required for CHECK"))?;
         let pod = NetNs::open(netns)?;
         let nl = Netlink::connect_in(&pod)?;
-        let places = RdmaPlaces {
-            sysfs: &ctx.node.sysfs,
-            configfs: &ctx.node.settings.configfs_root,
-        };
+        let places = RdmaPlaces::of(&ctx.node);
         diffs.extend(drift(&compare(&pod, &nl, &record, &expected, &places)?));
     }
     // A DPDK VF was not moved: only the address reservation is checked.

@@ -66,7 +66,7 @@ pub struct NetConf {
     /// (`RdmaPolicy::or_default_for`).
     pub rdma: Option<RdmaPolicy>,
     /// `rdmaQoS`: the RDMA device's traffic class and rdma_cm ToS.
-    pub rdma_qos: crate::rdma_qos::RdmaQos,
+    pub rdma_qos: crate::rdma_qos::RoceSettings,
     /// Whether `mtu` was given (InfiniBand VFs default otherwise).
     pub mtu_given: bool,
     /// The subnet manager's partition key, recorded and reported, never applied.
@@ -210,9 +210,9 @@ fn embedded_cidr(ipam: Option<&IpamConf>, raw: &Value) -> Result<Option<ipnet::I
 
 /// `rdma` and `rdmaQoS`, refused together when QoS is asked of a rail
 /// whose RDMA is off.
-fn rdma_and_qos(conf: &RawConf) -> Result<(Option<RdmaPolicy>, crate::rdma_qos::RdmaQos)> {
+fn rdma_and_qos(conf: &RawConf) -> Result<(Option<RdmaPolicy>, crate::rdma_qos::RoceSettings)> {
     let rdma = parse_rdma(conf.rdma.as_deref())?;
-    let qos = crate::rdma_qos::RdmaQos::parse(conf.rdma_qos.as_ref())?;
+    let qos = crate::rdma_qos::parse(conf.rdma_qos.as_ref())?;
     if !qos.is_empty() {
         let given = rdma.unwrap_or(RdmaPolicy::Auto);
         given

@@ -1,6 +1,9 @@
 //! A recording stand-in for the hardware, for tests on machines without
 //! SR-IOV or RDMA: VF state and RDMA mode live in a JSON file, and every
-//! change is appended to its `calls` list.
+//! change is appended to its `calls` list. RoCE QoS lives in files, which
+//! the fake sysfs and configfs trees hold as the kernel's do: the fake
+//! writes them as the kernel does, records the call, and refuses what
+//! `refuse` names (`rdmaQoS.tc`, `rdmaQoS.tos`).
 
 use std::collections::BTreeMap;
 use std::os::fd::BorrowedFd;
@@ -11,8 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Hardware;
+use crate::attr_set::Attr as _;
 use crate::error::{Error, Result};
 use crate::net::rdma::RdmaNetnsMode;
+use crate::net::roce::{RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::{LinkState, Rate, VfAttr, Vlan, VlanProto};
 use crate::net::Mac;
 
@@ -194,6 +199,30 @@ impl Hardware for Recorder {
                 errno: nix::errno::Errno::EOPNOTSUPP,
             }),
         }
+    }
+
+    fn roce_state(&self, at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
+        crate::net::roce::files::read(at, kind)
+    }
+
+    fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()> {
+        let mut state = self.load()?;
+        if let Some(errno) = state.refuse.get(attr.name()) {
+            let errno = errno_named(errno)
+                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {errno}")))?;
+            return Err(Error::Kernel {
+                what: format!("set {} of RDMA device {}", attr.name(), at.device),
+                errno,
+            });
+        }
+        crate::net::roce::files::write(at, attr)?;
+        state.calls.push(format!(
+            "set_roce {} {} {}",
+            at.device,
+            at.port,
+            attr.describe()
+        ));
+        self.save(&state)
     }
 
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()> {

@@ -1,11 +1,12 @@
 //! The real hardware: the PF's VF attributes and RDMA devices, through
-//! `net::vf_info` and `net::rdma`.
+//! `net::vf_info` and `net::rdma`; RoCE QoS through `net::roce::files`.
 
 use std::os::fd::BorrowedFd;
 
 use super::Hardware;
 use crate::error::Result;
 use crate::net::rdma::{self, RdmaNetnsMode};
+use crate::net::roce::{self, RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::{self, VfAttr};
 
 pub struct Kernel;
@@ -29,5 +30,13 @@ impl Hardware for Kernel {
 
     fn dcb(&self, pf: &str) -> Result<crate::net::dcb::Dcb> {
         crate::net::dcb::read(pf)
+    }
+
+    fn roce_state(&self, at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
+        roce::files::read(at, kind)
+    }
+
+    fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()> {
+        roce::files::write(at, attr)
     }
 }

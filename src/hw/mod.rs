@@ -1,5 +1,6 @@
 //! What railcni does to hardware that this VM cannot reach: VF attributes
-//! on the PF (`IFLA_VFINFO_LIST`), RDMA devices and the PF's DCB. One small interface,
+//! on the PF (`IFLA_VFINFO_LIST`), RDMA devices, their RoCE QoS and the
+//! PF's DCB. One small interface,
 //! `Hardware`, with the kernel implementation (the messages are `net`'s)
 //! and a recording fake that tests select with
 //! `RAILCNI_FAKE_HARDWARE=<state file>`. The fake is compiled in only with
@@ -18,9 +19,12 @@ use std::os::fd::BorrowedFd;
 
 use crate::error::Result;
 use crate::net::rdma::RdmaNetnsMode;
+use crate::net::roce::{RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::VfAttr;
 
-pub trait Hardware {
+/// `Send + Sync`: CHECK reads a moved device's settings from a thread in
+/// the pod's view of sysfs.
+pub trait Hardware: Send + Sync {
     /// Every attribute the PF reports for VF `vf`.
     fn vf_state(&self, pf_ifname: &str, vf: u32) -> Result<Vec<VfAttr>>;
     /// Set one attribute (one netlink request).
@@ -30,4 +34,9 @@ pub trait Hardware {
     fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()>;
     /// The PF's DCB (PFC, DSCP map); EOPNOTSUPP from a driver without it.
     fn dcb(&self, pf_ifname: &str) -> Result<crate::net::dcb::Dcb>;
+    /// What an RDMA device's port holds now of `kind`'s kind, as the
+    /// attributes that put it back; `UnsupportedDevice`: it cannot take it.
+    fn roce_state(&self, at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings>;
+    /// Set one RoCE attribute of an RDMA device's port.
+    fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()>;
 }

@@ -1,7 +1,8 @@
 //! Everything that touches the kernel: namespaces, rtnetlink, sysctl, and
 //! every netlink message railcni builds or reads: links and addresses,
 //! routes and rules, a link's IPv4 settings (`devconf`), a VF's attributes
-//! on its PF (`vf_info`), RDMA devices (`rdma`), link events
+//! on its PF (`vf_info`), RDMA devices (`rdma`) and their RoCE QoS files
+//! (`roce`, sysfs and configfs rather than netlink), link events
 //! (`link_events`), all over one wire (`wire`).
 //!
 //! A `Netlink` is a rtnetlink socket created inside one namespace (entered
@@ -28,6 +29,7 @@ pub mod mac;
 pub mod netns;
 pub mod pod_sysfs;
 pub mod rdma;
+pub mod roce;
 pub mod route;
 pub mod sysctl;
 pub mod vf_info;

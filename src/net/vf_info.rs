@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::wire::{encode, open, transact};
 use super::{Guid, Mac};
+use crate::attr_set::Attr as _;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,15 +67,15 @@ pub enum VfAttr {
     IbGuid(Guid),
 }
 
-impl VfAttr {
+impl crate::attr_set::Attr for VfAttr {
     /// Same attribute, whatever the value.
-    pub fn same_kind(&self, other: &VfAttr) -> bool {
+    fn same_kind(&self, other: &VfAttr) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 
     /// Where it comes when several are set: the admin MAC first (some
     /// drivers check a VF's later settings against it), as declared.
-    pub fn apply_rank(&self) -> u8 {
+    fn apply_rank(&self) -> u8 {
         match self {
             VfAttr::Mac(_) => 0,
             VfAttr::Vlan(_) => 1,
@@ -88,7 +89,7 @@ impl VfAttr {
 
     /// Its name where users read it (`railcnictl status`; sriov-cni's words,
     /// `guid` for InfiniBand).
-    pub fn name(&self) -> &'static str {
+    fn name(&self) -> &'static str {
         match self {
             VfAttr::Mac(_) => "mac",
             VfAttr::Vlan(_) => "vlan",
@@ -101,7 +102,7 @@ impl VfAttr {
     }
 
     /// As `ip link set … vf N` names it (`vlan 100 qos 3 proto 802.1ad`).
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let on_off = |b: bool| if b { "on" } else { "off" };
         match *self {
             VfAttr::Mac(mac) => format!("mac {mac}"),
@@ -126,7 +127,9 @@ impl VfAttr {
             VfAttr::IbGuid(g) => format!("guid {g}"),
         }
     }
+}
 
+impl VfAttr {
     /// The VF-info entries of its request.
     fn infos(&self, vf: u32) -> Vec<VfInfo> {
         match *self {

@@ -1,50 +1,48 @@
 //! `rdmaQoS` in the network config: NVIDIA's rdma-cni shape,
 //! `{"tos": N, "tc": N}` at the top level, so a Spectrum-X NAD moves over
 //! unchanged. Either may be left out; neither given means nothing is
-//! written.
+//! written. Parsed into the attributes they set (`attr`).
 
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+pub use crate::net::roce::describe;
+use crate::net::roce::{RoceAttr, RoceSettings};
 
-/// What a rail asks of its VF's RDMA device.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RdmaQos {
-    /// The device's traffic class (mlx5 `tc/<port>/traffic_class`): the IP
-    /// ToS byte of every RoCE v2 packet its QPs send, whatever they ask.
-    pub tc: Option<u8>,
-    /// rdma_cm's default ToS for the port (`default_roce_tos`): what
-    /// connects through rdma_cm (UCX with rdmacm, MPI, storage) uses.
-    pub tos: Option<u8>,
-}
+/// A key's byte as the attribute it sets.
+type ToAttr = fn(u8) -> RoceAttr;
 
-impl RdmaQos {
-    pub fn is_empty(&self) -> bool {
-        self.tc.is_none() && self.tos.is_none()
+/// Each key of `rdmaQoS` and the attribute its byte sets.
+const FIELDS: [(&str, ToAttr); 2] = [
+    ("tc", |v| RoceAttr::TrafficClass(Some(v))),
+    ("tos", RoceAttr::DefaultTos),
+];
+
+/// `rdmaQoS` as the settings it asks for: absent, `null` or `{}` ask for
+/// nothing.
+pub fn parse(v: Option<&Value>) -> Result<RoceSettings> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(RoceSettings::default());
+    };
+    let Some(map) = v.as_object() else {
+        return Err(Error::config(
+            "rdmaQoS",
+            format!("{v} must be an object like {{\"tos\": 96, \"tc\": 96}}"),
+        ));
+    };
+    if let Some(key) = map.keys().find(|k| FIELDS.iter().all(|(f, _)| f != k)) {
+        return Err(Error::config(
+            &format!("rdmaQoS.{key}"),
+            "is not a key of rdmaQoS (it takes tos and tc)",
+        ));
     }
-
-    /// `rdmaQoS`: absent, `null` or `{}` ask for nothing.
-    pub fn parse(v: Option<&Value>) -> Result<Self> {
-        let Some(v) = v.filter(|v| !v.is_null()) else {
-            return Ok(RdmaQos::default());
-        };
-        let Some(map) = v.as_object() else {
-            return Err(Error::config(
-                "rdmaQoS",
-                format!("{v} must be an object like {{\"tos\": 96, \"tc\": 96}}"),
-            ));
-        };
-        if let Some(key) = map.keys().find(|k| !matches!(k.as_str(), "tos" | "tc")) {
-            return Err(Error::config(
-                &format!("rdmaQoS.{key}"),
-                "is not a key of rdmaQoS (it takes tos and tc)",
-            ));
+    let mut asked = RoceSettings::default();
+    for (key, attr) in FIELDS {
+        if let Some(v) = byte(map.get(key), &format!("rdmaQoS.{key}"))? {
+            asked.set(attr(v));
         }
-        Ok(RdmaQos {
-            tc: byte(map.get("tc"), "rdmaQoS.tc")?,
-            tos: byte(map.get("tos"), "rdmaQoS.tos")?,
-        })
     }
+    Ok(asked)
 }
 
 fn byte(v: Option<&Value>, field: &str) -> Result<Option<u8>> {
@@ -63,12 +61,6 @@ fn byte(v: Option<&Value>, field: &str) -> Result<Option<u8>> {
     }
 }
 
-/// A ToS byte as the fabric reads it: `96 (DSCP 24, ECN 0)`. The DSCP is
-/// what a RoCE fabric's lossless class is selected by.
-pub fn describe(tos: u8) -> String {
-    format!("{tos} (DSCP {}, ECN {})", tos >> 2, tos & 3)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,12 +68,15 @@ mod tests {
 
     #[test]
     fn the_spectrum_x_shape_and_each_half_alone() {
-        let q = RdmaQos::parse(Some(&json!({"tos": 96, "tc": 96}))).unwrap();
-        assert_eq!((q.tc, q.tos), (Some(96), Some(96)));
-        let q = RdmaQos::parse(Some(&json!({"tc": 106}))).unwrap();
-        assert_eq!((q.tc, q.tos), (Some(106), None));
+        let q = parse(Some(&json!({"tos": 96, "tc": 96}))).unwrap();
+        assert_eq!(
+            q.attrs(),
+            [RoceAttr::TrafficClass(Some(96)), RoceAttr::DefaultTos(96)]
+        );
+        let q = parse(Some(&json!({"tc": 106}))).unwrap();
+        assert_eq!(q.attrs(), [RoceAttr::TrafficClass(Some(106))]);
         for nothing in [None, Some(json!(null)), Some(json!({}))] {
-            assert!(RdmaQos::parse(nothing.as_ref()).unwrap().is_empty());
+            assert!(parse(nothing.as_ref()).unwrap().is_empty());
         }
     }
 
@@ -95,7 +90,7 @@ mod tests {
             (json!({"dscp": 24}), "rdmaQoS.dscp"),
             (json!(96), "rdmaQoS"),
         ] {
-            let err = RdmaQos::parse(Some(&v)).unwrap_err().to_string();
+            let err = parse(Some(&v)).unwrap_err().to_string();
             assert!(err.contains(field), "{v}: {err}");
         }
     }

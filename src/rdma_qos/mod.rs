@@ -1,112 +1,116 @@
 //! RoCE QoS of a rail's RDMA device (`rdmaQoS`): the device's forced
-//! traffic class and rdma_cm's default ToS, each saved before the first
-//! write and put back exactly.
+//! traffic class and rdma_cm's default ToS, attributes of the device's
+//! port in the VF settings' shape (`net::roce`), saved before the first
+//! write, written and put back through the `Hardware` trait.
 //!
-//! Order (each half where the kernel lets it be written):
+//! Order (each where the kernel lets it be written):
 //! 1. `prepare`, before any change: what the device can take and what it
 //!    holds now ("unset" and "no rdma_cm group" included), into the record;
-//! 2. `write_traffic_class` on the host, before the device moves;
-//! 3. `write_tos` after the move (rdma_cm forgets the value when the
-//!    device changes namespace). configfs finds the device by name in
-//!    every namespace (cma_configfs looks it up in rdma_cm's global device
-//!    list), so the write is made from the host: entering the pod's
+//! 2. `apply(.., Moment::OnHost)`: the traffic class, before the device moves;
+//! 3. `apply(.., Moment::AfterMove)`: the ToS (rdma_cm forgets the value
+//!    when the device changes namespace). configfs finds the device by name
+//!    in every namespace (cma_configfs looks it up in rdma_cm's global
+//!    device list), so the write is made from the host: entering the pod's
 //!    namespace for it gains nothing and cost an ADD 0.4 to 1.5 ms of wall
 //!    time (scripts/bench-qos.sh);
-//! 4. `restore`, once the device is home (DEL, gc, rollback).
+//! 4. `restore`, once the device is home (DEL, gc, rollback): newest first.
 
 pub mod conf;
-pub mod rdma_cm;
-pub mod traffic_class;
 
-use std::path::{Path, PathBuf};
+use crate::net::roce::files;
+pub use crate::net::roce::{RoceAttr, RocePort, RoceSettings};
+pub use conf::{describe, parse};
 
-pub use conf::{describe, RdmaQos};
-
+use crate::attr_set::Attr as _;
 use crate::error::{Error, Result};
+use crate::hw::Hardware;
 use crate::{log_info, log_warn};
-
-/// One value railcni writes and what it found before: `before: None` is
-/// "no class set" for the traffic class (the ToS always has one in force).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Change {
-    pub value: u8,
-    pub before: Option<u8>,
-}
 
 /// What an attachment did to its RDMA device's QoS (kept in its record).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QosRecord {
     pub device: String,
     pub port: u32,
-    pub traffic_class: Option<Change>,
-    pub tos: Option<Change>,
-    /// The device had no rdma_cm group: railcni makes it and removes it.
-    pub tos_group_made: bool,
+    /// What the port held before, of the kinds railcni writes.
+    pub restore: RoceSettings,
+    /// What railcni writes.
+    pub applied: RoceSettings,
 }
 
-/// Where the device's two halves live.
-pub struct Target<'a> {
-    pub device: &'a str,
-    /// The device's sysfs directory on the host (`None`: not found).
-    pub device_dir: Option<PathBuf>,
-    pub port: u32,
-    pub configfs: &'a Path,
+impl QosRecord {
+    /// The traffic class railcni forces, when it does.
+    pub fn traffic_class(&self) -> Option<u8> {
+        self.applied
+            .get(&RoceAttr::TrafficClass(None))
+            .and_then(|a| a.byte())
+    }
+
+    /// rdma_cm's default ToS railcni sets, when it does.
+    pub fn tos(&self) -> Option<u8> {
+        self.applied
+            .get(&RoceAttr::DefaultTos(0))
+            .and_then(|a| a.byte())
+    }
+
+    /// The settings a user asked for (not the means, the rdma_cm group).
+    pub fn asked(&self) -> RoceSettings {
+        RoceSettings::from_attrs(
+            self.applied
+                .attrs()
+                .iter()
+                .filter(|a| a.is_asked())
+                .copied(),
+        )
+    }
+
+    /// Whether any is written before the device moves.
+    pub fn writes_before_move(&self) -> bool {
+        self.applied.attrs().iter().any(RoceAttr::before_move)
+    }
 }
 
-/// What the device can take of `asked`, and what it holds now. A half it
-/// cannot take fails when `required` (nothing has changed yet) and is
+/// When a write is made: on the host before the device moves, or after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    OnHost,
+    AfterMove,
+}
+
+/// What the device can take of `asked`, and what it holds now. A setting
+/// it cannot take fails when `required` (nothing has changed yet) and is
 /// reported and left out otherwise. `None`: nothing to write.
-pub fn prepare(asked: RdmaQos, t: &Target<'_>, required: bool) -> Result<Option<QosRecord>> {
-    let mut record = QosRecord {
-        device: t.device.to_string(),
-        port: t.port,
-        traffic_class: None,
-        tos: None,
-        tos_group_made: false,
-    };
-    if let Some(value) = asked.tc {
-        let file = t
-            .device_dir
-            .as_deref()
-            .map(|d| traffic_class::path(d, t.port));
-        match file.filter(|f| f.is_file()) {
-            Some(file) => {
-                let before = traffic_class::read(&file)?;
-                record.traffic_class = Some(Change { value, before });
+pub fn prepare(
+    hw: &dyn Hardware,
+    at: &RocePort,
+    asked: &RoceSettings,
+    required: bool,
+) -> Result<Option<QosRecord>> {
+    let mut restore = RoceSettings::default();
+    let mut applied = RoceSettings::default();
+    for want in asked.attrs() {
+        match hw.roce_state(at, want) {
+            Ok(before) => {
+                restore.overlay(&before);
+                for held in before.attrs() {
+                    applied.set(held.as_written());
+                }
+                applied.set(*want);
             }
-            None => cannot(
-                required,
-                &format!(
-                    "rdmaQoS.tc: RDMA device {} has no tc/{}/traffic_class (a forced traffic class \
-                     needs NVIDIA's mlx5 driver stack)",
-                    t.device, t.port
-                ),
-            )?,
+            Err(Error::UnsupportedDevice(why)) => {
+                cannot(required, &format!("{}: {why}", want.name()))?
+            }
+            Err(e) => return Err(e),
         }
     }
-    if let Some(value) = asked.tos {
-        match rdma_cm::available(t.configfs) {
-            Ok(()) => {
-                let (before, had_group) = rdma_cm::read_in_force(t.configfs, t.device, t.port)?;
-                record.tos = Some(Change {
-                    value,
-                    before: Some(before),
-                });
-                record.tos_group_made = !had_group;
-            }
-            Err(why) => cannot(
-                required,
-                &format!(
-                    "rdmaQoS.tos: rdma_cm's default ToS cannot be set for {}: {why}",
-                    t.device
-                ),
-            )?,
-        }
-    }
-    Ok((record.traffic_class.is_some() || record.tos.is_some()).then_some(record))
+    Ok((!applied.is_empty()).then(|| QosRecord {
+        device: at.device.clone(),
+        port: at.port,
+        restore,
+        applied,
+    }))
 }
 
-/// A half the device cannot take: an error when the rail's RDMA is
+/// A setting the device cannot take: an error when the rail's RDMA is
 /// `required`, else one warning.
 fn cannot(required: bool, why: &str) -> Result<()> {
     if required {
@@ -118,97 +122,50 @@ fn cannot(required: bool, why: &str) -> Result<()> {
     Ok(())
 }
 
-/// The traffic class, on the host, before the device moves.
-pub fn write_traffic_class(r: &QosRecord, device_dir: Option<&Path>) -> Result<()> {
-    let Some(change) = r.traffic_class else {
-        return Ok(());
-    };
-    let dir = device_dir.ok_or_else(|| {
-        Error::DeviceVanished(format!("RDMA device {} left sysfs during ADD", r.device))
-    })?;
-    traffic_class::write(&traffic_class::path(dir, r.port), Some(change.value))?;
-    log_info!(
-        "RDMA device {} port {}: traffic class {}",
-        r.device,
-        r.port,
-        describe(change.value)
-    );
-    Ok(())
-}
-
-/// rdma_cm's default ToS, once the device has moved.
-pub fn write_tos(r: &QosRecord, configfs: &Path) -> Result<()> {
-    let Some(change) = r.tos else { return Ok(()) };
-    rdma_cm::write(configfs, &r.device, r.port, change.value)?;
-    log_info!(
-        "RDMA device {} port {}: rdma_cm default ToS {}",
-        r.device,
-        r.port,
-        describe(change.value)
-    );
-    Ok(())
-}
-
-/// Put both back as `prepare` found them, once the device is home. A
-/// device that is gone (a driver reload took it) has nothing to restore.
-pub fn restore(r: &QosRecord, device_dir: Option<&Path>, configfs: &Path) -> Result<()> {
-    let tc = match (r.traffic_class, device_dir) {
-        (Some(change), Some(dir)) => {
-            let file = traffic_class::path(dir, r.port);
-            match traffic_class::write(&file, change.before) {
-                Err(e) if !file.exists() => {
-                    log_info!("RDMA device {} has no traffic class file any more ({e}); nothing to restore", r.device);
-                    Ok(())
-                }
-                other => other,
-            }
-        }
-        (Some(_), None) => {
+/// Write what `r` applies at `moment`.
+pub fn apply(hw: &dyn Hardware, at: &RocePort, r: &QosRecord, moment: Moment) -> Result<()> {
+    let now = |a: &&RoceAttr| a.before_move() == (moment == Moment::OnHost);
+    for attr in r.applied.attrs().iter().filter(now) {
+        hw.set_roce(at, attr)?;
+        if attr.is_asked() {
             log_info!(
-                "RDMA device {} is gone; its traffic class went with it",
-                r.device
+                "RDMA device {} port {}: {}",
+                at.device,
+                at.port,
+                attr.describe()
             );
-            Ok(())
         }
-        (None, _) => Ok(()),
-    };
-    let tos = match r.tos {
-        // 0: the kernel's own default (every record railcni writes has one).
-        Some(change) => rdma_cm::restore(
-            configfs,
-            &r.device,
-            r.port,
-            change.before.unwrap_or(0),
-            r.tos_group_made,
-        ),
-        None => Ok(()),
-    };
-    match tos {
-        Err(e) if tos_went_with_its_device(&e, configfs) => {
-            log_info!(
-                "rdma_cm no longer knows RDMA device {} ({}); its ToS went with it",
-                r.device,
-                e.details()
-            );
-            tc
-        }
-        other => tc.and(other),
     }
+    Ok(())
 }
 
-/// Whether a failed ToS restore means there is nothing left to restore:
-/// rdma_cm answers ENODEV for a device it no longer has (the VF or its
-/// driver is gone), and a configfs without `rdma_cm/` means the module,
-/// and every value it held, was unloaded. A configfs that is not mounted
-/// here is not that: the value may still be in force.
-fn tos_went_with_its_device(e: &Error, configfs: &Path) -> bool {
-    e.errno() == Some(nix::errno::Errno::ENODEV)
-        || (rdma_cm::is_configfs(configfs) && !configfs.join("rdma_cm").is_dir())
+/// Put everything back as `prepare` found it, newest first, once the
+/// device is home; one that fails does not keep the others from going
+/// back. What went with a device that is gone has nothing to restore.
+pub fn restore(hw: &dyn Hardware, at: &RocePort, r: &QosRecord) -> Result<()> {
+    let mut first_failure = None;
+    for attr in r.restore.attrs().iter().rev() {
+        match hw.set_roce(at, attr) {
+            Err(e) if files::went_with_its_device(at, attr, &e) => log_info!(
+                "RDMA device {} has nothing left to restore of its {} ({}); it went with the device",
+                at.device,
+                attr.name(),
+                e.details()
+            ),
+            Err(e) => {
+                first_failure.get_or_insert(e);
+            }
+            Ok(()) => {}
+        }
+    }
+    first_failure.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::kernel::Kernel;
+    use std::path::{Path, PathBuf};
 
     fn device(root: &Path, tc: Option<&str>, tos: Option<&str>) -> (PathBuf, PathBuf) {
         let dir = root.join("sys/mlx5_3");
@@ -227,13 +184,22 @@ mod tests {
         (dir, configfs)
     }
 
-    fn target<'a>(dir: &Path, configfs: &'a Path) -> Target<'a> {
-        Target {
-            device: "mlx5_3",
+    fn target(dir: &Path, configfs: &Path) -> RocePort {
+        RocePort {
+            device: "mlx5_3".into(),
             device_dir: Some(dir.to_path_buf()),
             port: 1,
-            configfs,
+            configfs: configfs.to_path_buf(),
         }
+    }
+
+    fn both() -> RoceSettings {
+        RoceSettings::from_attrs([RoceAttr::TrafficClass(Some(96)), RoceAttr::DefaultTos(96)])
+    }
+
+    fn write_all(r: &QosRecord, at: &RocePort) {
+        apply(&Kernel, at, r, Moment::OnHost).unwrap();
+        apply(&Kernel, at, r, Moment::AfterMove).unwrap();
     }
 
     #[test]
@@ -242,44 +208,38 @@ mod tests {
         let (dir, configfs) = device(t.path(), Some(""), None);
         // A plain directory gets no ports/ from mkdir as configfs does:
         // the read fails, and the group made for it is gone again.
-        let err = prepare(BOTH, &target(&dir, &configfs), true).unwrap_err();
+        let err = prepare(&Kernel, &target(&dir, &configfs), &both(), true).unwrap_err();
         assert!(err.to_string().contains("default_roce_tos"), "{err}");
         assert!(!configfs.join("rdma_cm/mlx5_3").exists());
     }
-
-    const BOTH: RdmaQos = RdmaQos {
-        tc: Some(96),
-        tos: Some(96),
-    };
 
     #[test]
     fn unset_then_set_then_restored_to_unset() {
         let t = tempfile::tempdir().unwrap();
         let (dir, configfs) = device(t.path(), Some(""), Some("0"));
-        let r = prepare(BOTH, &target(&dir, &configfs), true)
-            .unwrap()
-            .unwrap();
+        let at = target(&dir, &configfs);
+        let r = prepare(&Kernel, &at, &both(), true).unwrap().unwrap();
         assert_eq!(
-            r.traffic_class,
-            Some(Change {
-                value: 96,
-                before: None
-            })
+            r.restore.attrs(),
+            [
+                RoceAttr::TrafficClass(None),
+                RoceAttr::RdmaCmGroup(true),
+                RoceAttr::DefaultTos(0)
+            ]
         );
-        assert_eq!(
-            r.tos,
-            Some(Change {
-                value: 96,
-                before: Some(0)
-            })
-        );
-        write_traffic_class(&r, Some(&dir)).unwrap();
-        write_tos(&r, &configfs).unwrap();
+        assert_eq!((r.traffic_class(), r.tos()), (Some(96), Some(96)));
+        apply(&Kernel, &at, &r, Moment::OnHost).unwrap();
         let tc_file = dir.join("tc/1/traffic_class");
         let tos_file = configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos");
         assert_eq!(std::fs::read_to_string(&tc_file).unwrap(), "96");
+        assert_eq!(
+            std::fs::read_to_string(&tos_file).unwrap(),
+            "0",
+            "after the move"
+        );
+        apply(&Kernel, &at, &r, Moment::AfterMove).unwrap();
         assert_eq!(std::fs::read_to_string(&tos_file).unwrap(), "96");
-        restore(&r, Some(&dir), &configfs).unwrap();
+        restore(&Kernel, &at, &r).unwrap();
         assert_eq!(
             std::fs::read_to_string(&tc_file).unwrap(),
             "-1",
@@ -292,11 +252,10 @@ mod tests {
     fn a_class_that_was_set_comes_back() {
         let t = tempfile::tempdir().unwrap();
         let (dir, configfs) = device(t.path(), Some("Global tclass=24\n"), Some("32"));
-        let r = prepare(BOTH, &target(&dir, &configfs), true)
-            .unwrap()
-            .unwrap();
-        write_traffic_class(&r, Some(&dir)).unwrap();
-        restore(&r, Some(&dir), &configfs).unwrap();
+        let at = target(&dir, &configfs);
+        let r = prepare(&Kernel, &at, &both(), true).unwrap().unwrap();
+        write_all(&r, &at);
+        restore(&Kernel, &at, &r).unwrap();
         assert_eq!(
             std::fs::read_to_string(dir.join("tc/1/traffic_class")).unwrap(),
             "24"
@@ -312,32 +271,63 @@ mod tests {
     fn what_the_device_cannot_take_is_refused_when_required_and_left_out_when_auto() {
         let t = tempfile::tempdir().unwrap();
         let (dir, configfs) = device(t.path(), None, Some("0"));
-        let err = prepare(BOTH, &target(&dir, &configfs), true).unwrap_err();
+        let at = target(&dir, &configfs);
+        let err = prepare(&Kernel, &at, &both(), true).unwrap_err();
         assert_eq!(err.code(), 103);
         let msg = err.to_string();
         assert!(
-            msg.contains("no tc/1/traffic_class") && msg.contains("nothing was changed"),
+            msg.contains("rdmaQoS.tc: RDMA device mlx5_3 has no tc/1/traffic_class")
+                && msg.contains("nothing was changed"),
             "{msg}"
         );
-        let r = prepare(BOTH, &target(&dir, &configfs), false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(r.traffic_class, None, "left out");
-        assert!(r.tos.is_some());
+        let r = prepare(&Kernel, &at, &both(), false).unwrap().unwrap();
+        assert_eq!(r.traffic_class(), None, "left out");
+        assert_eq!(r.tos(), Some(96));
 
         let no_cm = t.path().join("empty-config");
         std::fs::create_dir_all(&no_cm).unwrap();
-        let only_tos = RdmaQos {
-            tc: None,
-            tos: Some(96),
-        };
-        let err = prepare(only_tos, &target(&dir, &no_cm), true)
+        let only_tos = RoceSettings::from_attrs([RoceAttr::DefaultTos(96)]);
+        let at = target(&dir, &no_cm);
+        let err = prepare(&Kernel, &at, &only_tos, true)
             .unwrap_err()
             .to_string();
         assert!(err.contains("modprobe rdma_cm"), "{err}");
+        assert_eq!(prepare(&Kernel, &at, &only_tos, false).unwrap(), None);
+    }
+
+    #[test]
+    fn a_failed_restore_is_an_error_with_its_errno_and_the_rest_still_goes_back() {
+        let t = tempfile::tempdir().unwrap();
+        let (dir, configfs) = device(t.path(), Some(""), None);
+        let at = target(&dir, &configfs);
+        // What a record of a made group says (a plain directory cannot
+        // make configfs's ports/, so the record is written out).
+        let r = QosRecord {
+            device: "mlx5_3".into(),
+            port: 1,
+            restore: RoceSettings::from_attrs([
+                RoceAttr::TrafficClass(Some(24)),
+                RoceAttr::RdmaCmGroup(false),
+                RoceAttr::DefaultTos(0),
+            ]),
+            applied: RoceSettings::from_attrs([
+                RoceAttr::TrafficClass(Some(96)),
+                RoceAttr::RdmaCmGroup(true),
+                RoceAttr::DefaultTos(96),
+            ]),
+        };
+        std::fs::create_dir_all(configfs.join("rdma_cm/mlx5_3/ports/1")).unwrap();
+        apply(&Kernel, &at, &r, Moment::AfterMove).unwrap();
+        // The ToS file is replaced by a directory: its write fails (EISDIR),
+        // the traffic class is still put back.
+        let tos = configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos");
+        std::fs::remove_file(&tos).unwrap();
+        std::fs::create_dir(&tos).unwrap();
+        let err = restore(&Kernel, &at, &r).unwrap_err();
+        assert_eq!(err.errno(), Some(nix::errno::Errno::EISDIR), "{err:?}");
         assert_eq!(
-            prepare(only_tos, &target(&dir, &no_cm), false).unwrap(),
-            None
+            std::fs::read_to_string(dir.join("tc/1/traffic_class")).unwrap(),
+            "24"
         );
     }
 
@@ -348,28 +338,18 @@ mod tests {
             errno: nix::errno::Errno::ENODEV,
         };
         let t = tempfile::tempdir().unwrap();
-        assert!(tos_went_with_its_device(&gone, t.path()));
+        let at = target(t.path(), t.path());
+        let tos = RoceAttr::DefaultTos(0);
+        assert!(files::went_with_its_device(&at, &tos, &gone));
         let refused = Error::Kernel {
             what: "write 0 to default_roce_tos".into(),
             errno: nix::errno::Errno::EROFS,
         };
         // A plain directory is no configfs: a missing rdma_cm/ there is not
         // proof the module went.
-        assert!(!tos_went_with_its_device(&refused, t.path()));
-    }
-
-    #[test]
-    fn a_failed_write_is_an_error_with_its_errno() {
-        let t = tempfile::tempdir().unwrap();
-        let (dir, configfs) = device(t.path(), Some(""), Some("0"));
-        let r = prepare(BOTH, &target(&dir, &configfs), true)
-            .unwrap()
-            .unwrap();
-        // A directory where the value's file is: the write fails (EISDIR).
-        let file = configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos");
-        std::fs::remove_file(&file).unwrap();
-        std::fs::create_dir(&file).unwrap();
-        let err = write_tos(&r, &configfs).unwrap_err();
-        assert_eq!(err.errno(), Some(nix::errno::Errno::EISDIR), "{err:?}");
+        assert!(!files::went_with_its_device(&at, &tos, &refused));
+        // A traffic class file that left with its device.
+        let class = RoceAttr::TrafficClass(None);
+        assert!(files::went_with_its_device(&at, &class, &refused));
     }
 }

@@ -16,7 +16,7 @@ use crate::ipam::ExternalIpam;
 use crate::net::route::{RouteSpec, RuleSpec};
 use crate::net::Guid;
 use crate::net::Mac;
-use crate::rdma_qos::{Change, QosRecord};
+use crate::rdma_qos::{QosRecord, RoceAttr, RoceSettings};
 use crate::routing::conf::{Family, SysctlKey};
 use crate::routing::plan::Sysctl;
 use crate::routing::RailRoutes;
@@ -98,36 +98,48 @@ struct ChangeV1 {
 
 impl From<&QosRecord> for RdmaQosV1 {
     fn from(q: &QosRecord) -> Self {
-        let change = |c: Option<Change>| {
-            c.map(|c| ChangeV1 {
-                value: c.value,
-                before: c.before,
-            })
-        };
+        let before = |kind: RoceAttr| q.restore.get(&kind);
+        let traffic_class = q.traffic_class().map(|value| ChangeV1 {
+            value,
+            before: before(RoceAttr::TrafficClass(None)).and_then(|a| a.byte()),
+        });
+        let tos = q.tos().map(|value| ChangeV1 {
+            value,
+            before: before(RoceAttr::DefaultTos(0)).and_then(|a| a.byte()),
+        });
         RdmaQosV1 {
             device: q.device.clone(),
             port: q.port,
-            traffic_class: change(q.traffic_class),
-            tos: change(q.tos),
-            tos_group_made: q.tos_group_made,
+            traffic_class,
+            tos,
+            tos_group_made: before(RoceAttr::RdmaCmGroup(true))
+                == Some(RoceAttr::RdmaCmGroup(false)),
         }
     }
 }
 
+/// A ToS comes with rdma_cm's group: railcni's own (`tosGroupMade`,
+/// removed on restore) or one that was there.
 impl From<RdmaQosV1> for QosRecord {
     fn from(q: RdmaQosV1) -> Self {
-        let change = |c: Option<ChangeV1>| {
-            c.map(|c| Change {
-                value: c.value,
-                before: c.before,
-            })
-        };
+        let mut restore = RoceSettings::default();
+        let mut applied = RoceSettings::default();
+        if let Some(c) = q.traffic_class {
+            restore.set(RoceAttr::TrafficClass(c.before));
+            applied.set(RoceAttr::TrafficClass(Some(c.value)));
+        }
+        if let Some(c) = q.tos {
+            // 0: the kernel's own default (every record railcni writes has one).
+            restore.set(RoceAttr::DefaultTos(c.before.unwrap_or(0)));
+            restore.set(RoceAttr::RdmaCmGroup(!q.tos_group_made));
+            applied.set(RoceAttr::DefaultTos(c.value));
+            applied.set(RoceAttr::RdmaCmGroup(true));
+        }
         QosRecord {
             device: q.device,
             port: q.port,
-            traffic_class: change(q.traffic_class),
-            tos: change(q.tos),
-            tos_group_made: q.tos_group_made,
+            restore,
+            applied,
         }
     }
 }
@@ -597,15 +609,15 @@ mod tests {
         let read = QosRecord::from(serde_json::from_str::<RdmaQosV1>(RDMA_QOS).unwrap());
         assert_eq!(read.device, "mlx5_2");
         assert_eq!(
-            read.traffic_class,
-            Some(Change {
-                value: 96,
-                before: None
-            }),
-            "null: no class was set"
+            read.restore.attrs(),
+            [
+                RoceAttr::TrafficClass(None),
+                RoceAttr::RdmaCmGroup(false),
+                RoceAttr::DefaultTos(0)
+            ],
+            "null: no class was set; the group was railcni's"
         );
-        assert_eq!(read.tos.map(|c| c.before), Some(Some(0)));
-        assert!(read.tos_group_made);
+        assert_eq!((read.traffic_class(), read.tos()), (Some(96), Some(96)));
         let written = serde_json::to_string(&RdmaQosV1::from(&read)).unwrap();
         assert_eq!(written, RDMA_QOS.trim_end());
     }

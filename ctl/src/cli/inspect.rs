@@ -41,9 +41,11 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
     let state = NodeState::load(settings)?;
     let records = state.pod_records_of(target)?;
     let sysfs = railcni::vf::Sysfs::new(&settings.sysfs_root);
+    let hw = railcni::hw::backend();
     let places = verify::RdmaPlaces {
         sysfs: &sysfs,
         configfs: &settings.configfs_root,
+        hw: hw.as_ref(),
     };
     let interfaces: Vec<Interface> = records
         .into_iter()

@@ -121,7 +121,7 @@ impl Plan {
         for rail in &self.rails {
             railcni::probe::Probes::parse(rail.checks.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
-            let qos = railcni::rdma_qos::RdmaQos::parse(rail.rdma_qos.as_ref())
+            let qos = railcni::rdma_qos::parse(rail.rdma_qos.as_ref())
                 .map_err(|e| PlanError(format!("rail {}: {}", rail.name, e.details())))?;
             if !qos.is_empty() {
                 rail.rdma_qos_fits()?;

@@ -25,8 +25,8 @@ pub fn attached(ctx: &Ctx, intent: &Intent<'_>, record: &Record, result: &CniRes
                 .and_then(|i| i.extra.get("gidIndex"))
                 .and_then(serde_json::Value::as_u64)
                 .and_then(|n| u32::try_from(n).ok()),
-            traffic_class: qos.and_then(|q| q.traffic_class).map(|c| c.value),
-            tos: qos.and_then(|q| q.tos).map(|c| c.value),
+            traffic_class: qos.and_then(crate::rdma_qos::QosRecord::traffic_class),
+            tos: qos.and_then(crate::rdma_qos::QosRecord::tos),
         };
         devinfo::write(path, &ctx.node.settings.devinfo_dir, vf, rdma, ib, roce);
     }

@@ -17,7 +17,7 @@ use crate::net::mac::format_hw_addr;
 use crate::net::rdma::RdmaNetnsMode;
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
 use crate::probe::Mode;
-use crate::rdma_qos::{self, QosRecord};
+use crate::rdma_qos::{self, Moment, QosRecord};
 use crate::routing::apply::{self as rail, InUse};
 use crate::routing::devconf;
 use crate::state::{HostLink, Phase, Record};
@@ -80,10 +80,9 @@ impl<'a> KernelAttach<'a> {
             ("gidIndex", self.gids.first().map(|(_, i)| *i)),
             (
                 "trafficClass",
-                qos.and_then(|q| q.traffic_class)
-                    .map(|c| u32::from(c.value)),
+                qos.and_then(QosRecord::traffic_class).map(u32::from),
             ),
-            ("tos", qos.and_then(|q| q.tos).map(|c| u32::from(c.value))),
+            ("tos", qos.and_then(QosRecord::tos).map(u32::from)),
         ];
         let texts = texts
             .into_iter()
@@ -189,6 +188,15 @@ impl<'a> KernelAttach<'a> {
         plan.is_some_and(|p| p.rules.iter().any(|r| r.src.addr().is_ipv6()))
     }
 
+    /// Write what `rdmaQoS` sets at `moment` (the device's files as the
+    /// host sees them then).
+    fn write_qos(&self, moment: Moment) -> Result<()> {
+        let Some(qos) = &self.qos else { return Ok(()) };
+        let node = &self.ctx.node;
+        let at = node.roce_port(&self.intent.vf.pci, &qos.device, qos.port);
+        rdma_qos::apply(node.hw.as_ref(), &at, qos, moment)
+    }
+
     /// Give the VF's netdev the config's MAC on the host; whether it changed.
     fn set_netdev_mac(&mut self) -> Result<bool> {
         let (Some(mac), Some(link)) = (self.ctx.conf.mac, self.link.as_mut()) else {
@@ -271,7 +279,7 @@ impl AttachSteps for KernelAttach<'_> {
     }
 
     fn sets_traffic_class(&self) -> bool {
-        self.qos.as_ref().is_some_and(|q| q.traffic_class.is_some())
+        self.qos.as_ref().is_some_and(QosRecord::writes_before_move)
     }
 
     fn lease(&mut self) -> Result<CniResult> {
@@ -333,13 +341,7 @@ impl AttachSteps for KernelAttach<'_> {
     }
 
     fn set_traffic_class(&mut self) -> Result<()> {
-        let Some(qos) = &self.qos else { return Ok(()) };
-        let dir = self
-            .ctx
-            .node
-            .sysfs
-            .rdma_device_dir(&self.intent.vf.pci, &qos.device);
-        rdma_qos::write_traffic_class(qos, dir.as_deref())
+        self.write_qos(Moment::OnHost)
     }
 
     fn move_in(&mut self) -> Result<()> {
@@ -398,12 +400,9 @@ impl AttachSteps for KernelAttach<'_> {
         if let Some(dev) = &self.rdma {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
-        if let Some(qos) = self.qos.as_ref().filter(|q| q.tos.is_some()) {
-            // rdma_cm forgot any earlier value when the device moved;
-            // configfs finds it by name from any namespace.
-            let configfs = &ctx.node.settings.configfs_root;
-            rdma_qos::write_tos(qos, configfs)?;
-        }
+        // rdma_cm forgot any earlier value when the device moved;
+        // configfs finds it by name from any namespace.
+        self.write_qos(Moment::AfterMove)?;
         let files = self.sysctls().files;
         if !files.is_empty() {
             rail::write_sysctls(
@@ -606,8 +605,8 @@ impl AttachSteps for KernelAttach<'_> {
             }
             Undo::RestoreRdmaQos => match &self.record.rdma_qos {
                 Some(qos) => {
-                    let dir = node.sysfs.rdma_device_dir(&self.intent.vf.pci, &qos.device);
-                    rdma_qos::restore(qos, dir.as_deref(), &node.settings.configfs_root)
+                    let at = node.roce_port(&self.intent.vf.pci, &qos.device, qos.port);
+                    rdma_qos::restore(node.hw.as_ref(), &at, qos)
                 }
                 None => Ok(()),
             },
@@ -707,7 +706,7 @@ fn qos_to_set(
     device: Option<&str>,
     place: Option<(Option<PathBuf>, u32)>,
 ) -> Result<Option<QosRecord>> {
-    let asked = ctx.conf.rdma_qos;
+    let asked = &ctx.conf.rdma_qos;
     if asked.is_empty() {
         return Ok(None);
     }
@@ -721,13 +720,13 @@ fn qos_to_set(
         return Ok(None);
     };
     let (device_dir, port) = place.unwrap_or((None, 1));
-    let target = rdma_qos::Target {
-        device,
+    let at = rdma_qos::RocePort {
+        device: device.to_string(),
         port,
         device_dir,
-        configfs: &ctx.node.settings.configfs_root,
+        configfs: ctx.node.settings.configfs_root.clone(),
     };
-    rdma_qos::prepare(asked, &target, required)
+    rdma_qos::prepare(ctx.node.hw.as_ref(), &at, asked, required)
 }
 
 /// Wait for the RoCE v2 GIDs of `addrs` on `device`'s `port`.

@@ -12,50 +12,20 @@
 pub mod nad;
 mod pf;
 
+use crate::attr_set::AttrSet;
 pub use crate::net::vf_info::{LinkState, Rate, VfAttr, Vlan, VlanProto};
 use crate::net::{Guid, Mac};
 pub use pf::{apply, originals, pf_netdev, rebind, restore, restore_admin_mac};
 
 /// VF attributes on the PF, at most one of each kind, in apply order. As a
 /// request: only those the config sets. As saved state: the original values
-/// of exactly those.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VfSettings(Vec<VfAttr>);
+/// of exactly those (see `attr_set`).
+pub type VfSettings = AttrSet<VfAttr>;
 
-impl VfSettings {
-    /// The attributes, in the order they are applied.
-    pub fn attrs(&self) -> &[VfAttr] {
-        &self.0
-    }
-
-    /// Take `attr`'s value for its kind (replacing one already there).
-    pub fn set(&mut self, attr: VfAttr) {
-        match self.0.iter_mut().find(|a| a.same_kind(&attr)) {
-            Some(held) => *held = attr,
-            None => {
-                let at = self
-                    .0
-                    .partition_point(|a| a.apply_rank() < attr.apply_rank());
-                self.0.insert(at, attr);
-            }
-        }
-    }
-
-    pub fn from_attrs(attrs: impl IntoIterator<Item = VfAttr>) -> Self {
-        let mut out = VfSettings::default();
-        for attr in attrs {
-            out.set(attr);
-        }
-        out
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
+impl AttrSet<VfAttr> {
     /// The admin MAC, when held (it is restored on its own, first).
     pub fn mac(&self) -> Option<Mac> {
-        self.0.iter().find_map(|a| match a {
+        self.attrs().iter().find_map(|a| match a {
             VfAttr::Mac(m) => Some(*m),
             _ => None,
         })
@@ -63,40 +33,10 @@ impl VfSettings {
 
     /// The InfiniBand GUID, when held (it takes a driver rebind).
     pub fn ib_guid(&self) -> Option<Guid> {
-        self.0.iter().find_map(|a| match a {
+        self.attrs().iter().find_map(|a| match a {
             VfAttr::IbGuid(g) => Some(*g),
             _ => None,
         })
-    }
-
-    /// The names of the attributes held, as users read them.
-    pub fn field_names(&self) -> Vec<String> {
-        self.0.iter().map(|a| a.name().to_string()).collect()
-    }
-
-    /// Take every attribute `other` holds (what a PF holds after `other` was set).
-    pub fn overlay(&mut self, other: &VfSettings) {
-        for attr in other.attrs() {
-            self.set(*attr);
-        }
-    }
-
-    /// The settings as `ip link set … vf N` would name them.
-    pub fn describe(&self) -> String {
-        let words: Vec<String> = self.0.iter().map(VfAttr::describe).collect();
-        words.join(" ")
-    }
-
-    /// The current values (from `state`) of the kinds this request sets:
-    /// what DEL and ADD rollback restore, and only that.
-    pub fn originals(&self, state: &VfSettings) -> VfSettings {
-        VfSettings::from_attrs(
-            state
-                .attrs()
-                .iter()
-                .filter(|a| self.0.iter().any(|b| b.same_kind(a)))
-                .copied(),
-        )
     }
 }
 

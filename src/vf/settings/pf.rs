@@ -12,6 +12,7 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use super::{VfAttr, VfSettings};
+use crate::attr_set::Attr as _;
 use crate::error::{Error, Result, VfRefusal};
 use crate::hw::Hardware;
 use crate::net::Mac;

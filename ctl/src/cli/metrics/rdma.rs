@@ -50,26 +50,20 @@ fn qos(e: &mut Exposition, attached: &[&Record]) {
             ("rdma_device", q.device.as_str()),
             ("port", port.as_str()),
         ];
-        if let Some(c) = q.traffic_class {
+        if let Some(c) = q.traffic_class() {
             let help = "The traffic class (IP ToS byte) railcni forced on the attachment's RDMA device (rdmaQoS.tc).";
             e.sample(
                 "railcni_rdma_traffic_class",
                 help,
                 Kind::Gauge,
                 &labels,
-                f64::from(c.value),
+                f64::from(c),
             );
         }
-        if let Some(c) = q.tos {
+        if let Some(c) = q.tos() {
             let help =
                 "rdma_cm's default ToS railcni set for the attachment's RDMA device (rdmaQoS.tos).";
-            e.sample(
-                "railcni_rdma_tos",
-                help,
-                Kind::Gauge,
-                &labels,
-                f64::from(c.value),
-            );
+            e.sample("railcni_rdma_tos", help, Kind::Gauge, &labels, f64::from(c));
         }
     }
 }

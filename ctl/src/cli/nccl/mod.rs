@@ -126,7 +126,7 @@ fn row(r: &Record, (rail, plane): (usize, u8)) -> RailRow {
 
 fn class_of(r: &Record) -> Option<u8> {
     let qos = r.rdma_qos.as_ref()?;
-    qos.traffic_class.or(qos.tos).map(|c| c.value)
+    qos.traffic_class().or(qos.tos())
 }
 
 fn gid_index_of(r: &Record) -> Option<u32> {

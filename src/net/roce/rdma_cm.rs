@@ -103,26 +103,21 @@ pub fn read(configfs: &Path, device: &str, port: u32) -> Result<Option<u8>> {
     })
 }
 
+/// Make the device's group unless it is there.
+pub fn make_group_if_absent(configfs: &Path, device: &str) -> Result<()> {
+    let dir = group(configfs, device);
+    if dir.is_dir() {
+        return Ok(());
+    }
+    make_group(&dir, device)
+}
+
 /// Set the port's default ToS, making the device's group when absent.
 pub fn write(configfs: &Path, device: &str, port: u32, tos: u8) -> Result<()> {
-    let dir = group(configfs, device);
-    if !dir.is_dir() {
-        make_group(&dir, device)?;
-    }
+    make_group_if_absent(configfs, device)?;
     let file = tos_file(configfs, device, port);
     std::fs::write(&file, tos.to_string())
         .map_err(|e| Error::os(format!("write {tos} to {}", file.display()), &e))
-}
-
-/// Put back the ToS that was in force, then remove the group when railcni
-/// made it (`made_group`), even when the device is gone and the write
-/// failed: the group is railcni's either way.
-pub fn restore(configfs: &Path, device: &str, port: u32, tos: u8, made_group: bool) -> Result<()> {
-    let written = write(configfs, device, port, tos);
-    if !made_group {
-        return written;
-    }
-    written.and(remove_group(configfs, device))
 }
 
 /// Remove the device's group (one railcni made); already gone is fine.
