@@ -116,7 +116,9 @@ impl AttachmentStore {
             version: u32,
         }
         let decoded = serde_json::from_slice::<Versioned>(&bytes).and_then(|v| match v.version {
-            record_v1::VERSION => serde_json::from_slice::<RecordV1>(&bytes).map(|r| Ok(r.into())),
+            record_v1::VERSION => serde_json::from_slice::<RecordV1>(&bytes)
+                .and_then(Record::try_from)
+                .map(Ok),
             newer => Ok(Err(newer)),
         });
         match decoded {
@@ -190,7 +192,8 @@ impl AttachmentStore {
     pub fn save(&self, record: &Record) -> Result<()> {
         self.dir("attachments")?;
         let path = self.record_path(&record.pci);
-        let bytes = serde_json::to_vec_pretty(&RecordV1::from(record))
+        let bytes = RecordV1::try_from(record)
+            .and_then(|r| serde_json::to_vec_pretty(&r))
             .map_err(|e| Error::internal(format!("encode record: {e}")))?;
         files::replace_atomic(&path, &bytes)
             .map_err(|e| Error::state(format!("cannot write {}", path.display()), &e))

@@ -69,8 +69,10 @@ pub struct RecordV1 {
     #[serde(default)]
     routing: Option<RoutingV1>,
     phase: PhaseV1,
-    /// The ADD result in the CNI 1.1 shape (the spec's format, not ours).
-    result: Option<CniResult>,
+    /// The ADD result in the CNI 1.1 shape (the spec's format, not ours):
+    /// kept as the JSON it is, so a change to the `cni` crate's types
+    /// never changes a record.
+    result: Option<Value>,
     created_unix: u64,
 }
 
@@ -144,10 +146,69 @@ impl From<RdmaQosV1> for QosRecord {
     }
 }
 
+/// A MAC as v1 writes it: `02:00:00:00:00:01`, lower case.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+struct MacV1([u8; 6]);
+
+impl TryFrom<String> for MacV1 {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        let bytes = hex_bytes(&s).filter(|b| b.len() == 6);
+        let bytes = bytes.ok_or_else(|| format!("{s:?} is not a MAC (6 bytes)"))?;
+        let mut mac = [0; 6];
+        mac.copy_from_slice(&bytes);
+        Ok(MacV1(mac))
+    }
+}
+
+impl From<MacV1> for String {
+    fn from(m: MacV1) -> String {
+        hex_text(&m.0)
+    }
+}
+
+/// An InfiniBand GUID as v1 writes it: `00:11:22:33:44:55:66:77`; all
+/// zeros (a VF's GUID before one is set) is a value like any other.
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+struct GuidV1(u64);
+
+impl TryFrom<String> for GuidV1 {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        let bytes = hex_bytes(&s).filter(|b| b.len() == 8);
+        let bytes = bytes.ok_or_else(|| format!("{s:?} is not a GUID (8 bytes)"))?;
+        Ok(GuidV1(bytes.iter().fold(0, |v, b| v << 8 | u64::from(*b))))
+    }
+}
+
+impl From<GuidV1> for String {
+    fn from(g: GuidV1) -> String {
+        hex_text(&g.0.to_be_bytes())
+    }
+}
+
+/// `aa:bb:…` as bytes; `None` unless every part is two hex digits.
+fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    s.split(':')
+        .map(|p| {
+            (p.len() == 2)
+                .then(|| u8::from_str_radix(p, 16).ok())
+                .flatten()
+        })
+        .collect()
+}
+
+fn hex_text(bytes: &[u8]) -> String {
+    let parts: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    parts.join(":")
+}
+
 #[derive(Serialize, Deserialize)]
 struct HostLinkV1 {
     name: String,
-    mac: Option<Mac>,
+    mac: Option<MacV1>,
     mtu: u32,
     ifindex: u32,
 }
@@ -176,13 +237,13 @@ struct VfSettingsV1(Vec<VfAttrV1>);
 #[derive(Clone, Copy, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum VfAttrV1 {
-    Mac(Mac),
+    Mac(MacV1),
     Vlan(VlanV1),
     Spoofchk(bool),
     Trust(bool),
     LinkState(LinkStateV1),
     Rate(RateV1),
-    IbGuid(Guid),
+    IbGuid(GuidV1),
 }
 
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -258,9 +319,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-impl From<&Record> for RecordV1 {
-    fn from(r: &Record) -> Self {
-        RecordV1 {
+impl TryFrom<&Record> for RecordV1 {
+    type Error = serde_json::Error;
+    fn try_from(r: &Record) -> serde_json::Result<Self> {
+        Ok(RecordV1 {
             version: VERSION,
             pci: r.pci.clone(),
             network: r.network.clone(),
@@ -269,7 +331,7 @@ impl From<&Record> for RecordV1 {
             proof: ProofV1::from(&r.proof),
             host: HostLinkV1 {
                 name: r.host.name.clone(),
-                mac: r.host.mac,
+                mac: r.host.mac.map(|m| MacV1(m.0)),
                 mtu: r.host.mtu,
                 ifindex: r.host.ifindex,
             },
@@ -294,15 +356,16 @@ impl From<&Record> for RecordV1 {
                 Phase::Adding => PhaseV1::Adding,
                 Phase::Attached => PhaseV1::Attached,
             },
-            result: r.result.clone(),
+            result: r.result.as_ref().map(serde_json::to_value).transpose()?,
             created_unix: r.created_unix,
-        }
+        })
     }
 }
 
-impl From<RecordV1> for Record {
-    fn from(r: RecordV1) -> Self {
-        Record {
+impl TryFrom<RecordV1> for Record {
+    type Error = serde_json::Error;
+    fn try_from(r: RecordV1) -> serde_json::Result<Self> {
+        Ok(Record {
             pci: r.pci,
             network: r.network,
             container_id: r.container_id,
@@ -310,7 +373,7 @@ impl From<RecordV1> for Record {
             proof: r.proof.into(),
             host: HostLink {
                 name: r.host.name,
-                mac: r.host.mac,
+                mac: r.host.mac.map(|m| Mac(m.0)),
                 mtu: r.host.mtu,
                 ifindex: r.host.ifindex,
             },
@@ -335,9 +398,12 @@ impl From<RecordV1> for Record {
                 PhaseV1::Adding => Phase::Adding,
                 PhaseV1::Attached => Phase::Attached,
             },
-            result: r.result,
+            result: r
+                .result
+                .map(serde_json::from_value::<CniResult>)
+                .transpose()?,
             created_unix: r.created_unix,
-        }
+        })
     }
 }
 
@@ -356,7 +422,7 @@ impl From<VfSettingsV1> for VfSettings {
 impl From<&VfAttr> for VfAttrV1 {
     fn from(a: &VfAttr) -> Self {
         match *a {
-            VfAttr::Mac(m) => VfAttrV1::Mac(m),
+            VfAttr::Mac(m) => VfAttrV1::Mac(MacV1(m.0)),
             VfAttr::Vlan(v) => VfAttrV1::Vlan(VlanV1 {
                 id: v.id,
                 qos: v.qos,
@@ -376,7 +442,7 @@ impl From<&VfAttr> for VfAttrV1 {
                 min_mbps: r.min_mbps,
                 max_mbps: r.max_mbps,
             }),
-            VfAttr::IbGuid(g) => VfAttrV1::IbGuid(g),
+            VfAttr::IbGuid(g) => VfAttrV1::IbGuid(GuidV1(g.0)),
         }
     }
 }
@@ -384,7 +450,7 @@ impl From<&VfAttr> for VfAttrV1 {
 impl From<VfAttrV1> for VfAttr {
     fn from(a: VfAttrV1) -> Self {
         match a {
-            VfAttrV1::Mac(m) => VfAttr::Mac(m),
+            VfAttrV1::Mac(m) => VfAttr::Mac(Mac(m.0)),
             VfAttrV1::Vlan(v) => VfAttr::Vlan(Vlan {
                 id: v.id,
                 qos: v.qos,
@@ -404,7 +470,7 @@ impl From<VfAttrV1> for VfAttr {
                 min_mbps: r.min_mbps,
                 max_mbps: r.max_mbps,
             }),
-            VfAttrV1::IbGuid(g) => VfAttr::IbGuid(g),
+            VfAttrV1::IbGuid(g) => VfAttr::IbGuid(Guid(g.0)),
         }
     }
 }
@@ -536,13 +602,32 @@ mod tests {
     #[test]
     fn the_v1_fixture_reads_and_writes_back_unchanged() {
         let on_disk: RecordV1 = serde_json::from_value(golden()).unwrap();
-        let record = Record::from(on_disk);
+        let record = Record::try_from(on_disk).unwrap();
         assert_eq!(record.proof.boot_id.as_deref(), Some("boot-fixture"));
         let routing = record.routing.as_ref().unwrap();
         assert_eq!((routing.table, routing.routes.len()), (1001, 3));
         assert_eq!(record.result.as_ref().unwrap().ips.len(), 1);
-        let written = serde_json::to_value(RecordV1::from(&record)).unwrap();
+        let written = serde_json::to_value(RecordV1::try_from(&record).unwrap()).unwrap();
         assert_eq!(written, golden());
+    }
+
+    #[test]
+    fn macs_and_guids_keep_their_text_form_and_an_unset_guid_reads() {
+        let mac: MacV1 = serde_json::from_str("\"02:0A:00:00:00:ff\"").unwrap();
+        assert_eq!(
+            serde_json::to_string(&mac).unwrap(),
+            "\"02:0a:00:00:00:ff\""
+        );
+        let unset: GuidV1 = serde_json::from_str("\"00:00:00:00:00:00:00:00\"").unwrap();
+        assert_eq!(unset.0, 0, "a VF's GUID before one is set is saved as such");
+        for bad in [
+            "\"02:00:00:00:00\"",
+            "\"zz:00:00:00:00:00\"",
+            "\"020000000001\"",
+        ] {
+            assert!(serde_json::from_str::<MacV1>(bad).is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<GuidV1>("\"00:11:22:33:44:55:66\"").is_err());
     }
 
     #[test]
@@ -556,8 +641,8 @@ mod tests {
             plugin: "/opt/cni/bin/whereabouts".into(),
             conf: serde_json::json!({"name": "rail1"}),
         });
-        let text = serde_json::to_string(&RecordV1::from(&record)).unwrap();
-        let back = Record::from(serde_json::from_str::<RecordV1>(&text).unwrap());
+        let text = serde_json::to_string(&RecordV1::try_from(&record).unwrap()).unwrap();
+        let back = Record::try_from(serde_json::from_str::<RecordV1>(&text).unwrap()).unwrap();
         assert_eq!(back, record);
     }
 
