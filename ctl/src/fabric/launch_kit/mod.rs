@@ -25,12 +25,17 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use serde::Deserialize;
 
 use super::{Nodes, Pf, Plan, PlanError, Rail, Role, SharedSubnet};
 
+mod multiplane;
+mod schema;
+#[cfg(test)]
+mod tests;
+
+use schema::{Group, LaunchKit, NvIpam, PF_DESCRIPTIVE};
+
 type Result<T> = std::result::Result<T, PlanError>;
-type Rest = BTreeMap<String, serde_yaml_ng::Value>;
 
 /// How the imported rails are addressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -48,100 +53,6 @@ pub struct Imported {
     pub plan: Plan,
     pub unmapped: Vec<String>,
 }
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LaunchKit {
-    #[serde(default)]
-    cluster_config: Vec<Group>,
-    #[serde(default)]
-    nv_ipam: Option<NvIpam>,
-    #[serde(default)]
-    sriov: Option<Sriov>,
-    #[serde(default)]
-    pod_namespace: Option<String>,
-    #[serde(flatten)]
-    rest: Rest,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Group {
-    #[serde(default)]
-    identifier: String,
-    #[serde(default)]
-    link_type: Option<String>,
-    #[serde(default)]
-    pfs: Vec<LaunchKitPf>,
-    #[serde(default)]
-    worker_nodes: Vec<String>,
-    #[serde(flatten)]
-    rest: Rest,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LaunchKitPf {
-    pci_address: String,
-    network_interface: String,
-    #[serde(default)]
-    traffic: Option<String>,
-    #[serde(default)]
-    rail: Option<u8>,
-    #[serde(default, rename = "connectedGPU")]
-    connected_gpu: Option<String>,
-    #[serde(flatten)]
-    rest: Rest,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct NvIpam {
-    #[serde(default)]
-    per_node_block_size: Option<u32>,
-    #[serde(default)]
-    starting_subnet: Option<Ipv4Addr>,
-    #[serde(default)]
-    mask: Option<u8>,
-    #[serde(default)]
-    offset: Option<u32>,
-    #[serde(default)]
-    subnets: Vec<Subnet>,
-    #[serde(flatten)]
-    rest: Rest,
-}
-
-#[derive(Deserialize)]
-struct Subnet {
-    subnet: IpNet,
-    gateway: IpAddr,
-    #[serde(default)]
-    exclusions: Vec<serde_yaml_ng::Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Sriov {
-    #[serde(default)]
-    ethernet_mtu: Option<u32>,
-    /// The SR-IOV device plugin resources' base name (`<name>_rail_<N>`).
-    #[serde(default)]
-    resource_name: Option<String>,
-    #[serde(flatten)]
-    rest: Rest,
-}
-
-/// Per-PF keys that describe hardware, not the fabric: read, not needed.
-const PF_DESCRIPTIVE: [&str; 8] = [
-    "deviceID",
-    "rdmaDevice",
-    "psid",
-    "partNumber",
-    "model",
-    "numaNode",
-    "connectedGPUPCIAddress",
-    "gpuProximity",
-];
 
 /// One rail as the config describes it: its PFs' netdevs, in plane order.
 struct ImportedRail {
@@ -195,6 +106,7 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
         ));
     }
     let rails = rails_of(&kit.cluster_config, &mut unmapped)?;
+    multiplane::check(&kit, &rails)?;
     let nodes = nodes_of(&kit.cluster_config)?;
     let mtu = kit.sriov.as_ref().and_then(|s| s.ethernet_mtu);
     let mut plan_rails = Vec::new();
@@ -496,7 +408,12 @@ fn spectrum_x_ipv6(rail: &ImportedRail, r: &mut Rail) -> Result<()> {
 /// Name what the plan does not carry: top-level sections (the Network
 /// Operator's business), fields within the ones read, per-PF details.
 fn name_unmapped(kit: &LaunchKit, layout: Layout, unmapped: &mut Vec<String>) {
-    let sections: Vec<&str> = kit.rest.keys().map(String::as_str).collect();
+    let mut sections: Vec<&str> = kit.rest.keys().map(String::as_str).collect();
+    if kit.profile.is_some() {
+        // Read for its multiplane mode; the rest is the launch kit's choice of deployment.
+        sections.push("profile");
+        sections.sort_unstable();
+    }
     if !sections.is_empty() {
         unmapped.push(format!(
             "sections for the Network Operator and its tools, not for a rail plugin: {}",
@@ -550,6 +467,17 @@ fn name_unmapped_in(group: &Group, unmapped: &mut Vec<String>) {
             "{}: PF fields {}",
             group_label(group),
             pf_keys.join(", ")
+        ));
+    }
+    if let Some(gpu) = &group.gpu_type {
+        let platform = group
+            .spectrum_x
+            .as_ref()
+            .and_then(|s| s.platform_type.as_deref());
+        unmapped.push(format!(
+            "{}: gpuType {gpu}{}: the launch kit's node labels and doSPCX platform; a plan does not depend on it",
+            group_label(group),
+            platform.map_or_else(String::new, |p| format!(" (platform {p})"))
         ));
     }
     let paired: Vec<&str> = (group.pfs.iter())
