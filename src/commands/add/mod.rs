@@ -5,11 +5,13 @@
 //! 1. `intent`: the VF and what the config asks of it, checked (no change);
 //! 2. `previous`: judge a record the VF already has (replay, refuse, clear);
 //! 3. `prepare`: the host link and preflight checks (no change);
-//! 4. `steps`: the ordered host changes, each with its undo (`attach`);
+//! 4. `steps`: the ordered host changes, each with its undo (`attach`),
+//!    on the system (`system`; its RDMA decisions and GID wait: `rdma`);
 //! 5. `report`: device-info file and the closing log line.
 
 mod intent;
 mod previous;
+mod rdma;
 mod report;
 mod steps;
 mod system;
@@ -45,6 +47,6 @@ pub fn add(ctx: &Ctx) -> Result<CniResult> {
     };
     let mut system = KernelAttach::prepare(ctx, &intent, sockets, cleared)?;
     let result = steps::attach(&mut system)?;
-    report::attached(ctx, &intent, system.record(), &result);
+    report::attached(ctx, &intent, system.record(), &result, system.gid_index());
     Ok(result)
 }

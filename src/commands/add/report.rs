@@ -9,7 +9,13 @@ use crate::devinfo;
 use crate::log_info;
 use crate::state::Record;
 
-pub fn attached(ctx: &Ctx, intent: &Intent<'_>, record: &Record, result: &CniResult) {
+pub fn attached(
+    ctx: &Ctx,
+    intent: &Intent<'_>,
+    record: &Record,
+    result: &CniResult,
+    gid_index: Option<u32>,
+) {
     let vf = &intent.vf;
     if let Some(path) = &ctx.conf.device_info_file {
         let ib = vf.infiniband.then_some(devinfo::Infiniband {
@@ -19,12 +25,7 @@ pub fn attached(ctx: &Ctx, intent: &Intent<'_>, record: &Record, result: &CniRes
         let rdma = record.rdma_device.as_deref();
         let qos = record.rdma_qos.as_ref();
         let roce = devinfo::Roce {
-            gid_index: result
-                .interfaces
-                .first()
-                .and_then(|i| i.extra.get("gidIndex"))
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|n| u32::try_from(n).ok()),
+            gid_index,
             traffic_class: qos.and_then(crate::rdma_qos::QosRecord::traffic_class),
             tos: qos.and_then(crate::rdma_qos::QosRecord::tos),
         };

@@ -6,25 +6,21 @@ use base::liveness::{NsId, Proof};
 use cni::{CniResult, Interface};
 
 use super::intent::Intent;
+use super::rdma::{self, Gids, RdmaPlan};
 use super::steps::{AttachSteps, Undo};
 use crate::attachment::detach::{detach, still_held, Attachment, Pod};
 use crate::commands::ctx::Ctx;
-use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
 use crate::log_info;
-use crate::net::gid;
 use crate::net::mac::format_hw_addr;
-use crate::net::rdma::RdmaNetnsMode;
 use crate::net::{Arrival, Link, Mac, NetNs, Netlink};
-use crate::probe::Mode;
 use crate::rdma_qos::{self, Moment, QosRecord};
+use crate::routing;
 use crate::routing::apply::{self as rail, InUse};
 use crate::routing::devconf;
 use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
 use crate::vf::settings::{self, VfSettings};
-use crate::{log_warn, routing};
-use std::path::PathBuf;
 
 /// The sockets one ADD works through.
 pub struct Sockets<'a> {
@@ -39,15 +35,10 @@ pub struct KernelAttach<'a> {
     sockets: Sockets<'a>,
     /// The VF's netdev on the host (`None`: DPDK).
     link: Option<Link>,
-    /// The RDMA device to move with the VF.
-    rdma: Option<String>,
-    /// What `rdmaQoS` sets on the VF's RDMA device, with what it found.
-    qos: Option<QosRecord>,
-    /// The VF's RDMA device on a RoCE rail (moved or not): its GIDs are
-    /// checked, and what they are reported.
-    roce_device: Option<String>,
+    /// What ADD does with the VF's RDMA device.
+    rdma: RdmaPlan,
     /// Each address's RoCE v2 GID index, once `wait_for_gids` found them.
-    gids: Vec<(std::net::IpAddr, u32)>,
+    gids: Gids,
     /// The pod's rules and tables, read once when the table is chosen.
     in_use: Option<InUse>,
     /// The netdev once it is in the pod, as the kernel read it back right
@@ -75,9 +66,9 @@ impl<'a> KernelAttach<'a> {
                 (ctx.conf.pkey.filter(|_| infiniband)).map(|k| format!("{k:#06x}")),
             ),
         ];
-        let qos = self.qos.as_ref();
+        let qos = self.rdma.qos.as_ref();
         let numbers = [
-            ("gidIndex", self.gids.first().map(|(_, i)| *i)),
+            ("gidIndex", self.gids.first_index()),
             (
                 "trafficClass",
                 qos.and_then(QosRecord::traffic_class).map(u32::from),
@@ -102,8 +93,8 @@ impl<'a> KernelAttach<'a> {
         cleared: Option<Link>,
     ) -> Result<Self> {
         let vf = &intent.vf;
-        let (link, rdma, roce_device) = if vf.is_dpdk() {
-            (None, None, None)
+        let link = if vf.is_dpdk() {
+            None
         } else {
             let link = match cleared {
                 Some(link) => link,
@@ -123,24 +114,19 @@ impl<'a> KernelAttach<'a> {
                     ctx.env.ifname
                 )));
             }
-            let rdma = rdma_to_move(ctx, intent)?;
-            (Some(link), rdma, rdma_device_of(ctx, intent))
+            Some(link)
         };
-        let place = roce_device.as_deref().map(|d| rdma_place(ctx, intent, d));
+        let rdma = RdmaPlan::prepare(ctx, intent, link.is_some())?;
         let mut record = new_record(ctx, intent, link.as_ref(), sockets.pod);
-        record.rdma_port = place.as_ref().map(|(_, port)| *port);
-        let qos = qos_to_set(ctx, intent, roce_device.as_deref(), place)?;
-        // Shared netns mode: the device stays on the host and serves the pod.
-        record.rdma_shared = roce_device.clone().filter(|_| rdma.is_none());
+        record.rdma_port = rdma.port;
+        record.rdma_shared = rdma.shared();
         Ok(KernelAttach {
             ctx,
             intent,
             sockets,
             link,
             rdma,
-            qos,
-            roce_device: roce_device.filter(|_| !intent.vf.infiniband),
-            gids: Vec::new(),
+            gids: Gids::default(),
             in_use: None,
             moved: None,
             record,
@@ -149,6 +135,11 @@ impl<'a> KernelAttach<'a> {
 
     pub fn record(&self) -> &Record {
         &self.record
+    }
+
+    /// The first address's RoCE v2 GID index, when ADD waited for it.
+    pub fn gid_index(&self) -> Option<u32> {
+        self.gids.first_index()
     }
 
     /// The moved VF, as the rail checks name and reach it.
@@ -191,7 +182,9 @@ impl<'a> KernelAttach<'a> {
     /// Write what `rdmaQoS` sets at `moment` (the device's files as the
     /// host sees them then).
     fn write_qos(&self, moment: Moment) -> Result<()> {
-        let Some(qos) = &self.qos else { return Ok(()) };
+        let Some(qos) = &self.rdma.qos else {
+            return Ok(());
+        };
         let node = &self.ctx.node;
         let at = node.roce_port(&self.intent.vf.pci, &qos.device, qos.port);
         rdma_qos::apply(node.hw.as_ref(), &at, qos, moment)
@@ -279,7 +272,7 @@ impl AttachSteps for KernelAttach<'_> {
     }
 
     fn sets_traffic_class(&self) -> bool {
-        self.qos.as_ref().is_some_and(QosRecord::writes_before_move)
+        (self.rdma.qos.as_ref()).is_some_and(QosRecord::writes_before_move)
     }
 
     fn lease(&mut self) -> Result<CniResult> {
@@ -310,9 +303,9 @@ impl AttachSteps for KernelAttach<'_> {
         }
         if self.moves() {
             self.plan_routing(ipam)?;
-            self.record.rdma_device = self.rdma.clone();
+            self.record.rdma_device = self.rdma.moves.clone();
         }
-        self.record.rdma_qos = self.qos.clone();
+        self.record.rdma_qos = self.rdma.qos.clone();
         ctx.node.store.save(&self.record)
     }
 
@@ -397,7 +390,7 @@ impl AttachSteps for KernelAttach<'_> {
     fn bring_up(&mut self) -> Result<()> {
         let (ctx, nl) = (self.ctx, self.sockets.pod_nl);
         let moved = self.moved()?;
-        if let Some(dev) = &self.rdma {
+        if let Some(dev) = &self.rdma.moves {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
         // rdma_cm forgot any earlier value when the device moved;
@@ -460,56 +453,10 @@ impl AttachSteps for KernelAttach<'_> {
         crate::probe::gateway(&self.ctx.conf.probes, &self.rail()?, &result.ips)
     }
 
-    /// The RoCE v2 GID of each address (the kernel adds them shortly after
-    /// the address): an RDMA application that starts before its GID is
-    /// there cannot make a QP for it.
     fn wait_for_gids(&mut self, result: &CniResult) -> Result<()> {
-        let mode = self.ctx.conf.probes.roce_gid;
-        let Some(device) = self.roce_device.clone().filter(|_| mode != Mode::Off) else {
-            return Ok(());
-        };
-        let addrs: Vec<_> = result.ips.iter().map(|ip| ip.address.addr()).collect();
-        if addrs.is_empty() {
-            return Ok(());
-        }
-        let timeout = std::time::Duration::from_millis(self.ctx.conf.probes.roce_gid_timeout_ms);
-        let port = self.record.rdma_port.unwrap_or(1);
-        let waited = match wait_for_gids(
-            self.ctx,
-            self.sockets.pod,
-            &self.intent.vf.pci,
-            &device,
-            port,
-            &addrs,
-            timeout,
-        ) {
-            Ok(w) => w,
-            // The check is worth an ADD only where the table can be read.
-            Err(e) => {
-                log_warn!(
-                    "cannot read RDMA device {device}'s GID table ({e}); RoCE v2 GIDs not checked"
-                );
-                return Ok(());
-            }
-        };
-        match waited {
-            gid::Wait::Found(found) => {
-                self.gids = found;
-                Ok(())
-            }
-            gid::Wait::NoTable => {
-                log_info!("RDMA device {device} shows no GID table for port {port}; RoCE v2 GIDs not checked");
-                Ok(())
-            }
-            gid::Wait::Missing { missing, table } => {
-                let msg = missing_gids(&device, port, &missing, &table, timeout);
-                if mode == Mode::Require {
-                    return Err(Error::RailCheck(format!("checks.roceGid: {msg}")));
-                }
-                log_warn!("{msg}");
-                Ok(())
-            }
-        }
+        let pod = self.sockets.pod;
+        self.gids = rdma::wait_for_gids(self.ctx, pod, self.intent, &self.rdma, result)?;
+        Ok(())
     }
 
     /// The interface as the kernel confirms it (a DPDK VF: its PCI address).
@@ -647,149 +594,4 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: &NetNs) 
     record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
     record.dpdk = link.is_none();
     record
-}
-
-/// What a RoCE v2 GID wait that ran out says: the addresses without one
-/// and what the table holds.
-fn missing_gids(
-    device: &str,
-    port: u32,
-    missing: &[std::net::IpAddr],
-    table: &[gid::Gid],
-    timeout: std::time::Duration,
-) -> String {
-    let held: Vec<String> = table
-        .iter()
-        .map(|g| format!("{} {} {}", g.index, g.address(), g.kind))
-        .collect();
-    let missing: Vec<String> = missing.iter().map(ToString::to_string).collect();
-    format!(
-        "RDMA device {device} port {port} has no RoCE v2 GID for {} after {} ms \
-         (its table holds: {}); RDMA to that address would fail",
-        missing.join(", "),
-        timeout.as_millis(),
-        if held.is_empty() {
-            "nothing".to_string()
-        } else {
-            held.join("; ")
-        }
-    )
-}
-
-/// Where `device` is in sysfs (read once for the port and `rdmaQoS`), and
-/// its port that carries the VF: its GID table names the VF's netdev (host
-/// or pod name), else the device's only or lowest port.
-fn rdma_place(ctx: &Ctx, intent: &Intent<'_>, device: &str) -> (Option<PathBuf>, u32) {
-    let vf = &intent.vf;
-    let dir = ctx.node.sysfs.rdma_device_dir(&vf.pci, device);
-    let port = crate::vf::sysfs::port_of(dir.as_deref(), &vf.netdev_names(&ctx.env.ifname));
-    (dir, port)
-}
-
-/// The rail's `rdma`, else its VF's link type's default.
-fn rdma_policy(ctx: &Ctx, vf: &crate::vf::Vf) -> RdmaPolicy {
-    RdmaPolicy::or_default_for(ctx.conf.rdma, vf.link_type())
-}
-
-/// The VF's RDMA device, whether or not it moves (`rdma` not off).
-fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
-    let vf = &intent.vf;
-    let off = rdma_policy(ctx, vf) == RdmaPolicy::Off;
-    vf.rdma_devices.first().filter(|_| !off).cloned()
-}
-
-/// What `rdmaQoS` will set on `device`, with what it holds now; checked
-/// before anything changes (see `rdma_qos::prepare`).
-fn qos_to_set(
-    ctx: &Ctx,
-    intent: &Intent<'_>,
-    device: Option<&str>,
-    place: Option<(Option<PathBuf>, u32)>,
-) -> Result<Option<QosRecord>> {
-    let asked = &ctx.conf.rdma_qos;
-    if asked.is_empty() {
-        return Ok(None);
-    }
-    let required = rdma_policy(ctx, &intent.vf) == RdmaPolicy::Required;
-    let Some(device) = device else {
-        let why = format!("rdmaQoS is set but VF {} has no RDMA device", intent.vf.pci);
-        if required {
-            return Err(Error::UnsupportedDevice(why));
-        }
-        log_warn!("{why}; nothing to set (rdma is auto)");
-        return Ok(None);
-    };
-    let (device_dir, port) = place.unwrap_or((None, 1));
-    let at = rdma_qos::RocePort {
-        device: device.to_string(),
-        port,
-        device_dir,
-        configfs: ctx.node.settings.configfs_root.clone(),
-    };
-    rdma_qos::prepare(ctx.node.hw.as_ref(), &at, asked, required)
-}
-
-/// Wait for the RoCE v2 GIDs of `addrs` on `device`'s `port`.
-fn wait_for_gids(
-    ctx: &Ctx,
-    pod: &NetNs,
-    pci: &str,
-    device: &str,
-    port: u32,
-    addrs: &[std::net::IpAddr],
-    timeout: std::time::Duration,
-) -> Result<gid::Wait> {
-    ctx.node
-        .sysfs
-        .with_rdma_device_dir(pod, pci, device, |dir| {
-            let Some(ports) = dir.map(|d| d.join("ports")) else {
-                return gid::Wait::NoTable;
-            };
-            gid::wait_for(addrs, timeout, || gid::read_port(&ports, port))
-        })
-}
-
-/// `rdma: auto` moves the VF's RDMA device when there is one and the
-/// subsystem is in exclusive netns mode, and logs otherwise; `required`
-/// fails instead of logging. InfiniBand rails are RDMA rails: without its
-/// device a VF is useless, so they default to `required`.
-fn rdma_to_move(ctx: &Ctx, intent: &Intent<'_>) -> Result<Option<String>> {
-    let vf = &intent.vf;
-    let policy = rdma_policy(ctx, vf);
-    if policy == RdmaPolicy::Off {
-        return Ok(None);
-    }
-    let required = policy == RdmaPolicy::Required;
-    let Some(dev) = vf.rdma_devices.first() else {
-        if required {
-            return Err(Error::UnsupportedDevice(format!(
-                "rdma is required but VF {} has no RDMA device (no infiniband/ entry in sysfs)",
-                vf.pci
-            )));
-        }
-        log_info!(
-            "VF {} has no RDMA device; attaching the netdev only",
-            vf.pci
-        );
-        return Ok(None);
-    };
-    match ctx.node.hw.rdma_netns_mode() {
-        Ok(RdmaNetnsMode::Exclusive) => Ok(Some(dev.clone())),
-        Ok(RdmaNetnsMode::Shared) if required => Err(Error::UnsupportedDevice(format!(
-            "rdma is required but the RDMA subsystem is in shared netns mode, so {dev} cannot follow the VF; \
-             run `rdma system set netns exclusive` (ib_core netns_mode=0) or set rdma to auto"
-        ))),
-        Ok(RdmaNetnsMode::Shared) => {
-            log_info!("RDMA netns mode is shared: {dev} stays visible everywhere, nothing to move");
-            Ok(None)
-        }
-        Err(e) if required => Err(Error::UnsupportedDevice(format!(
-            "rdma is required but the RDMA netns mode cannot be read ({}); load ib_core or set rdma to auto",
-            e.details()
-        ))),
-        Err(e) => {
-            log_warn!("cannot query the RDMA netns mode ({e}); not moving {dev}");
-            Ok(None)
-        }
-    }
 }
