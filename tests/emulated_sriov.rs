@@ -256,6 +256,17 @@ fn the_gid_table_as_the_kernel_writes_it() {
     scenario("gids");
 }
 
+/// `railcnictl nccl-env` for a VF served by soft-RoCE from the host: the
+/// device with its real port, and NCCL's GID selection with what it prints
+/// lands on exactly the RoCE v2 GID of the VF's address.
+#[test]
+fn nccl_env_names_the_rxe_port_and_the_gid_nccl_selects() {
+    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
+        return;
+    }
+    scenario("nccl-env");
+}
+
 /// rdmaQoS's rdma_cm half on the real kernel's configfs: the group made,
 /// the ToS written and read back, removed or restored
 /// on DEL, and rping's RoCE v2 packets carrying it on the wire.
