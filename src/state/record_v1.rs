@@ -99,24 +99,37 @@ struct ChangeV1 {
 }
 
 impl From<&QosRecord> for RdmaQosV1 {
+    /// Each applied attribute to its field (a match over every kind, so a
+    /// new one cannot be left off the disk unnoticed), with what it found.
     fn from(q: &QosRecord) -> Self {
-        let before = |kind: RoceAttr| q.restore.get(&kind);
-        let traffic_class = q.traffic_class().map(|value| ChangeV1 {
-            value,
-            before: before(RoceAttr::TrafficClass(None)).and_then(|a| a.byte()),
-        });
-        let tos = q.tos().map(|value| ChangeV1 {
-            value,
-            before: before(RoceAttr::DefaultTos(0)).and_then(|a| a.byte()),
-        });
-        RdmaQosV1 {
+        let mut v1 = RdmaQosV1 {
             device: q.device.clone(),
             port: q.port,
-            traffic_class,
-            tos,
-            tos_group_made: before(RoceAttr::RdmaCmGroup(true))
-                == Some(RoceAttr::RdmaCmGroup(false)),
+            traffic_class: None,
+            tos: None,
+            tos_group_made: false,
+        };
+        for attr in q.applied.attrs() {
+            let before = q.restore.get(attr);
+            match *attr {
+                RoceAttr::TrafficClass(value) => {
+                    v1.traffic_class = value.map(|value| ChangeV1 {
+                        value,
+                        before: before.and_then(|a| a.byte()),
+                    });
+                }
+                RoceAttr::DefaultTos(value) => {
+                    v1.tos = Some(ChangeV1 {
+                        value,
+                        before: before.and_then(|a| a.byte()),
+                    });
+                }
+                RoceAttr::RdmaCmGroup(_) => {
+                    v1.tos_group_made = before == Some(RoceAttr::RdmaCmGroup(false));
+                }
+            }
         }
+        v1
     }
 }
 
