@@ -145,17 +145,14 @@ pub fn apply(hw: &dyn Hardware, at: &RocePort, r: &QosRecord, moment: Moment) ->
 pub fn restore(hw: &dyn Hardware, at: &RocePort, r: &QosRecord) -> Result<()> {
     let mut first_failure = None;
     for attr in r.restore.attrs().iter().rev() {
-        match hw.set_roce(at, attr) {
-            Err(e) if files::went_with_its_device(at, attr, &e) => log_info!(
-                "RDMA device {} has nothing left to restore of its {} ({}); it went with the device",
-                at.device,
-                attr.name(),
-                e.details()
-            ),
-            Err(e) => {
+        let Err(e) = hw.set_roce(at, attr) else {
+            continue;
+        };
+        match files::went_with_its_device(at, attr, &e) {
+            Some(why) => log_info!("{why}; nothing to restore"),
+            None => {
                 first_failure.get_or_insert(e);
             }
-            Ok(()) => {}
         }
     }
     first_failure.map_or(Ok(()), Err)
@@ -340,16 +337,21 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let at = target(t.path(), t.path());
         let tos = RoceAttr::DefaultTos(0);
-        assert!(files::went_with_its_device(&at, &tos, &gone));
+        let why = files::went_with_its_device(&at, &tos, &gone).unwrap();
+        assert!(
+            why.contains("rdma_cm no longer knows RDMA device mlx5_3"),
+            "{why}"
+        );
         let refused = Error::Kernel {
             what: "write 0 to default_roce_tos".into(),
             errno: nix::errno::Errno::EROFS,
         };
         // A plain directory is no configfs: a missing rdma_cm/ there is not
         // proof the module went.
-        assert!(!files::went_with_its_device(&at, &tos, &refused));
+        assert_eq!(files::went_with_its_device(&at, &tos, &refused), None);
         // A traffic class file that left with its device.
         let class = RoceAttr::TrafficClass(None);
-        assert!(files::went_with_its_device(&at, &class, &refused));
+        let why = files::went_with_its_device(&at, &class, &refused).unwrap();
+        assert!(why.contains("its traffic class went with it"), "{why}");
     }
 }

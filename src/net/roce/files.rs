@@ -77,18 +77,32 @@ pub fn write(at: &RocePort, attr: &RoceAttr) -> Result<()> {
     }
 }
 
-/// Whether a failed restore of `attr` means nothing is left to restore:
-/// the device left sysfs (a driver reload took it, its class with it),
-/// rdma_cm answers ENODEV for a device it no longer has, or configfs has
-/// no `rdma_cm/` (the module, and every value it held, was unloaded). A
-/// configfs that is not mounted here is not that: the value may still be
+/// Why a failed restore of `attr` means nothing is left to restore, if it
+/// does: the device left sysfs (a driver reload took it, its class with
+/// it), rdma_cm answers ENODEV for a device it no longer has, or configfs
+/// has no `rdma_cm/` (the module, and every value it held, was unloaded).
+/// A configfs that is not mounted here is not that: the value may still be
 /// in force.
-pub fn went_with_its_device(at: &RocePort, attr: &RoceAttr, e: &Error) -> bool {
+pub fn went_with_its_device(at: &RocePort, attr: &RoceAttr, e: &Error) -> Option<String> {
     match attr {
-        RoceAttr::TrafficClass(_) => !at.traffic_class_file().is_some_and(|f| f.exists()),
+        RoceAttr::TrafficClass(_) => {
+            (!at.traffic_class_file().is_some_and(|f| f.exists())).then(|| {
+                format!(
+                    "RDMA device {} is gone; its traffic class went with it",
+                    at.device
+                )
+            })
+        }
         RoceAttr::RdmaCmGroup(_) | RoceAttr::DefaultTos(_) => {
-            e.errno() == Some(nix::errno::Errno::ENODEV)
-                || (rdma_cm::is_configfs(&at.configfs) && !at.configfs.join("rdma_cm").is_dir())
+            let gone = e.errno() == Some(nix::errno::Errno::ENODEV)
+                || (rdma_cm::is_configfs(&at.configfs) && !at.configfs.join("rdma_cm").is_dir());
+            gone.then(|| {
+                format!(
+                    "rdma_cm no longer knows RDMA device {} ({}); its ToS went with it",
+                    at.device,
+                    e.details()
+                )
+            })
         }
     }
 }
