@@ -109,6 +109,21 @@ vf_host() {
   [ -n "$n" ] && echo "$n $(cat "/sys/class/net/$n/address") mtu $(cat "/sys/class/net/$n/mtu")"
 }
 
+# A sysfs view for RAILCNI_SYSFS_ROOT in which VF <pci> of PF <pf> has the
+# RDMA device <device> (soft-RoCE, which no igb VF has): the PF as it is,
+# the VF with its own files plus infiniband/<device>, a link to the real
+# device's directory (which may be made later).
+rdma_view() { # <dir> <pf> <pci> <device>
+  local view=$1 pf=$2 pci=$3 pf_pci
+  pf_pci=$(basename "$(readlink -f "/sys/class/net/$pf/device")")
+  mkdir -p "$view/bus/pci/devices/$pci/infiniband"
+  ln -s "/sys/bus/pci/devices/$pf_pci" "$view/bus/pci/devices/$pf_pci"
+  ln -s "/sys/bus/pci/devices/$pf_pci" "$view/bus/pci/devices/$pci/physfn"
+  ln -s "$(readlink -f "/sys/bus/pci/devices/$pci/driver")" "$view/bus/pci/devices/$pci/driver"
+  ln -s "/sys/bus/pci/devices/$pci/net" "$view/bus/pci/devices/$pci/net"
+  ln -s "/sys/class/infiniband/$4" "$view/bus/pci/devices/$pci/infiniband/$4"
+}
+
 # cni VERB CONTAINER NETNS IFNAME CONFIG: railcni's stdout; its exit status.
 cni() {
   local verb=$1 id=$2 ns=$3 ifname=$4 conf=$5

@@ -21,13 +21,7 @@ modprobe crc32_generic 2>/dev/null
 check "rdma_rxe loads" modprobe rdma_rxe
 
 view=/run/nccl-sys
-pf_pci=$(basename "$(readlink -f "/sys/class/net/$pf/device")")
-mkdir -p "$view/bus/pci/devices/$pci/infiniband"
-ln -s "/sys/bus/pci/devices/$pf_pci" "$view/bus/pci/devices/$pf_pci"
-ln -s "/sys/bus/pci/devices/$pf_pci" "$view/bus/pci/devices/$pci/physfn"
-ln -s "$(readlink -f "/sys/bus/pci/devices/$pci/driver")" "$view/bus/pci/devices/$pci/driver"
-ln -s "/sys/bus/pci/devices/$pci/net" "$view/bus/pci/devices/$pci/net"
-ln -s /sys/class/infiniband/rxen0 "$view/bus/pci/devices/$pci/infiniband/rxen0"
+rdma_view "$view" "$pf" "$pci" rxen0
 echo '{"rdmaMode": "shared"}' > /run/nccl-hw.json
 ip netns add pod1
 out=$(RAILCNI_SYSFS_ROOT=$view RAILCNI_FAKE_HARDWARE=/run/nccl-hw.json \

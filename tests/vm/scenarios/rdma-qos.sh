@@ -21,16 +21,9 @@ ip addr add 10.9.0.2/24 dev "$other"
 ip link set "$other" up
 check "rxeq0 on the other PF" rdma link add rxeq0 type rxe netdev "$other"
 
-# The sysfs view: the VF's PF as it is, the VF with its own files plus
-# infiniband/rxeq0 (the real device's directory).
+# The sysfs view: the VF with rxeq0 under it.
 view=/run/qos-sys
-pf_pci=$(basename "$(readlink -f "/sys/class/net/$pf/device")")
-mkdir -p "$view/bus/pci/devices/$pci/infiniband"
-ln -s "/sys/bus/pci/devices/$pf_pci" "$view/bus/pci/devices/$pf_pci"
-ln -s "/sys/bus/pci/devices/$pf_pci" "$view/bus/pci/devices/$pci/physfn"
-ln -s "$(readlink -f "/sys/bus/pci/devices/$pci/driver")" "$view/bus/pci/devices/$pci/driver"
-ln -s "/sys/bus/pci/devices/$pci/net" "$view/bus/pci/devices/$pci/net"
-ln -s /sys/class/infiniband/rxeq0 "$view/bus/pci/devices/$pci/infiniband/rxeq0"
+rdma_view "$view" "$pf" "$pci" rxeq0
 echo '{"rdmaMode": "exclusive"}' > /run/qos-hw.json
 qos() { RAILCNI_SYSFS_ROOT=$view RAILCNI_FAKE_HARDWARE=/run/qos-hw.json cni "$@"; }
 group=/sys/kernel/config/rdma_cm/rxeq0
