@@ -16,7 +16,7 @@ use crate::net::gid;
 use crate::net::rdma::RdmaNetnsMode;
 use crate::net::NetNs;
 use crate::probe::Mode;
-use crate::rdma_qos::{self, QosRecord};
+use crate::rdma_qos::{self, QosRecord, RocePort};
 use crate::{log_info, log_warn};
 
 /// What ADD does with the VF's RDMA device.
@@ -29,20 +29,33 @@ pub struct RdmaPlan {
     /// Its port that carries the VF.
     pub port: Option<u32>,
     /// What `rdmaQoS` sets on it, with what it holds now.
-    pub qos: Option<QosRecord>,
+    pub qos: Option<PlannedQos>,
+}
+
+/// `rdmaQoS` as ADD writes it: where (the device's files, found once
+/// before any change) and what, with what was there.
+#[derive(Debug)]
+pub struct PlannedQos {
+    pub at: RocePort,
+    pub record: QosRecord,
 }
 
 impl RdmaPlan {
     /// Decide, changing nothing; `netdev`: the VF has one (not DPDK).
     pub fn prepare(ctx: &Ctx, intent: &Intent<'_>, netdev: bool) -> Result<Self> {
+        let policy = RdmaPolicy::or_default_for(ctx.conf.rdma, intent.vf.link_type());
         let (moves, device) = if netdev {
-            (rdma_to_move(ctx, intent)?, rdma_device_of(ctx, intent))
+            (
+                rdma_to_move(ctx, intent, policy)?,
+                rdma_device_of(intent, policy),
+            )
         } else {
             (None, None)
         };
         let place = device.as_deref().map(|d| rdma_place(ctx, intent, d));
         let port = place.as_ref().map(|(_, port)| *port);
-        let qos = qos_to_set(ctx, intent, device.as_deref(), place)?;
+        let required = policy == RdmaPolicy::Required;
+        let qos = qos_to_set(ctx, intent, device.as_deref(), place, required)?;
         Ok(RdmaPlan {
             moves,
             device,
@@ -163,16 +176,10 @@ fn rdma_place(ctx: &Ctx, intent: &Intent<'_>, device: &str) -> (Option<PathBuf>,
     (dir, port)
 }
 
-/// The rail's `rdma`, else its VF's link type's default.
-fn rdma_policy(ctx: &Ctx, vf: &crate::vf::Vf) -> RdmaPolicy {
-    RdmaPolicy::or_default_for(ctx.conf.rdma, vf.link_type())
-}
-
 /// The VF's RDMA device, whether or not it moves (`rdma` not off).
-fn rdma_device_of(ctx: &Ctx, intent: &Intent<'_>) -> Option<String> {
-    let vf = &intent.vf;
-    let off = rdma_policy(ctx, vf) == RdmaPolicy::Off;
-    vf.rdma_devices.first().filter(|_| !off).cloned()
+fn rdma_device_of(intent: &Intent<'_>, policy: RdmaPolicy) -> Option<String> {
+    let off = policy == RdmaPolicy::Off;
+    intent.vf.rdma_devices.first().filter(|_| !off).cloned()
 }
 
 /// What `rdmaQoS` will set on `device`, with what it holds now; checked
@@ -182,12 +189,12 @@ fn qos_to_set(
     intent: &Intent<'_>,
     device: Option<&str>,
     place: Option<(Option<PathBuf>, u32)>,
-) -> Result<Option<QosRecord>> {
+    required: bool,
+) -> Result<Option<PlannedQos>> {
     let asked = &ctx.conf.rdma_qos;
     if asked.is_empty() {
         return Ok(None);
     }
-    let required = rdma_policy(ctx, &intent.vf) == RdmaPolicy::Required;
     let Some(device) = device else {
         let why = format!("rdmaQoS is set but VF {} has no RDMA device", intent.vf.pci);
         if required {
@@ -197,22 +204,22 @@ fn qos_to_set(
         return Ok(None);
     };
     let (device_dir, port) = place.unwrap_or((None, 1));
-    let at = rdma_qos::RocePort {
+    let at = RocePort {
         device: device.to_string(),
         port,
         device_dir,
         configfs: ctx.node.settings.configfs_root.clone(),
     };
-    rdma_qos::prepare(ctx.node.hw.as_ref(), &at, asked, required)
+    let record = rdma_qos::prepare(ctx.node.hw.as_ref(), &at, asked, required)?;
+    Ok(record.map(|record| PlannedQos { at, record }))
 }
 
 /// `rdma: auto` moves the VF's RDMA device when there is one and the
 /// subsystem is in exclusive netns mode, and logs otherwise; `required`
 /// fails instead of logging. InfiniBand rails are RDMA rails: without its
 /// device a VF is useless, so they default to `required`.
-fn rdma_to_move(ctx: &Ctx, intent: &Intent<'_>) -> Result<Option<String>> {
+fn rdma_to_move(ctx: &Ctx, intent: &Intent<'_>, policy: RdmaPolicy) -> Result<Option<String>> {
     let vf = &intent.vf;
-    let policy = rdma_policy(ctx, vf);
     if policy == RdmaPolicy::Off {
         return Ok(None);
     }

@@ -66,7 +66,7 @@ impl<'a> KernelAttach<'a> {
                 (ctx.conf.pkey.filter(|_| infiniband)).map(|k| format!("{k:#06x}")),
             ),
         ];
-        let qos = self.rdma.qos.as_ref();
+        let qos = self.rdma.qos.as_ref().map(|q| &q.record);
         let numbers = [
             ("gidIndex", self.gids.first_index()),
             (
@@ -185,9 +185,7 @@ impl<'a> KernelAttach<'a> {
         let Some(qos) = &self.rdma.qos else {
             return Ok(());
         };
-        let node = &self.ctx.node;
-        let at = node.roce_port(&self.intent.vf.pci, &qos.device, qos.port);
-        rdma_qos::apply(node.hw.as_ref(), &at, qos, moment)
+        rdma_qos::apply(self.ctx.node.hw.as_ref(), &qos.at, &qos.record, moment)
     }
 
     /// Give the VF's netdev the config's MAC on the host; whether it changed.
@@ -272,7 +270,7 @@ impl AttachSteps for KernelAttach<'_> {
     }
 
     fn sets_traffic_class(&self) -> bool {
-        (self.rdma.qos.as_ref()).is_some_and(QosRecord::writes_before_move)
+        (self.rdma.qos.as_ref()).is_some_and(|q| q.record.writes_before_move())
     }
 
     fn lease(&mut self) -> Result<CniResult> {
@@ -305,7 +303,7 @@ impl AttachSteps for KernelAttach<'_> {
             self.plan_routing(ipam)?;
             self.record.rdma_device = self.rdma.moves.clone();
         }
-        self.record.rdma_qos = self.rdma.qos.clone();
+        self.record.rdma_qos = self.rdma.qos.as_ref().map(|q| q.record.clone());
         ctx.node.store.save(&self.record)
     }
 
@@ -550,11 +548,9 @@ impl AttachSteps for KernelAttach<'_> {
                 );
                 admin.and(mac).and(rest)
             }
-            Undo::RestoreRdmaQos => match &self.record.rdma_qos {
-                Some(qos) => {
-                    let at = node.roce_port(&self.intent.vf.pci, &qos.device, qos.port);
-                    rdma_qos::restore(node.hw.as_ref(), &at, qos)
-                }
+            // Before the move (after it, the undo is a detach).
+            Undo::RestoreRdmaQos => match &self.rdma.qos {
+                Some(q) => rdma_qos::restore(node.hw.as_ref(), &q.at, &q.record),
                 None => Ok(()),
             },
             Undo::RemoveRecord => node.store.remove(&self.intent.vf.pci),
