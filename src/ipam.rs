@@ -122,13 +122,13 @@ impl<'a> NetworkIpam<'a> {
     }
 
     /// Addresses, routes and DNS for the attachment; `ips[].interface` unset.
-    /// `netns_id`: the pod's namespace as the caller holds it open, so the
+    /// `netns_held`: the pod's namespace as the caller holds it open, so the
     /// lease's proof names it even if its path is gone by now. `claimed`:
     /// leases of gone holders that must not be reclaimed (see
     /// `Ipam::allocate_keeping`).
     pub fn add(
         &self,
-        netns_id: Option<base::liveness::NsId>,
+        netns_held: base::liveness::Held,
         claimed: &dyn Fn(&str, &str) -> bool,
     ) -> Result<CniResult> {
         if !self.ipam.is_embedded() {
@@ -144,7 +144,7 @@ impl<'a> NetworkIpam<'a> {
             return Ok(r);
         }
         let holder = railcni_ipam::Holder {
-            netns_id,
+            netns_held,
             ..railcni_ipam::Holder::of(self.env)
         };
         let allocation =

@@ -25,37 +25,6 @@ fn fixture_conf(pci: &str) -> Value {
                     "routes": [{"dst": "172.16.0.0/12"}]}})
 }
 
-/// JSON without the whitespace between tokens, keys in their order.
-fn minify(text: &str) -> String {
-    let (mut out, mut in_string, mut escaped) = (String::new(), false, false);
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The lease file's checksum as its format defines it: FNV-1a 64 over the
-/// compact encoding of `data`.
-fn fnv1a64(bytes: &[u8]) -> String {
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("fnv1a64:{hash:016x}")
-}
-
 /// Fill a fixture template with the live attachment's values.
 fn fill(template: &str, live: &Value) -> String {
     template

@@ -2,15 +2,27 @@
 //!
 //! A holder is its pod's network namespace: the path *and* the namespace
 //! behind it (nsfs device and inode, since a path can be reused by another
-//! pod), in the boot it was made in. Kubelet and runtimes lose DELs across
-//! restarts and reboots, so railcni reclaims what is provably dead by
-//! itself, and never what might be alive.
+//! pod), in the boot it was made in, confirmed by the namespace's cookie
+//! where the kernel gives one (nsfs inodes are reused at once; cookies never
+//! are: `netns_cookie`). Kubelet and runtimes lose DELs across restarts and
+//! reboots, so railcni reclaims what is provably dead by itself, and never
+//! what might be alive.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 pub use cni::env::NsId;
+
+use crate::netns_cookie;
+
+/// A namespace as its taker holds it open: its nsfs identity and its
+/// cookie, each `None` when it could not be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    pub id: Option<NsId>,
+    pub cookie: Option<u64>,
+}
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`, or where the settings
 /// point), `None` when it cannot be read.
@@ -29,13 +41,19 @@ pub struct Proof {
     pub netns: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns_id: Option<NsId>,
+    /// The namespace's cookie, which the kernel never reuses within a boot:
+    /// `None` in what an older railcni wrote, or on a kernel before 5.14.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_cookie: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_id: Option<String>,
 }
 
 /// `Proof` as version 1 of the attachment record and of the lease file
-/// write it, as members `netns`, `netnsId` and `bootId` of the holder (both
-/// formats flatten it): a format type, changed only with those formats.
+/// write it, as members `netns`, `netnsId`, `netnsCookie` and `bootId` of
+/// the holder (both formats flatten it): a format type, changed only with
+/// those formats. `netnsCookie` is optional: what the releases before it
+/// wrote reads as a proof without a cookie.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProofV1 {
@@ -43,6 +61,8 @@ pub struct ProofV1 {
     netns: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     netns_id: Option<NsIdV1>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    netns_cookie: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     boot_id: Option<String>,
 }
@@ -61,6 +81,7 @@ impl From<&Proof> for ProofV1 {
                 dev: n.dev,
                 ino: n.ino,
             }),
+            netns_cookie: p.netns_cookie,
             boot_id: p.boot_id.clone(),
         }
     }
@@ -74,6 +95,7 @@ impl From<ProofV1> for Proof {
                 dev: n.dev,
                 ino: n.ino,
             }),
+            netns_cookie: p.netns_cookie,
             boot_id: p.boot_id,
         }
     }
@@ -86,7 +108,8 @@ pub enum Gone {
     EarlierBoot,
     /// Its namespace path no longer exists.
     NetnsGone(String),
-    /// Its namespace path now names another namespace.
+    /// Its namespace path now names another namespace (another inode, or
+    /// the same inode with another cookie: the number was reused).
     NetnsReplaced(String),
 }
 
@@ -106,18 +129,31 @@ impl Proof {
         Proof {
             netns: netns.map(|p| p.display().to_string()),
             netns_id: netns.and_then(NsId::of),
+            netns_cookie: netns.and_then(netns_cookie::of_path),
             boot_id,
         }
     }
 
-    /// Taken now for a holder in the namespace `id`, which the taker holds
-    /// open (`netns` is its path, which may already name nothing).
-    pub fn held(netns: Option<&Path>, id: Option<NsId>, boot_id: Option<String>) -> Self {
-        Proof {
-            netns: netns.map(|p| p.display().to_string()),
-            netns_id: id.or_else(|| netns.and_then(NsId::of)),
-            boot_id,
+    /// Taken now for a holder in the namespace `held`, which the taker
+    /// holds open (`netns` is its path, which may already name nothing).
+    pub fn held(netns: Option<&Path>, held: Held, boot_id: Option<String>) -> Self {
+        match held.id {
+            Some(id) => Proof {
+                netns: netns.map(|p| p.display().to_string()),
+                netns_id: Some(id),
+                netns_cookie: held.cookie,
+                boot_id,
+            },
+            None => Proof::now(netns, boot_id),
         }
+    }
+
+    /// Whether the live namespace `cookie` is the one this proof names. A
+    /// proof without a cookie cannot tell (`None`): the caller needs
+    /// another sign (the pod's VF in it). An unreadable cookie proves
+    /// nothing either way.
+    pub fn same_cookie(&self, cookie: Option<u64>) -> Option<bool> {
+        Some(self.netns_cookie? == cookie?)
     }
 
     /// `Some(why)` only when the holder is provably gone; a holder whose
@@ -134,7 +170,12 @@ impl Proof {
         match NsId::of(Path::new(path)) {
             None => Some(Gone::NetnsGone(path.clone())),
             Some(now) if now != id => Some(Gone::NetnsReplaced(path.clone())),
-            Some(_) => None,
+            // Same inode: the same namespace only if the cookie agrees.
+            Some(_) if self.netns_cookie.is_none() => None,
+            Some(_) => match self.same_cookie(netns_cookie::of_path(Path::new(path))) {
+                Some(false) => Some(Gone::NetnsReplaced(path.clone())),
+                _ => None,
+            },
         }
     }
 }

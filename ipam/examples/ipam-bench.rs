@@ -145,6 +145,7 @@ fn main() {
                             dev: 4,
                             ino: 4_026_532_000 + i as u64,
                         }),
+                        netns_cookie: Some(8_192 + i as u64),
                         boot_id: Some("6f2b1a3e-8c1d-4b7e-9a0f-2d3c4b5a6e7f".into()),
                     },
                 })

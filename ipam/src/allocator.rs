@@ -26,9 +26,9 @@ pub struct Holder {
     pub pod_uid: Option<String>,
     /// The pod's network namespace, which proves the holder alive.
     pub netns: Option<std::path::PathBuf>,
-    /// The namespace's identity when the caller holds it open (ADD), so
-    /// the proof names it even if its path went away meanwhile.
-    pub netns_id: Option<base::liveness::NsId>,
+    /// The namespace's identity and cookie when the caller holds it open
+    /// (ADD), so the proof names it even if its path went away meanwhile.
+    pub netns_held: base::liveness::Held,
 }
 
 impl Holder {
@@ -41,7 +41,7 @@ impl Holder {
             pod_name: env.args.pod_name.clone(),
             pod_uid: env.args.pod_uid.clone(),
             netns: env.netns.clone(),
-            netns_id: None,
+            netns_held: Default::default(),
         }
     }
 }
@@ -230,37 +230,67 @@ impl Ipam {
     /// vouches for (container ID, ifname): a namespace path that is gone
     /// proves nothing while something else (the plugin's attachment record,
     /// its VF not home) still holds the address.
+    ///
+    /// Whether a gone holder's lease may go is judged with the lease file
+    /// unlocked (`claimed` lists records, walks `/proc` and asks netlink),
+    /// then only leases the file still holds unchanged are dropped under
+    /// the lock: the lock is held for the file's work alone.
     pub fn allocate_keeping(
         &self,
         holder: &Holder,
         requested: &[IpAddr],
         claimed: &dyn Fn(&str, &str) -> bool,
     ) -> Result<Allocation, IpamError> {
-        let locked = self.store.lock()?;
-        let mut data = locked.read()?;
-        self.validate_same_prefix(&data)?;
-        if let Some(l) = data
-            .leases
-            .iter()
-            .find(|l| l.is_for(&holder.container_id, &holder.ifname))
-        {
-            return Ok(self.allocation(l.address, l.address6));
-        }
-        let pick = |data: &Leases| match requested.first() {
-            Some(ip) => self.validate_requested(*ip, data),
-            None => self.next_free(data),
-        };
-        let mut reclaimed = Vec::new();
-        let address = match pick(&data) {
-            Err(e @ (IpamError::Exhausted(_) | IpamError::AddressUnavailable(_))) => {
-                reclaimed = self.drop_dead(&mut data, claimed);
-                if reclaimed.is_empty() {
-                    return Err(e);
-                }
-                pick(&data)?
+        let mut judged: Option<Vec<Dead>> = None;
+        loop {
+            let locked = self.store.lock()?;
+            let mut data = locked.read()?;
+            self.validate_same_prefix(&data)?;
+            if let Some(l) = data
+                .leases
+                .iter()
+                .find(|l| l.is_for(&holder.container_id, &holder.ifname))
+            {
+                return Ok(self.allocation(l.address, l.address6));
             }
-            other => other?,
-        };
+            let pick = |data: &Leases| match requested.first() {
+                Some(ip) => self.validate_requested(*ip, data),
+                None => self.next_free(data),
+            };
+            let mut reclaimed = Vec::new();
+            let address = match (pick(&data), &judged) {
+                (Err(IpamError::Exhausted(_) | IpamError::AddressUnavailable(_)), None) => {
+                    // Judge outside the lock, then look again under it.
+                    drop(locked);
+                    judged = Some(self.judge_dead(&self.store.read()?, claimed));
+                    continue;
+                }
+                (
+                    Err(e @ (IpamError::Exhausted(_) | IpamError::AddressUnavailable(_))),
+                    Some(dead),
+                ) => {
+                    reclaimed = drop_judged(&mut data, dead);
+                    if reclaimed.is_empty() {
+                        return Err(e);
+                    }
+                    pick(&data)?
+                }
+                (other, _) => other?,
+            };
+            return self.lease_new(locked, data, holder, address, reclaimed);
+        }
+    }
+
+    /// Write `holder`'s lease of `address` (and the next free IPv6 address
+    /// on a dual-stack rail) under the lock.
+    fn lease_new(
+        &self,
+        locked: crate::store::Locked<'_>,
+        mut data: Leases,
+        holder: &Holder,
+        address: IpAddr,
+        reclaimed: Vec<String>,
+    ) -> Result<Allocation, IpamError> {
         let address6 = match &self.pool6 {
             Some(pool6) => Some(next_free_in(pool6, data.last_allocated6, &data, |l| {
                 l.address6
@@ -293,7 +323,7 @@ impl Ipam {
             allocated_unix: now_unix(),
             proof: Proof::held(
                 holder.netns.as_deref(),
-                holder.netns_id,
+                holder.netns_held,
                 self.boot_id.clone(),
             ),
         }
@@ -347,33 +377,40 @@ impl Ipam {
         self.reclaim_dead_keeping(&|_, _| false)
     }
 
-    /// `reclaim_dead`, keeping what `claimed` vouches for (see
-    /// `allocate_keeping`).
+    /// `reclaim_dead`, keeping what `claimed` vouches for (judged with
+    /// the file unlocked; see `allocate_keeping`).
     pub fn reclaim_dead_keeping(
         &self,
         claimed: &dyn Fn(&str, &str) -> bool,
     ) -> Result<Vec<String>, IpamError> {
+        let dead = self.judge_dead(&self.store.read()?, claimed);
+        if dead.is_empty() {
+            return Ok(Vec::new());
+        }
         let locked = self.store.lock()?;
         let mut data = locked.read()?;
-        let reclaimed = self.drop_dead(&mut data, claimed);
+        let reclaimed = drop_judged(&mut data, &dead);
         if !reclaimed.is_empty() {
             locked.write(&data)?;
         }
         Ok(reclaimed)
     }
 
-    fn drop_dead(&self, data: &mut Leases, claimed: &dyn Fn(&str, &str) -> bool) -> Vec<String> {
+    /// The leases of `data` whose holders are provably gone and that
+    /// `claimed` does not vouch for (a lease from an earlier boot goes
+    /// whatever it says): decided with the lease file unlocked.
+    fn judge_dead(&self, data: &Leases, claimed: &dyn Fn(&str, &str) -> bool) -> Vec<Dead> {
         let boot = self.boot_id.as_deref();
-        let mut reclaimed = Vec::new();
-        data.leases.retain(|l| match l.proof.gone(boot) {
-            Some(why) if why != Gone::EarlierBoot && claimed(&l.container_id, &l.ifname) => true,
-            Some(why) => {
-                reclaimed.push(format!("{}: {why}", describe(l)));
-                false
-            }
-            None => true,
-        });
-        reclaimed
+        (data.leases.iter())
+            .filter_map(|l| {
+                let why = l.proof.gone(boot)?;
+                let kept = why != Gone::EarlierBoot && claimed(&l.container_id, &l.ifname);
+                (!kept).then(|| Dead {
+                    lease: l.clone(),
+                    why: format!("{}: {why}", describe(l)),
+                })
+            })
+            .collect()
     }
 
     fn validate_requested(&self, ip: IpAddr, data: &Leases) -> Result<IpAddr, IpamError> {
@@ -436,11 +473,38 @@ impl Ipam {
         Ok(drop.into_iter().map(|l| l.address).collect())
     }
 
-    /// Can an ADD succeed now? The store must read and a free address exist.
+    /// Can this IPAM serve ADDs, as far as its own part goes? The pool
+    /// resolved (`load`), the lease file reads and its prefix is the pool's.
+    /// A pool whose addresses are all held by live attachments is a rail in
+    /// use as planned (a per-node /31 and its one pod), not a fault: the
+    /// CNI spec's STATUS is about the plugin's readiness, and containerd
+    /// marks the node's network not ready when it fails.
     pub fn status(&self) -> Result<(), IpamError> {
         let data = self.store.read()?;
-        self.next_free(&data).map(drop)
+        self.validate_same_prefix(&data)
     }
+}
+
+/// A lease judged dead with the file unlocked, and why.
+struct Dead {
+    lease: Lease,
+    why: String,
+}
+
+/// Drop from `data` (read under the lock) each judged lease the file still
+/// holds unchanged; what was dropped, in words. A lease taken again or
+/// re-proved meanwhile differs and stays.
+fn drop_judged(data: &mut Leases, dead: &[Dead]) -> Vec<String> {
+    let mut reclaimed = Vec::new();
+    data.leases
+        .retain(|l| match dead.iter().find(|d| d.lease == *l) {
+            Some(d) => {
+                reclaimed.push(d.why.clone());
+                false
+            }
+            None => true,
+        });
+    reclaimed
 }
 
 /// Round-robin from the last allocation, as host-local does, so a freed
@@ -571,7 +635,7 @@ mod tests {
             pod_name: Some(format!("pod-{c}")),
             pod_uid: None,
             netns: None,
-            netns_id: None,
+            netns_held: Default::default(),
         }
     }
 
@@ -667,7 +731,10 @@ mod tests {
         );
         assert_eq!(i.check("c1", "net1").unwrap(), a);
         assert_eq!(i.check("c2", "net1").unwrap_err().code(), 113);
-        assert_eq!(i.status().unwrap_err().code(), 110);
+        assert!(
+            i.status().is_ok(),
+            "a full /31 held by its one pod is a rail in use, not a fault (#58)"
+        );
         assert_eq!(
             i.release("c1", "net1").unwrap(),
             Released::Released("172.16.0.0".parse().unwrap())
@@ -695,7 +762,7 @@ mod tests {
             std::fs::write(&ns, "").unwrap();
             Holder {
                 netns: Some(ns),
-                netns_id: None,
+                netns_held: Default::default(),
                 ..holder(c)
             }
         };
@@ -736,6 +803,98 @@ mod tests {
         assert!(rebooted.check("b", "net1").is_err());
     }
 
+    /// `claimed` lists records, walks `/proc` and asks netlink: it runs
+    /// with the lease file unlocked, so other ADDs and DELs of the network
+    /// never wait on it (#58). Each call here takes the lock itself (which
+    /// would time out were it held) and reports how long the lock was held
+    /// around the slow judgement: never.
+    #[test]
+    fn the_lease_lock_is_free_while_a_gone_holders_claim_is_judged() {
+        let t = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            state_dir: t.path().to_path_buf(),
+            node_name: Some("gpu-0".into()),
+            node_config: t.path().join("none.json"),
+            lock_timeout: std::time::Duration::from_millis(200),
+            ..Settings::default()
+        };
+        let conf = json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
+        let ipam = Ipam::load("rail1", &conf, &settings).unwrap();
+        let ns = t.path().join("ns-a");
+        std::fs::write(&ns, "").unwrap();
+        let a = Holder {
+            netns: Some(ns.clone()),
+            ..holder("a")
+        };
+        ipam.allocate(&a, &[]).unwrap();
+        std::fs::remove_file(&ns).unwrap();
+
+        let judged_unlocked = std::cell::Cell::new(0);
+        let slow_claim = |_: &str, _: &str| {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // Another ADD of the network, taking the lock meanwhile.
+            if ipam.store.lock().is_ok() {
+                judged_unlocked.set(judged_unlocked.get() + 1);
+            }
+            false
+        };
+        let b = ipam
+            .allocate_keeping(&holder("b"), &[], &slow_claim)
+            .unwrap();
+        assert_eq!(b.reclaimed.len(), 1, "{:?}", b.reclaimed);
+        assert_eq!(judged_unlocked.get(), 1, "judged once, with the lock free");
+
+        // The same for the reclaim ADD makes of a VF's stale leases.
+        let ns_b = t.path().join("ns-b");
+        std::fs::write(&ns_b, "").unwrap();
+        ipam.release("b", "net1").unwrap();
+        ipam.allocate(
+            &Holder {
+                netns: Some(ns_b.clone()),
+                ..holder("b")
+            },
+            &[],
+        )
+        .unwrap();
+        std::fs::remove_file(&ns_b).unwrap();
+        assert_eq!(ipam.reclaim_dead_keeping(&slow_claim).unwrap().len(), 1);
+        assert_eq!(judged_unlocked.get(), 2);
+    }
+
+    /// A lease judged dead with the file unlocked goes only if the file,
+    /// read again under the lock, still holds it unchanged.
+    #[test]
+    fn a_lease_taken_again_while_judged_stays() {
+        let t = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            state_dir: t.path().to_path_buf(),
+            node_name: Some("gpu-0".into()),
+            node_config: t.path().join("none.json"),
+            ..Settings::default()
+        };
+        let conf = json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
+        let ipam = Ipam::load("rail1", &conf, &settings).unwrap();
+        let ns = t.path().join("ns-a");
+        std::fs::write(&ns, "").unwrap();
+        let a = Holder {
+            netns: Some(ns.clone()),
+            ..holder("a")
+        };
+        ipam.allocate(&a, &[]).unwrap();
+        std::fs::remove_file(&ns).unwrap();
+        let renewed = |_: &str, _: &str| {
+            // Meanwhile the holder's lease is released and taken anew by c.
+            ipam.release("a", "net1").unwrap();
+            ipam.allocate(&holder("c"), &[]).unwrap();
+            false
+        };
+        let e = ipam
+            .allocate_keeping(&holder("b"), &[], &renewed)
+            .unwrap_err();
+        assert_eq!(e.code(), 110, "c's fresh lease is not the one judged dead");
+        assert!(ipam.check("c", "net1").is_ok());
+    }
+
     #[test]
     fn a_taken_requested_address_is_reclaimed_from_a_gone_holder_only() {
         let t = tempfile::tempdir().unwrap();
@@ -748,7 +907,7 @@ mod tests {
         let ip = "10.0.0.5".parse::<IpAddr>().unwrap();
         let gone = Holder {
             netns: Some(ns.clone()),
-            netns_id: None,
+            netns_held: Default::default(),
             ..holder("a")
         };
         i.allocate(&gone, &[ip]).unwrap();

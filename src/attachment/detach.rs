@@ -55,6 +55,35 @@ pub enum Pod<'a> {
     Socket(&'a Netlink),
 }
 
+impl<'a> Pod<'a> {
+    /// Where the runtime says the pod is (`CNI_NETNS`, possibly empty). A
+    /// path naming the plugin's own namespace is no pod: taken as none
+    /// given, so the pod is looked for by the record's identity and nothing
+    /// of the host's is removed as if it were the pod's. (ADD refuses it;
+    /// DEL must still answer.)
+    pub fn given(netns: Option<&'a Path>) -> Self {
+        match netns {
+            Some(path) if is_own_namespace(path) => {
+                log_warn!(
+                    "CNI_NETNS {} is the plugin's own network namespace, not a pod's: \
+                     looking for the pod's namespace by the identity its record holds",
+                    path.display()
+                );
+                Pod::Unknown
+            }
+            Some(path) => Pod::Path(path),
+            None => Pod::Unknown,
+        }
+    }
+}
+
+/// Is `path` the namespace this process runs in? (A live namespace's inode
+/// is its own while it lives, so the inode decides.)
+fn is_own_namespace(path: &Path) -> bool {
+    let own = base::liveness::NsId::of(Path::new("/proc/thread-self/ns/net"));
+    own.is_some() && base::liveness::NsId::of(path) == own
+}
+
 /// How the attachment's address is released.
 pub enum Release<'a> {
     /// Through this CNI call's IPAM when the record is of its network (DEL,
@@ -237,7 +266,7 @@ pub fn holder_of(node: &Node, record: &Record) -> Result<Holder> {
     if record.dpdk {
         return Ok(Holder::Nobody);
     }
-    if let Some((_, pid)) = record.proof.netns_id.and_then(NetNs::held_by_process) {
+    if let Some((_, pid)) = super::identity::held_by_process(record) {
         return Ok(Holder::Process(pid));
     }
     let Ok(vf) = node.sysfs.resolve(&record.pci) else {
@@ -287,8 +316,9 @@ impl KernelDetach<'_> {
     }
 
     /// The pod's namespace found by the identity the record holds: through
-    /// the record's path while it still names it, else through a process in
-    /// it (never across boots: identities are reused).
+    /// the record's path while it still names it (inode and cookie), else
+    /// through a process in a namespace `identity` confirms as the pod's
+    /// (never across boots, never by its inode alone: inodes are reused).
     fn find_by_identity(&self) -> Option<NetNs> {
         let proof = &self.a.record?.proof;
         let boot = self.node.settings.boot_id();
@@ -304,7 +334,7 @@ impl KernelDetach<'_> {
             }
             Some(_) => {}
         }
-        let (ns, pid) = NetNs::held_by_process(proof.netns_id?)?;
+        let (ns, pid) = super::identity::held_by_process(self.a.record?)?;
         log_info!(
             "found the pod's namespace of {}/{} by its identity: process {pid} is in it",
             self.a.container_id,

@@ -223,7 +223,7 @@ fn compare_rdma(
 
 /// One RoCE setting ADD made, against what the device holds now.
 fn compare_roce(hw: &dyn crate::hw::Hardware, at: &RocePort, want: &RoceAttr) -> Comparison {
-    let actual = match hw.roce_state(at, want) {
+    let actual = match hw.roce_state(at, want, crate::net::roce::Reading::Observe) {
         Ok(now) => now
             .get(want)
             .map_or_else(|| "unknown".into(), |a| a.value_text()),

@@ -49,7 +49,7 @@ pub fn del_refused(node: &Node, named: &Named<'_>, why: &Error) -> Result<()> {
     else {
         return Ok(());
     };
-    let pod = named.netns.map_or(Pod::Unknown, Pod::Path);
+    let pod = Pod::given(named.netns);
     if !answered(detach(
         node,
         &Attachment::of(&current),
@@ -110,7 +110,7 @@ pub fn del(ctx: &Ctx) -> Result<()> {
         ifname,
         record: current.as_ref(),
     };
-    let pod = ctx.env.netns.as_deref().map_or(Pod::Unknown, Pod::Path);
+    let pod = Pod::given(ctx.env.netns.as_deref());
     if !answered(detach(&ctx.node, &attachment, &ctx.release(), pod))? {
         return Ok(());
     }

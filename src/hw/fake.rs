@@ -201,8 +201,13 @@ impl Hardware for Recorder {
         }
     }
 
-    fn roce_state(&self, at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
-        crate::net::roce::files::read(at, kind)
+    fn roce_state(
+        &self,
+        at: &RocePort,
+        kind: &RoceAttr,
+        how: crate::net::roce::Reading,
+    ) -> Result<RoceSettings> {
+        crate::net::roce::files::read(at, kind, how)
     }
 
     fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()> {

@@ -32,8 +32,13 @@ impl Hardware for Kernel {
         crate::net::dcb::read(pf)
     }
 
-    fn roce_state(&self, at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
-        roce::files::read(at, kind)
+    fn roce_state(
+        &self,
+        at: &RocePort,
+        kind: &RoceAttr,
+        how: roce::Reading,
+    ) -> Result<RoceSettings> {
+        roce::files::read(at, kind, how)
     }
 
     fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()> {

@@ -19,7 +19,7 @@ use std::os::fd::BorrowedFd;
 
 use crate::error::Result;
 use crate::net::rdma::RdmaNetnsMode;
-use crate::net::roce::{RoceAttr, RocePort, RoceSettings};
+use crate::net::roce::{Reading, RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::VfAttr;
 
 /// `Send + Sync`: CHECK reads a moved device's settings from a thread in
@@ -36,7 +36,8 @@ pub trait Hardware: Send + Sync {
     fn dcb(&self, pf_ifname: &str) -> Result<crate::net::dcb::Dcb>;
     /// What an RDMA device's port holds now of `kind`'s kind, as the
     /// attributes that put it back; `UnsupportedDevice`: it cannot take it.
-    fn roce_state(&self, at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings>;
+    /// `Reading::Observe` changes nothing on the node (CHECK, inspect).
+    fn roce_state(&self, at: &RocePort, kind: &RoceAttr, how: Reading) -> Result<RoceSettings>;
     /// Set one RoCE attribute of an RDMA device's port.
     fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()>;
 }

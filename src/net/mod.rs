@@ -64,10 +64,17 @@ impl Netlink {
         })?;
         // SAFETY: the descriptor comes straight from a socket we own and give up here.
         let socket = unsafe { OwnedFd::from_raw_fd(socket.into_raw_fd()) };
+        wire::with_deadline(socket.as_fd(), "rtnetlink")?;
         Ok(Netlink {
             socket,
             seq: Cell::new(0),
         })
+    }
+
+    /// The cookie of the namespace this socket was made in (Linux 5.14+):
+    /// the identity the kernel never reuses within a boot.
+    pub fn netns_cookie(&self) -> Option<u64> {
+        base::netns_cookie::of_socket(self.socket.as_fd())
     }
 
     /// Send one request and collect its replies until the kernel's answer.

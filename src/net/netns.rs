@@ -46,11 +46,11 @@ impl NetNs {
         })
     }
 
-    /// The namespace whose identity is `id`, through a live process that
-    /// is in it (`/proc/<pid>/ns/net`): a pod whose path was removed while
-    /// a process (one stuck in the GPU driver, say) still holds it. `None`
-    /// when no process is in it.
-    pub fn held_by_process(id: NsId) -> Option<(Self, u32)> {
+    /// The live namespace with inode `id`, through a process that is in it
+    /// (`/proc/<pid>/ns/net`), and that process: `None` when no process is
+    /// in such a namespace. Inodes are reused at once, so this is a
+    /// candidate, never proof: `attachment::identity` confirms it.
+    pub fn by_inode_through_process(id: NsId) -> Option<(Self, u32)> {
         let procs = std::fs::read_dir("/proc").ok()?;
         let pids = procs
             .flatten()
@@ -94,6 +94,14 @@ impl NetNs {
             dev: std::os::unix::fs::MetadataExt::dev(&m),
             ino: std::os::unix::fs::MetadataExt::ino(&m),
         })
+    }
+
+    /// Its cookie (Linux 5.14+), which the kernel never reuses within a
+    /// boot: read from a socket made inside it.
+    pub fn cookie(&self) -> Option<u64> {
+        self.run(|| Ok(base::netns_cookie::of_this_thread()))
+            .ok()
+            .flatten()
     }
 
     pub fn fd(&self) -> BorrowedFd<'_> {

@@ -6,7 +6,7 @@
 //! rule rtnetlink's exchange follows too).
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
     DecodeError, NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload,
@@ -22,14 +22,35 @@ use crate::error::{Error, Result};
 /// A netlink message header's size: no message is shorter.
 const NETLINK_HEADER_LEN: usize = 16;
 
+/// How long a request waits for the kernel's answer. The kernel answers
+/// within milliseconds; a read with no deadline would hold the caller (and
+/// any lock it holds) for ever if it never did.
+pub const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A netlink socket of `protocol` in the calling thread's namespace, bound
-/// and connected to the kernel.
+/// and connected to the kernel, its reads bounded by `READ_DEADLINE`.
 pub fn open(protocol: isize, what: &str) -> Result<Socket> {
     let io = |e: std::io::Error| Error::os(what, &e);
     let mut s = Socket::new(protocol).map_err(io)?;
     s.bind_auto().map_err(io)?;
     s.connect(&SocketAddr::new(0, 0)).map_err(io)?;
+    with_deadline(s.as_fd(), what)?;
     Ok(s)
+}
+
+/// Bound every read on the request socket `fd` by `READ_DEADLINE`.
+pub fn with_deadline(fd: BorrowedFd<'_>, what: &str) -> Result<()> {
+    with_deadline_of(fd, READ_DEADLINE, what)
+}
+
+fn with_deadline_of(fd: BorrowedFd<'_>, deadline: std::time::Duration, what: &str) -> Result<()> {
+    let tv = nix::sys::time::TimeVal::from(libc_timeval(deadline));
+    nix::sys::socket::setsockopt(&fd, nix::sys::socket::sockopt::ReceiveTimeout, &tv).map_err(
+        |errno| Error::Kernel {
+            what: format!("{what}: cannot give the socket a read deadline"),
+            errno,
+        },
+    )
 }
 use super::answer::{nl_err, Answer, Failure};
 
@@ -131,7 +152,17 @@ where
     send(fd.as_raw_fd(), request, MsgFlags::empty()).map_err(|e| io(e.into()))?;
     let mut answer = Answer::new(flags);
     loop {
-        let buf = recv_datagram(fd).map_err(io)?;
+        let buf = recv_datagram(fd).map_err(|e| match e.kind() {
+            // SO_RCVTIMEO ran out (EAGAIN).
+            io::ErrorKind::WouldBlock => Error::Kernel {
+                what: format!(
+                    "{what}: the kernel did not answer within the read deadline ({} s)",
+                    READ_DEADLINE.as_secs()
+                ),
+                errno: Errno::ETIMEDOUT,
+            },
+            _ => io(e),
+        })?;
         if buf.is_empty() {
             return Ok(Err(Failure::NoAnswer));
         }
@@ -180,6 +211,13 @@ pub(crate) fn hex_of(m: &impl netlink_packet_core::Emitable) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+fn libc_timeval(d: std::time::Duration) -> nix::libc::timeval {
+    nix::libc::timeval {
+        tv_sec: d.as_secs() as _,
+        tv_usec: d.subsec_micros() as _,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -198,6 +236,31 @@ pub(crate) mod tests {
         let mut buf = vec![0; nl.buffer_len()];
         nl.serialize(&mut buf);
         buf
+    }
+
+    /// A request the other end never answers fails at the read deadline,
+    /// saying so, instead of holding its caller (and its locks) for ever.
+    #[test]
+    fn a_request_never_answered_fails_at_its_deadline() {
+        let (ours, _peer) = socketpair(
+            AddressFamily::Unix,
+            SockType::Datagram,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let deadline = std::time::Duration::from_millis(200);
+        with_deadline_of(ours.as_fd(), deadline, "test").unwrap();
+        let start = std::time::Instant::now();
+        let e = transact::<RouteNetlinkMessage>(ours.as_fd(), b"request", 1, true, "dump links")
+            .unwrap_err();
+        let took = start.elapsed();
+        assert!(took >= deadline && took < 10 * deadline, "{took:?}");
+        assert!(
+            e.details().contains("did not answer within"),
+            "{}",
+            e.details()
+        );
     }
 
     /// The same read path as the kernel backend, fed through a datagram

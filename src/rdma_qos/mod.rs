@@ -88,7 +88,7 @@ pub fn prepare(
     let mut restore = RoceSettings::default();
     let mut applied = RoceSettings::default();
     for want in asked.attrs() {
-        match hw.roce_state(at, want) {
+        match hw.roce_state(at, want, crate::net::roce::Reading::ToChange) {
             Ok(before) => {
                 restore.overlay(&before);
                 for held in before.attrs() {

@@ -5,6 +5,10 @@
 pub use support::*;
 
 pub mod fabric;
+pub mod holder;
+
+#[allow(unused_imports)]
+pub use holder::Holder;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -151,6 +155,39 @@ impl Node {
         let ns = format!("{}-{name}", self.prefix);
         sh(&format!("ip netns add {ns} && ip -n {ns} link set lo up"));
         format!("/var/run/netns/{ns}")
+    }
+
+    /// Create a pod namespace that the kernel gives the nsfs inode `ino`, a
+    /// dead namespace's. It hands inodes out lowest-free once the dead one
+    /// is freed (asynchronously, by its cleanup work): namespaces that get
+    /// a lower free number are kept until one gets `ino`, then removed.
+    pub fn pod_reusing_inode(&self, name: &str, ino: u64) -> String {
+        let mut fillers = Vec::new();
+        let mut found = None;
+        for i in 0..400 {
+            let path = self.pod(&format!("{name}{i}"));
+            let got = Node::inode_of(&path);
+            if got == ino {
+                found = Some(path);
+                break;
+            } else if got < ino {
+                fillers.push(path);
+            } else {
+                sh(&format!("ip netns del {}", Node::ns_of(&path)));
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        for filler in fillers {
+            sh(&format!("ip netns del {}", Node::ns_of(&filler)));
+        }
+        found.unwrap_or_else(|| {
+            panic!("the kernel never gave a new namespace the freed inode {ino}")
+        })
+    }
+
+    /// The nsfs inode of the namespace at `path`.
+    pub fn inode_of(path: &str) -> u64 {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap())
     }
 
     pub fn ns_of(path: &str) -> String {
@@ -510,4 +547,35 @@ pub fn fake_ipam(dir: &Path, name: &str, add_reply: &Value, add_rc: i32) -> Path
     .unwrap();
     sh(&format!("chmod +x {}", path.display()));
     calls
+}
+
+/// The lease file's checksum as its format defines it: FNV-1a 64 over the
+/// compact encoding of `data`.
+pub fn fnv1a64(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("fnv1a64:{hash:016x}")
+}
+
+/// JSON without the whitespace between tokens, keys in their order.
+pub fn minify(text: &str) -> String {
+    let (mut out, mut in_string, mut escaped) = (String::new(), false, false);
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
 }

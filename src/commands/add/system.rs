@@ -2,7 +2,7 @@
 //! preparation before them: the VF's host link and the checks that need
 //! the system but change nothing.
 
-use base::liveness::{NsId, Proof};
+use base::liveness::{Held, NsId, Proof};
 use cni::{CniResult, Interface};
 
 use super::intent::Intent;
@@ -27,6 +27,18 @@ pub struct Sockets<'a> {
     pub pod: &'a NetNs,
     pub pod_nl: &'a Netlink,
     pub host_nl: &'a Netlink,
+}
+
+impl Sockets<'_> {
+    /// The pod's namespace as ADD holds it: its inode and its cookie (read
+    /// from the pod's socket: one getsockopt), what the record and the
+    /// lease name it by.
+    fn pod_held(&self) -> Held {
+        Held {
+            id: self.pod.id(),
+            cookie: self.pod_nl.netns_cookie(),
+        }
+    }
 }
 
 pub struct KernelAttach<'a> {
@@ -117,7 +129,7 @@ impl<'a> KernelAttach<'a> {
             Some(link)
         };
         let rdma = RdmaPlan::prepare(ctx, intent, link.is_some())?;
-        let mut record = new_record(ctx, intent, link.as_ref(), sockets.pod);
+        let mut record = new_record(ctx, intent, link.as_ref(), sockets.pod_held());
         record.rdma_port = rdma.port;
         record.rdma_shared = rdma.shared();
         Ok(KernelAttach {
@@ -279,7 +291,7 @@ impl AttachSteps for KernelAttach<'_> {
                 self.record.external_ipam = ipam.external()?;
                 let node = &self.ctx.node;
                 let network = &self.ctx.conf.name;
-                ipam.add(self.sockets.pod.id(), &|c, i| {
+                ipam.add(self.sockets.pod_held(), &|c, i| {
                     still_held(node, network, c, i)
                 })
             }
@@ -558,7 +570,7 @@ impl AttachSteps for KernelAttach<'_> {
     }
 }
 
-fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: &NetNs) -> Record {
+fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: Held) -> Record {
     let vf = &intent.vf;
     let host = match link {
         Some(link) => HostLink {
@@ -575,7 +587,7 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: &NetNs) 
         },
     };
     // The identity of the namespace ADD holds open, not what the path names.
-    let proof = Proof::held(Some(intent.netns), pod.id(), ctx.node.settings.boot_id());
+    let proof = Proof::held(Some(intent.netns), pod, ctx.node.settings.boot_id());
     let env = &ctx.env;
     let mut record = Record::new(
         &vf.pci,

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{rdma_cm, traffic_class, RoceAttr, RoceSettings};
+use super::{rdma_cm, traffic_class, Reading, RoceAttr, RoceSettings};
 use crate::error::{Error, Result};
 
 /// An RDMA device's port and where its files are.
@@ -27,9 +27,9 @@ impl RocePort {
 
 /// What the port holds now of `kind`'s kind, as the attributes that put
 /// it back: the ToS comes with whether rdma_cm had a group for the device
-/// (read through one made for the moment). `UnsupportedDevice` says why a
-/// device cannot take it.
-pub fn read(at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
+/// (read `ToChange` through one made for the moment). `UnsupportedDevice`
+/// says why a device cannot take it, or, `Observe`d, why it is unknown.
+pub fn read(at: &RocePort, kind: &RoceAttr, how: Reading) -> Result<RoceSettings> {
     match kind {
         RoceAttr::TrafficClass(_) => {
             let file = at.traffic_class_file().filter(|f| f.is_file());
@@ -43,6 +43,7 @@ pub fn read(at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
             let class = traffic_class::read(&file)?;
             Ok(RoceSettings::from_attrs([RoceAttr::TrafficClass(class)]))
         }
+        RoceAttr::DefaultTos(_) if how == Reading::Observe => observe_tos(at),
         RoceAttr::DefaultTos(_) => {
             rdma_cm::available(&at.configfs).map_err(|why| {
                 Error::UnsupportedDevice(format!(
@@ -59,6 +60,28 @@ pub fn read(at: &RocePort, kind: &RoceAttr) -> Result<RoceSettings> {
         RoceAttr::RdmaCmGroup(_) => Ok(RoceSettings::from_attrs([RoceAttr::RdmaCmGroup(
             rdma_cm::group(&at.configfs, &at.device).is_dir(),
         )])),
+    }
+}
+
+/// rdma_cm's ToS as it can be read without changing anything: through the
+/// device's group when it has one, else unknown.
+fn observe_tos(at: &RocePort) -> Result<RoceSettings> {
+    let unknown = |why: String| Error::UnsupportedDevice(format!("unknown: {why}"));
+    if !at.configfs.join("rdma_cm").is_dir() {
+        return Err(unknown(format!(
+            "{} is not there (configfs not mounted, or rdma_cm not loaded); a read mounts nothing",
+            at.configfs.join("rdma_cm").display()
+        )));
+    }
+    match rdma_cm::read(&at.configfs, &at.device, at.port)? {
+        Some(tos) => Ok(RoceSettings::from_attrs([
+            RoceAttr::DefaultTos(tos),
+            RoceAttr::RdmaCmGroup(true),
+        ])),
+        None => Err(unknown(format!(
+            "rdma_cm has no group for {}; reading its ToS would make one",
+            at.device
+        ))),
     }
 }
 

@@ -14,6 +14,17 @@ pub mod traffic_class;
 
 pub use files::RocePort;
 
+/// Why a RoCE setting is read, which decides what the read may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Before changing it (ADD): rdma_cm's ToS may be read through a group
+    /// made for the moment, and configfs mounted where nothing is.
+    ToChange,
+    /// To look (CHECK, inspect, the agent): nothing is mounted, made or
+    /// removed; a value that cannot be read so is unknown, with why.
+    Observe,
+}
+
 use crate::attr_set::{Attr, AttrSet};
 
 /// A ToS byte as the fabric reads it: `96 (DSCP 24, ECN 0)`. The DSCP is
