@@ -571,6 +571,55 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
     node.cni(&add.cmd("DEL")).ok();
 }
 
+/// CHECK and inspect only look (#58): with rdma_cm's group for the device
+/// gone, they say its ToS is unknown and why, and make no group to read it
+/// (an inotify watch on configfs's rdma_cm/ sees nothing made or removed).
+#[test]
+fn check_and_inspect_make_and_remove_nothing_in_configfs() {
+    if support::skip_without_root("fake node") {
+        return;
+    }
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let rig = Rig::new(Some(""), Some("0"));
+    let (node, pod) = (&rig.node, &rig.pod);
+    let add = rig.add_spectrum_x("c1");
+    let r = node.cni(&add).ok();
+    let rdma_cm = node.configfs().join("rdma_cm");
+    std::fs::remove_dir_all(rdma_cm.join("mlx5_2")).unwrap();
+    let before = out(&format!("find {} | sort", node.configfs().display()));
+
+    let watch = Inotify::init(InitFlags::IN_NONBLOCK).unwrap();
+    watch
+        .add_watch(
+            &rdma_cm,
+            AddWatchFlags::IN_CREATE | AddWatchFlags::IN_DELETE | AddWatchFlags::IN_MODIFY,
+        )
+        .unwrap();
+    let check = add.cmd("CHECK").with_conf(with_prev(&add.conf, &r));
+    let e = node.cni(&check).err(107);
+    assert!(
+        e["details"]
+            .as_str()
+            .unwrap()
+            .contains("unknown: rdma_cm has no group for mlx5_2"),
+        "{e}"
+    );
+    let (_, report) = node.operator_json(&["inspect", pod]);
+    assert!(
+        report.to_string().contains("reading its ToS would make one"),
+        "{report}"
+    );
+    let events = watch.read_events().unwrap_or_default();
+    assert!(events.is_empty(), "CHECK and inspect changed configfs: {events:?}");
+    assert_eq!(
+        out(&format!("find {} | sort", node.configfs().display())),
+        before
+    );
+    // What mkdir of the group gives in the real configfs, for DEL's restore.
+    std::fs::create_dir_all(rdma_cm.join("mlx5_2/ports/1")).unwrap();
+    node.cni(&add.cmd("DEL")).ok();
+}
+
 #[test]
 fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_when_not() {
     if support::skip_without_root("fake node") {

@@ -1,6 +1,7 @@
 //! The kernel's IOMMU: VFIO (DPDK rails) needs it on, in passthrough mode
 //! for host devices. A netdev VF moved into a pod does not: there its
-//! absence is advice, not a broken link.
+//! absence is advice, not a broken link. And the rule a pod's namespace
+//! is recognised by on this kernel (netns cookies, Linux 5.14+).
 
 use super::finding::Finding;
 use super::place::Where;
@@ -45,4 +46,35 @@ pub fn iommu(w: &Where, dpdk: bool) -> Finding {
         EXPECTED,
         format!("only for DPDK rails or device passthrough: {FIX}"),
     )
+}
+
+/// Which rule this node tells a dead pod's namespace from a live one by
+/// (`railcni::attachment::identity`), and how many records still rest on
+/// the rule without cookies.
+pub fn netns_identity(records: &[railcni::state::Record]) -> Finding {
+    use railcni::attachment::identity::Rule;
+    const EXPECTED: &str = "netns cookies (Linux 5.14+)";
+    let rule = Rule::of_this_kernel();
+    let old = records
+        .iter()
+        .filter(|r| r.proof.netns_cookie.is_none())
+        .count();
+    let older = match old {
+        0 => String::new(),
+        n => format!("; {n} attachment record(s) from an older railcni carry no cookie and are judged by their VF"),
+    };
+    match rule {
+        Rule::Cookie => Finding::ok(
+            "kernel/netns-identity",
+            format!("{}{older}", rule.describe()),
+            EXPECTED,
+        ),
+        Rule::VfPresence => Finding::advice(
+            "kernel/netns-identity",
+            format!("{}{older}", rule.describe()),
+            EXPECTED,
+            "a kernel of 5.14 or later gives namespaces cookies; until then railcni acts on a \
+             namespace found by its inode only while the pod's VF is in it",
+        ),
+    }
 }

@@ -62,6 +62,7 @@ pub fn findings(w: &Where) -> Vec<Finding> {
     out.extend(rdma::findings(w, &rails));
     out.extend(roce_qos::findings(&rails));
     out.extend(admitted::findings(w, &records));
+    out.push(kernel::netns_identity(&records));
     out.extend(cni_files::findings(w));
     out.extend(host::multus(w));
     for rail in &rails {
