@@ -13,18 +13,10 @@ use crate::vf::Vf;
 /// Refuse a pod of a namespace the rail does not admit (`K8S_POD_NAMESPACE`;
 /// none given counts as not admitted where the rail names namespaces).
 pub fn admit_namespace(node_file: &NodeFile, network: &str, namespace: Option<&str>) -> Result<()> {
-    let Some(listed) = refusing(node_file, network, namespace) else {
-        return Ok(());
-    };
-    let who = match namespace {
-        Some(ns) => format!("a pod of namespace {ns}"),
-        None => "a caller that names no pod namespace (K8S_POD_NAMESPACE)".to_string(),
-    };
-    Err(refused(
-        "K8S_POD_NAMESPACE",
-        format!("networks.{network}.allow.namespaces"),
-        format!("{who} may not attach network {network}; it admits {listed}"),
-    ))
+    match node_file.namespace_refusal(network, namespace) {
+        Some(why) => Err(Error::config("K8S_POD_NAMESPACE", why)),
+        None => Ok(()),
+    }
 }
 
 /// An attachment of `pod` (`namespace/name`, as records keep it) that the
@@ -37,23 +29,12 @@ pub fn outside_namespace_rule(
     pod: Option<&str>,
 ) -> Option<String> {
     let namespace = pod.and_then(|p| p.split_once('/')).map(|(ns, _)| ns);
-    let listed = refusing(node_file, network, namespace)?;
+    let listed = node_file.refusing_namespace(network, namespace)?;
     Some(format!(
         "{} is not of a namespace networks.{network}.allow.namespaces admits ({listed}); a new ADD of it \
          would be refused",
         pod.map_or("a pod the runtime did not name".to_string(), |p| format!("pod {p}"))
     ))
-}
-
-/// The namespaces `network`'s rule admits, listed, when it does not admit
-/// `namespace`; `None` when it does (or there is no rule).
-fn refusing(node_file: &NodeFile, network: &str, namespace: Option<&str>) -> Option<String> {
-    let allow = node_file.rules(network)?.allow.as_ref()?;
-    let names = allow
-        .namespaces
-        .as_deref()
-        .filter(|_| !allow.admits(namespace))?;
-    Some(names.join(", "))
 }
 
 /// Refuse a VF outside the rail's PF(s), or VF settings above the rail's

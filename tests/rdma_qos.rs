@@ -606,11 +606,16 @@ fn check_and_inspect_make_and_remove_nothing_in_configfs() {
     );
     let (_, report) = node.operator_json(&["inspect", pod]);
     assert!(
-        report.to_string().contains("reading its ToS would make one"),
+        report
+            .to_string()
+            .contains("reading its ToS would make one"),
         "{report}"
     );
     let events = watch.read_events().unwrap_or_default();
-    assert!(events.is_empty(), "CHECK and inspect changed configfs: {events:?}");
+    assert!(
+        events.is_empty(),
+        "CHECK and inspect changed configfs: {events:?}"
+    );
     assert_eq!(
         out(&format!("find {} | sort", node.configfs().display())),
         before

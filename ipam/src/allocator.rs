@@ -207,13 +207,17 @@ impl Ipam {
             );
         for (ip, pool, config) in sides {
             let Some(ip) = ip else { continue };
+            let address = IpNet::new(ip, config.address_len(&pool.prefix)).unwrap_or(pool.prefix);
             a.ips.push(AllocatedIp {
-                address: IpNet::new(ip, config.address_len(&pool.prefix)).unwrap_or(pool.prefix),
+                address,
                 gateway: pool.gateway,
             });
+            // The address's own subnet is on-link (a shared subnet's cidr):
+            // a route to it via the gateway would clash with the connected
+            // route any main plugin's kernel makes for the address (EEXIST).
             a.routes.extend(config.routes.iter().map(|r| PoolRoute {
                 dst: r.dst,
-                gw: pool.gateway,
+                gw: pool.gateway.filter(|_| r.dst != address.trunc()),
             }));
         }
         a

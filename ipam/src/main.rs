@@ -127,6 +127,12 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
     let node_file = NodeFile::load(&settings.node_config)?;
     if request.verb == Verb::Add {
         node_file.ensure_ours(settings)?;
+        // The node file's rules that concern addresses hold whichever main
+        // plugin calls this one (what only railcni knows, the VF's PF, is
+        // railcni's: docs/ipam.md).
+        if let Some(why) = node_file.namespace_refusal(network, env.args.pod_namespace.as_deref()) {
+            return Err(Error::config("K8S_POD_NAMESPACE", why).into());
+        }
     }
     let ipam = Ipam::load_with(
         network,

@@ -37,6 +37,7 @@ impl NodePool {
         prefixes: &NodePrefixes,
     ) -> Result<Self, IpamError> {
         let (prefix, explicit_gw, source) = if let Some(a) = prefixes.networks.get(network) {
+            check_node_entry(network, a)?;
             validate_allocation(
                 &format!("node file networks.{network}"),
                 a.prefix,
@@ -94,6 +95,13 @@ impl NodePool {
             (None, Some(gw)) => Some(gw),
             (None, None) => gateway_at(prefix, pool.gateway_index, network)?,
         };
+        if let Some(gw) = gateway {
+            let field = match explicit_gw.or(pool.shared_gateway) {
+                Some(_) => "gateway",
+                None => "ipam.gatewayIndex",
+            };
+            no_host_can_hold(network, field, on_link_subnet(prefix, pool), gw)?;
+        }
         let usable = usable_addresses(prefix, gateway, pool);
         Ok(NodePool {
             network: network.to_string(),
@@ -228,6 +236,78 @@ fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>
     Ok(gateway)
 }
 
+/// What a node file's entry must hold whatever the NAD's pool says (the
+/// doctor has only the file; ADD runs the same first): each family's
+/// prefix without host bits, and a gateway inside its prefix that a host
+/// can hold. A gateway outside is a shared subnet's, checked with the pool.
+pub fn check_node_entry(
+    network: &str,
+    entry: &base::node_file::NodePrefix,
+) -> Result<(), IpamError> {
+    let field = format!("node file networks.{network}");
+    let sides = [
+        (Some(entry.prefix), entry.gateway),
+        (entry.prefix6, entry.gateway6),
+    ];
+    for (prefix, gateway) in sides {
+        let Some(prefix) = prefix else { continue };
+        if prefix.trunc() != prefix {
+            return Err(IpamError::config(
+                &field,
+                format!("prefix {prefix} has host bits set; use {}", prefix.trunc()),
+            ));
+        }
+        if let Some(gw) = gateway.filter(|g| prefix.contains(g)) {
+            no_host_can_hold(network, &field, prefix, gw)?;
+        }
+    }
+    Ok(())
+}
+
+/// The subnet a pod's address is on: the node's prefix, or on a shared
+/// subnet the rail's whole cidr.
+fn on_link_subnet(prefix: IpNet, pool: &PoolConfig) -> IpNet {
+    match (pool.shared_gateway, pool.cidr) {
+        (Some(_), Some(cidr)) => cidr,
+        _ => prefix,
+    }
+}
+
+/// A gateway must be an address a host (the leaf's port) can hold: never
+/// the subnet's network or broadcast address (IPv4 larger than /31), nor
+/// its subnet-router anycast address (IPv6 larger than /127), as nv-ipam
+/// refuses them. The kernel refuses a route via a broadcast address
+/// (EINVAL) only at ADD; this says so at plan and IPAM time.
+fn no_host_can_hold(
+    network: &str,
+    field: &str,
+    subnet: IpNet,
+    gw: IpAddr,
+) -> Result<(), IpamError> {
+    let Some(which) = reserved_name(subnet, gw) else {
+        return Ok(());
+    };
+    let last = (1u128 << host_bits(&subnet)) - if subnet.addr().is_ipv4() { 2 } else { 1 };
+    Err(IpamError::config(
+        field,
+        format!(
+            "gateway {gw} is the {which} of {subnet} on network {network}: no host can hold it; \
+             the leaf's port needs one of the addresses 1..{last} above the network address"
+        ),
+    ))
+}
+
+/// What `ip` is of `subnet`, if it is an address `reserved` keeps from hosts.
+fn reserved_name(subnet: IpNet, ip: IpAddr) -> Option<&'static str> {
+    let [first, last] = reserved(subnet);
+    match subnet {
+        _ if first == Some(ip) && subnet.addr().is_ipv6() => Some("subnet-router anycast address"),
+        _ if first == Some(ip) => Some("network address"),
+        _ if last == Some(ip) => Some("broadcast address"),
+        _ => None,
+    }
+}
+
 /// /32 and /31 (RFC 3021) use every address; larger IPv4 prefixes lose the
 /// network and broadcast addresses, larger IPv6 ones the subnet-router
 /// anycast address. The gateway and exclusions are never handed out.
@@ -235,10 +315,7 @@ fn gateway_at(prefix: IpNet, index: u32, network: &str) -> Result<Option<IpAddr>
 /// On a shared subnet the node's slice is not a subnet of its own: all of
 /// it is usable but the shared subnet's own reserved addresses.
 fn usable_addresses(prefix: IpNet, gateway: Option<IpAddr>, pool: &PoolConfig) -> Usable {
-    let subnet = match (pool.shared_gateway, pool.cidr) {
-        (Some(_), Some(cidr)) => cidr,
-        _ => prefix,
-    };
+    let subnet = on_link_subnet(prefix, pool);
     let skip = (reserved(subnet).into_iter().chain([gateway]).flatten())
         .filter(|ip| prefix.contains(ip))
         .collect();

@@ -9,11 +9,18 @@ use super::types::{NodeFile, NodeFileError};
 use crate::settings::Settings;
 
 /// This machine's id from `path`, when the file holds one (not empty, not
-/// systemd's `uninitialized` of a first boot).
+/// systemd's `uninitialized` of a first boot): trimmed and in lower case,
+/// as the installer stamps it and ADD compares it.
 pub fn machine_id(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let id = text.trim();
-    (!id.is_empty() && id != "uninitialized").then(|| id.to_string())
+    let id = text.trim().to_ascii_lowercase();
+    (!id.is_empty() && id != "uninitialized").then_some(id)
+}
+
+/// Whether a stamp names this machine: compared as the machine-id file is
+/// read (trimmed; machine ids are hex, so case does not matter).
+pub fn same_machine(this: &str, stamped: &str) -> bool {
+    this.trim().eq_ignore_ascii_case(stamped.trim())
 }
 
 /// What a node file's stamp says about this machine.
@@ -36,7 +43,7 @@ impl NodeFile {
             return Ok(Stamp::Unstamped);
         };
         match machine_id(id_file) {
-            Some(this) if &this == stamped => Ok(Stamp::Ours),
+            Some(this) if same_machine(&this, stamped) => Ok(Stamp::Ours),
             Some(this) => Err(NodeFileError::OtherMachine {
                 path: path.to_path_buf(),
                 stamped: stamped.clone(),
@@ -90,6 +97,15 @@ mod tests {
         assert_eq!(file.stamp(node_file, &id_file).unwrap(), Stamp::Unstamped);
         file.machine_id = Some("aaaa1111".into());
         assert_eq!(file.stamp(node_file, &id_file).unwrap(), Stamp::Ours);
+        // As the machine-id file is read: trimmed, any case (#59).
+        for stamped in ["aaaa1111\n", " AAAA1111", "AaAa1111\t"] {
+            file.machine_id = Some(stamped.into());
+            assert_eq!(
+                file.stamp(node_file, &id_file).unwrap(),
+                Stamp::Ours,
+                "{stamped:?}"
+            );
+        }
         file.machine_id = Some("bbbb2222".into());
         let e = file.stamp(node_file, &id_file).unwrap_err().to_string();
         for part in ["/etc/cni/railcni/node.json", "bbbb2222", "aaaa1111"] {

@@ -151,6 +151,33 @@ impl NodeFile {
     pub fn rules(&self, network: &str) -> Option<&RailRules> {
         self.rails.get(network)
     }
+
+    /// The namespaces `network`'s rule admits, listed, when it does not
+    /// admit `namespace` (none given counts as not admitted where the rail
+    /// names namespaces); `None` when it does, or there is no rule.
+    pub fn refusing_namespace(&self, network: &str, namespace: Option<&str>) -> Option<String> {
+        let allow = self.rules(network)?.allow.as_ref()?;
+        let names = allow
+            .namespaces
+            .as_deref()
+            .filter(|_| !allow.admits(namespace))?;
+        Some(names.join(", "))
+    }
+
+    /// ADD's refusal of a pod of `namespace` on `network` (the config
+    /// error's message; its field is `K8S_POD_NAMESPACE`), for railcni and
+    /// railcni-ipam alike, whichever main plugin calls the latter.
+    pub fn namespace_refusal(&self, network: &str, namespace: Option<&str>) -> Option<String> {
+        let listed = self.refusing_namespace(network, namespace)?;
+        let who = match namespace {
+            Some(ns) => format!("a pod of namespace {ns}"),
+            None => "a caller that names no pod namespace (K8S_POD_NAMESPACE)".to_string(),
+        };
+        Some(format!(
+            "{who} may not attach network {network}; it admits {listed} (node file rule \
+             networks.{network}.allow.namespaces); nothing was changed"
+        ))
+    }
 }
 
 impl NodePrefixes {

@@ -82,8 +82,9 @@ pub fn run(args: &Args) -> Result<Outcome, Usage> {
         }
     }
     .map_err(|e| Usage(e.0))?;
-    if args.from_launch_kit.is_some() && matches!(args.emit, Emit::Nads | Emit::Pod) {
-        resources_named(&plan)?;
+    if matches!(args.emit, Emit::Nads | Emit::Pod) {
+        let imported = args.from_launch_kit.is_some() || args.from_cidrpool.is_some();
+        resources_named(&plan, imported)?;
     }
     if args.pair_gpus.is_some() && !matches!(args.emit, Emit::Dra) {
         return Err(Usage("--pair-gpus goes with --emit dra".into()));
@@ -107,10 +108,10 @@ pub fn run(args: &Args) -> Result<Outcome, Usage> {
     Ok(Outcome::Clean)
 }
 
-/// An imported plan's NADs and pod are for Multus, whose device plugin
-/// hands a pod its VFs by resource: a rail the import could not name one
-/// for is refused here rather than emitted without it.
-fn resources_named(plan: &Plan) -> Result<(), Usage> {
+/// NADs and the pod are for Multus, whose device plugin hands a pod its VFs
+/// by resource: a rail without one (a hand-written plan's, or one an import
+/// could not name) is refused here rather than emitted without it.
+fn resources_named(plan: &Plan, imported: bool) -> Result<(), Usage> {
     let unnamed: Vec<&str> = (plan.rails.iter())
         .filter(|r| r.resource_name.is_none())
         .map(|r| r.name.as_str())
@@ -118,10 +119,18 @@ fn resources_named(plan: &Plan) -> Result<(), Usage> {
     if unnamed.is_empty() {
         return Ok(());
     }
+    let how = match imported {
+        true => {
+            "write the plan (--emit plan), set each rail's resourceName (the device plugin's \
+                 resource of its VFs), and emit from it"
+        }
+        false => {
+            "set each rail's resourceName in the plan (the device plugin's resource of its VFs)"
+        }
+    };
     Err(Usage(format!(
         "rails {} have no SR-IOV resource name, so their NADs would carry no k8s.v1.cni.cncf.io/resourceName \
-         and Multus would pass no deviceID: write the plan (--emit plan), set each rail's resourceName (the \
-         device plugin's resource of its VFs), and emit from it",
+         and Multus would pass no deviceID: {how}",
         unnamed.join(", ")
     )))
 }

@@ -2,14 +2,13 @@
 //! rail's rules) and every node's allocation on every rail worked out with
 //! the IPAM crate's own arithmetic.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 use base::rdma_policy::RdmaPolicy;
 use ipnet::IpNet;
 use railcni_ipam::config::{
-    default_gateway_index, prefixes_in, NodePrefixes, PoolConfig, PoolRequest, PoolRequest6,
-    RouteConf, StaticAllocation,
+    prefixes_in, NodePrefixes, PoolConfig, PoolRequest, PoolRequest6, RouteConf, StaticAllocation,
 };
 use railcni_ipam::pool::{NodePool, Source};
 use serde::Serialize;
@@ -174,6 +173,7 @@ impl Plan {
                     r.name
                 )));
             }
+            r.validate_families()?;
             if r.shared_subnet
                 .as_ref()
                 .is_some_and(|s| s.gateway.is_none())
@@ -203,6 +203,30 @@ impl Plan {
 }
 
 impl Rail {
+    /// Routes of the other family than `cidr` belong to a dual-stack
+    /// rail's IPv6 side (via its IPv6 gateway); without `cidr6` there is no
+    /// gateway to route them by. `gatewayIndex6` needs `cidr6` too.
+    pub(super) fn validate_families(&self) -> Result<()> {
+        let v6 = self.cidr.addr().is_ipv6();
+        let other = self.routes.iter().find(|r| r.addr().is_ipv6() != v6);
+        match (other, self.cidr6) {
+            (Some(r), _) if v6 => Err(PlanError(format!(
+                "rail {}: route {r} is IPv4 but the rail's cidr {} is IPv6",
+                self.name, self.cidr
+            ))),
+            (Some(r), None) => Err(PlanError(format!(
+                "rail {}: route {r} is IPv6 but the rail has no cidr6 (give it cidr6 to route IPv6 \
+                 via its IPv6 gateway)",
+                self.name
+            ))),
+            _ if self.gateway_index6.is_some() && self.cidr6.is_none() => Err(PlanError(format!(
+                "rail {}: gatewayIndex6 is the IPv6 side's, but the rail has no cidr6",
+                self.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// `rdmaQoS` sets the class of the rail's RDMA device: its pods must use one.
     pub(super) fn rdma_qos_fits(&self) -> Result<()> {
         let named = |why: &str| PlanError(format!("rail {}: rdmaQoS {why}", self.name));
@@ -250,6 +274,12 @@ impl Rail {
             .collect();
         let mut out = Vec::new();
         for node in nodes {
+            // A node with neither an index nor a static allocation here is
+            // not on this rail (an imported pool need not cover every node).
+            let statics = &sides[0].1;
+            if !index.contains_key(node.as_str()) && !statics.contains_key(node.as_str()) {
+                continue;
+            }
             let pools: std::result::Result<Vec<NodePool>, _> = (sides.iter())
                 .map(|(p, statics)| self.node_pool(node, p, statics, &index))
                 .collect();
@@ -261,8 +291,6 @@ impl Rail {
                     gateway: p.gateway,
                     host: p.usable.iter().next(),
                 })),
-                // Imported pools need not cover every node on every rail.
-                Err(_) if !self.static_allocations.is_empty() => {}
                 Err(e) => return Err(PlanError(format!("rail {}, node {node}: {e}", self.name))),
             }
         }
@@ -270,7 +298,8 @@ impl Rail {
     }
 
     /// `node`'s pool on one side (IPv4 or IPv6) of the rail, in the IPAM's
-    /// order: its static allocation, else its index.
+    /// order: its static allocation, else its index (statics sit beside
+    /// index placement, as in a NAD's inline pool).
     pub(super) fn node_pool(
         &self,
         node: &str,
@@ -285,18 +314,13 @@ impl Rail {
                 pool,
                 (a.prefix, a.gateway, Source::StaticAllocation),
             ),
-            (None, Some(i)) if pool.static_allocations.is_empty() => {
-                NodePool::at_index(&self.name, node, *i, pool)
-            }
+            (None, Some(i)) => NodePool::at_index(&self.name, node, *i, pool),
             _ => NodePool::resolve(&self.name, node, pool, &NodePrefixes::default()),
         }
     }
 
     /// Every node's index must have its prefix in the rail's cidr (and cidr6).
     pub(super) fn validate_capacity(&self, indices: &[(String, usize)]) -> Result<()> {
-        if !self.static_allocations.is_empty() {
-            return Ok(());
-        }
         let Some((node, i)) = indices.iter().max_by_key(|(_, i)| *i) else {
             return Ok(());
         };
@@ -318,7 +342,6 @@ impl Rail {
 
     /// The IPAM pool this rail is, for the IPAM's own arithmetic and checks.
     pub(super) fn pool_request(&self, indices: &[(String, usize)]) -> PoolRequest {
-        let statics = !self.static_allocations.is_empty();
         PoolRequest {
             cidr: Some(self.cidr),
             per_node_prefix: self.per_node_prefix,
@@ -327,24 +350,14 @@ impl Rail {
             ipv6: self.cidr6.map(|cidr6| PoolRequest6 {
                 cidr: Some(cidr6),
                 per_node_prefix: Some(self.per_node_prefix6()),
-                gateway_index: Some(default_gateway_index(Some(cidr6), self.per_node_prefix6())),
-                routes: vec![RouteConf { dst: cidr6 }],
+                gateway_index: self.gateway_index6(),
+                routes: (self.route_dsts6().into_iter())
+                    .map(|dst| RouteConf { dst })
+                    .collect(),
                 ..Default::default()
             }),
-            nodes: Nodes::Map(match statics {
-                true => BTreeMap::new(),
-                false => indices.iter().cloned().collect(),
-            }),
-            static_allocations: match statics {
-                true => (self.static_allocations.iter())
-                    .map(|a| StaticAllocation {
-                        prefix6: None,
-                        gateway6: None,
-                        ..a.clone()
-                    })
-                    .collect(),
-                false => Vec::new(),
-            },
+            nodes: Nodes::Map(indices.iter().cloned().collect()),
+            static_allocations: self.static_allocations.clone(),
             ..Default::default()
         }
     }

@@ -60,6 +60,10 @@ pub struct Rail {
     /// `::2`, the reference layout) to /128.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_node_prefix6: Option<u8>,
+    /// The leaf's address in each IPv6 prefix of a dual-stack rail, by
+    /// index (as `gatewayIndex` for IPv4; default: the layout's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_index6: Option<u32>,
     /// One subnet (`cidr`) shared by every node, with this gateway: each
     /// node still leases from its own `perNodePrefix` slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,10 +171,12 @@ impl Rail {
     /// The IPAM's `ipv6` object of a dual-stack rail: prefixes of `cidr6`.
     pub fn ipv6_json(&self) -> Option<serde_json::Value> {
         let cidr6 = self.cidr6?;
-        let prefix = self.per_node_prefix6();
+        let routes: Vec<_> = (self.route_dsts6().iter())
+            .map(|d| json!({"dst": d}))
+            .collect();
         Some(
-            json!({"cidr": cidr6, "perNodePrefix": prefix, "gatewayIndex": default_gateway_index(Some(cidr6), prefix),
-                    "routes": [{"dst": cidr6}]}),
+            json!({"cidr": cidr6, "perNodePrefix": self.per_node_prefix6(), "gatewayIndex": self.gateway_index6()?,
+                    "routes": routes}),
         )
     }
 
@@ -182,11 +188,44 @@ impl Rail {
             .unwrap_or_else(|| default_gateway_index(Some(self.cidr), self.per_node_prefix()))
     }
 
+    /// The IPv6 side's gateway index (`None`: not dual stack).
+    pub fn gateway_index6(&self) -> Option<u32> {
+        let cidr6 = self.cidr6?;
+        Some(
+            (self.gateway_index6)
+                .unwrap_or_else(|| default_gateway_index(Some(cidr6), self.per_node_prefix6())),
+        )
+    }
+
+    /// The routes of the rail's own family (`cidr`'s): the ones listed,
+    /// else the rail's cidr.
     pub fn route_dsts(&self) -> Vec<IpNet> {
-        if self.routes.is_empty() {
+        let v6 = self.cidr.addr().is_ipv6();
+        let listed: Vec<IpNet> = (self.routes.iter())
+            .filter(|r| r.addr().is_ipv6() == v6)
+            .copied()
+            .collect();
+        if listed.is_empty() {
             vec![self.cidr]
         } else {
-            self.routes.clone()
+            listed
+        }
+    }
+
+    /// A dual-stack rail's IPv6 routes (via its IPv6 gateway): the IPv6
+    /// ones listed, else `cidr6`.
+    pub fn route_dsts6(&self) -> Vec<IpNet> {
+        let Some(cidr6) = self.cidr6 else {
+            return Vec::new();
+        };
+        let listed: Vec<IpNet> = (self.routes.iter())
+            .filter(|r| r.addr().is_ipv6() && !self.cidr.addr().is_ipv6())
+            .copied()
+            .collect();
+        if listed.is_empty() {
+            vec![cidr6]
+        } else {
+            listed
         }
     }
 }

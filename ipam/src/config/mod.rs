@@ -484,7 +484,8 @@ impl PoolConfig {
 
 /// A node's prefix (static or from the node file): of the pool's family,
 /// its per-node length, within the family's limits, no host bits, the
-/// gateway inside.
+/// gateway inside (but a shared subnet's gateway, which lies outside every
+/// node's slice: `pool::shared_gateway_of` checks it).
 pub fn validate_allocation(
     field: &str,
     prefix: IpNet,
@@ -523,7 +524,7 @@ pub fn validate_allocation(
             format!("prefix {prefix} has host bits set; use {}", prefix.trunc()),
         ));
     }
-    if let Some(gw) = gateway {
+    if let Some(gw) = gateway.filter(|g| Some(*g) != pool.shared_gateway) {
         let host_route = host_bits == 0;
         if !host_route && !prefix.contains(&gw) {
             return Err(config_err(

@@ -175,6 +175,17 @@ fn node_file(w: &Where) -> Finding {
     match &w.expected {
         Err(why) => Finding::broken("cni/node-file", why.clone(), &expected, fix),
         Ok(file) => match &file.prefixes.node_name {
+            // ADD's own check of each entry: a file it would refuse is broken here.
+            Some(name) if *name == w.node && entries_refused(file).is_some() => Finding::broken(
+                "cni/node-file",
+                format!(
+                    "{}: {}",
+                    w.source,
+                    entries_refused(file).unwrap_or_default()
+                ),
+                &expected,
+                format!("fix the plan and write the file again: {fix}"),
+            ),
             Some(name) if *name == w.node => Finding::ok(
                 "cni/node-file",
                 format!(
@@ -197,6 +208,14 @@ fn node_file(w: &Where) -> Finding {
             ),
         },
     }
+}
+
+/// The first entry of the node file that ADD would refuse whatever the
+/// NAD says (`railcni_ipam::pool::check_node_entry`), in its words.
+fn entries_refused(file: &base::node_file::NodeFile) -> Option<String> {
+    (file.prefixes.networks.iter())
+        .find_map(|(network, entry)| railcni_ipam::pool::check_node_entry(network, entry).err())
+        .map(|e| e.to_string())
 }
 
 /// Records and lease files load; nothing stale or orphaned (`status`'s problems).
