@@ -7,10 +7,8 @@ use common::*;
 use serde_json::{json, Value};
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn add_check_del_round_trip_restores_the_vf() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -84,10 +82,8 @@ fn add_check_del_round_trip_restores_the_vf() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn repeated_add_returns_the_same_result_without_moving_twice() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -100,10 +96,8 @@ fn repeated_add_returns_the_same_result_without_moving_twice() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn mac_from_runtime_config_and_restored_on_del() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -136,10 +130,8 @@ fn assert_untouched(node: &Node, vf: &FakeVf, before: &LinkState) {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn add_failing_at_each_step_leaves_the_host_as_before() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -222,10 +214,8 @@ fn add_failing_at_each_step_leaves_the_host_as_before() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn bad_input_is_refused_before_anything_changes() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -268,10 +258,8 @@ fn bad_input_is_refused_before_anything_changes() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn del_converges_after_the_netns_is_gone() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     for returned_as in ["net1", "dev{}"] {
         let node = Node::new(1, 1);
         let vf = &node.vfs[0];
@@ -311,10 +299,8 @@ fn del_converges_after_the_netns_is_gone() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn del_without_any_record_or_ipam_state_succeeds() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -328,10 +314,8 @@ fn del_without_any_record_or_ipam_state_succeeds() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = node.vfs[0].clone();
     let pods = [node.pod("a"), node.pod("b")];
@@ -364,10 +348,8 @@ fn two_pods_racing_for_one_vf_one_wins_the_other_is_told_why() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_dead_pods_record_does_not_block_the_next_pod() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
@@ -404,10 +386,8 @@ fn a_dead_pods_record_does_not_block_the_next_pod() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn multus_exact_invocation_at_0_3_1_and_1_0_0() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     for version in ["0.3.1", "1.0.0"] {
         let node = Node::new(1, 1);
         let vf = &node.vfs[0];
@@ -438,10 +418,8 @@ fn multus_exact_invocation_at_0_3_1_and_1_0_0() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn version_status_and_gc() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 2);
     let pod = node.pod("pod");
     let v = node
@@ -504,10 +482,8 @@ fn version_status_and_gc() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn nothing_but_the_result_reaches_stdout() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -535,10 +511,8 @@ fn nothing_but_the_result_reaches_stdout() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn config_errors_reach_the_log_file() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -566,10 +540,8 @@ fn config_errors_reach_the_log_file() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_nad_cannot_make_root_write_outside_the_log_dir() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");

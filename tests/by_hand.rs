@@ -28,10 +28,8 @@ fn blocks(page: &str) -> String {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn the_by_hand_page_runs_as_written() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let page = std::fs::read_to_string(repo().join("docs/by-hand.md")).unwrap();
     let script = blocks(&page);
     assert!(

@@ -125,34 +125,26 @@ fn a_scenario_that_ends_early_fails() {
 }
 
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn an_eight_rail_pod_attaches_checks_and_detaches_on_real_vfs() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("attach");
 }
 
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn every_vf_setting_on_igb_and_the_mac_defects_it_showed() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("vf-settings");
 }
 
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("dual-dpdk");
 }
 
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn vfs_a_driver_reload_tore_out_of_a_live_pod_are_reattached() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("reload");
 }
 
@@ -172,10 +164,8 @@ fn readme_block(out: &str, name: &str) -> String {
 /// README.md's doctor outputs are this scenario's (the blocks after
 /// `<!-- doctor.sh NAME -->`): `RAILCNI_BLESS=1` writes them there.
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn doctor_names_each_link_broken_on_real_drivers() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     let out = scenario("doctor");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let mut readme = std::fs::read_to_string(&path).unwrap();
@@ -206,18 +196,14 @@ fn doctor_names_each_link_broken_on_real_drivers() {
 }
 
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn dra_driver_sriov_standalone_from_its_container_on_real_vfs() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("dra");
 }
 
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("ipv6-64");
 }
 
@@ -226,10 +212,8 @@ fn an_ipv6_slash_64_host_leaf_rail_and_dual_stack_on_real_vfs() {
 /// out twice; DEL always answers and gc finishes once the kernel hands
 /// the VF back.
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn a_namespace_that_outlives_its_path_keeps_its_vf_and_address_on_real_vfs() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("held-netns");
 }
 
@@ -238,10 +222,8 @@ fn a_namespace_that_outlives_its_path_keeps_its_vf_and_address_on_real_vfs() {
 /// as mounted, /sys read-only, no_new_privs; then each capability taken
 /// away and what fails with it, reported.
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     let out = scenario("confined");
     assert!(out.contains("without net_admin"), "{out}");
 }
@@ -249,10 +231,8 @@ fn the_daemonset_runs_in_the_box_its_manifest_gives_it() {
 /// The GID table parser on the real kernel's sysfs (#44 item 3's ground):
 /// soft-RoCE on a VF, IPv4 (IPv4-mapped) and IPv6 RoCE v2 entries.
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn the_gid_table_as_the_kernel_writes_it() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("gids");
 }
 
@@ -260,10 +240,8 @@ fn the_gid_table_as_the_kernel_writes_it() {
 /// device with its real port, and NCCL's GID selection with what it prints
 /// lands on exactly the RoCE v2 GID of the VF's address.
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn nccl_env_names_the_rxe_port_and_the_gid_nccl_selects() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     scenario("nccl-env");
 }
 
@@ -271,10 +249,8 @@ fn nccl_env_names_the_rxe_port_and_the_gid_nccl_selects() {
 /// the ToS written and read back, removed or restored
 /// on DEL, and rping's RoCE v2 packets carrying it on the wire.
 #[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn rdma_cm_tos_on_the_real_configfs_and_on_the_wire() {
-    if support::skip_without_root("emulated SR-IOV node (QEMU igb guest)") {
-        return;
-    }
     let out = scenario("rdma-qos");
     assert!(out.contains("tos 0x60"), "{out}");
 }

@@ -22,10 +22,8 @@ fn rules_from(ns: &str, addr: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn two_nodes_two_rails_real_packets_through_the_leaf() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let f = Fabric::up();
     let (pa, pb) = (f.pod("pa"), f.pod("pb"));
     // The cluster network: eth0 with the pod's only default route.

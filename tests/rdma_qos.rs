@@ -146,10 +146,8 @@ fn qos_conf(vf: &FakeVf, ipam: Value, qos: Value) -> Value {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some(""), Some("0"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     add_gid(dir, 3, RAIL1_ADDR);
@@ -231,10 +229,8 @@ fn unset_then_set_then_del_puts_back_unset_and_the_old_tos() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some("Global tclass=24\n"), Some("32"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = qos_add(vf, "c1", pod, json!({}), json!({"tc": 106}));
@@ -265,10 +261,8 @@ fn a_class_that_was_set_comes_back_and_asking_nothing_writes_nothing() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_auto() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -317,10 +311,8 @@ fn a_device_without_a_traffic_class_is_refused_when_required_and_skipped_when_au
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_failed_move_after_the_class_was_written_puts_it_back() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some(""), Some("8"));
     let (node, vf, dir) = (&rig.node, rig.vf(), &rig.dir);
     let before = node.link(&node.host(), &vf.ifname).unwrap();
@@ -339,10 +331,8 @@ fn a_failed_move_after_the_class_was_written_puts_it_back() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_crash_after_the_first_write_is_undone_by_del() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     assert!(
         std::process::Command::new("strace")
             .arg("-V")
@@ -384,10 +374,8 @@ fn a_crash_after_the_first_write_is_undone_by_del() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 2);
     let (a, b) = (&node.vfs[0], &node.vfs[1]);
     let dir_a = roce_device(&node, a, "mlx5_2", Some(""), Some("0"));
@@ -457,10 +445,8 @@ fn two_pods_on_two_vfs_of_one_pf_keep_their_own_classes() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some(""), Some("0"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     empty_gids(dir);
@@ -504,10 +490,8 @@ fn add_waits_for_the_roce_v2_gid_and_fails_naming_it_when_it_never_comes() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("pod");
@@ -528,10 +512,8 @@ fn rdma_qos_is_refused_on_infiniband_and_without_rdma() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn check_and_inspect_compare_the_classes_and_the_gid_table() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some(""), Some("0"));
     let (node, dir, pod) = (&rig.node, &rig.dir, &rig.pod);
     add_gid(dir, 3, RAIL1_ADDR);
@@ -575,10 +557,8 @@ fn check_and_inspect_compare_the_classes_and_the_gid_table() {
 /// gone, they say its ToS is unknown and why, and make no group to read it
 /// (an inotify watch on configfs's rdma_cm/ sees nothing made or removed).
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn check_and_inspect_make_and_remove_nothing_in_configfs() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
     let rig = Rig::new(Some(""), Some("0"));
     let (node, pod) = (&rig.node, &rig.pod);
@@ -626,10 +606,8 @@ fn check_and_inspect_make_and_remove_nothing_in_configfs() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_when_not() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(2, 1);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let addrs = [RAIL1_ADDR, std::net::Ipv4Addr::new(172, 18, 0, 0)];
@@ -741,10 +719,8 @@ fn nccl_env_names_the_class_and_gid_when_the_rails_agree_and_the_disagreement_wh
 /// `railcnictl plan` with per-rail QoS: its NADs carry it, its node file
 /// says the same, and the pod's rails then tell NCCL that class.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(2, 1);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let plan_file = node.dir.path().join("plan.yaml");
@@ -804,10 +780,8 @@ fn a_plans_rdma_qos_reaches_the_nads_the_node_file_and_nccl_env() {
 /// node) sets both halves again, and DEL then gives back what the new
 /// device held.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = rig.add_spectrum_x("c1");
@@ -850,10 +824,8 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
 /// left, and what the new boot set (here an administrator's class) is not
 /// overwritten with the old boot's "before".
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_record_of_an_earlier_boot_gives_back_no_qos() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let rig = Rig::new(Some("Global tclass=24\n"), Some("8"));
     let (node, vf, dir, pod) = (&rig.node, rig.vf(), &rig.dir, &rig.pod);
     let add = qos_add(vf, "c1", pod, json!({}), json!({"tos": 96, "tc": 96}));
@@ -873,10 +845,8 @@ fn a_record_of_an_earlier_boot_gives_back_no_qos() {
 /// ToS, the record keeps the port, and `nccl-env` names `mlx5_10:3`. Ports
 /// 1 and 2 belong to other netdevs and are left alone.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_multi_port_device_is_served_on_the_port_that_carries_the_vf() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     node.set_hardware(json!({"rdmaMode": "exclusive"}));
     let vf = &node.vfs[0];
@@ -988,10 +958,8 @@ fn a_multi_port_device_is_served_on_the_port_that_carries_the_vf() {
 /// pod from there; the record says so, and `nccl-env` names it with its port
 /// (not "no RDMA device" beside an empty list).
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_device_serving_the_pod_from_the_host_is_the_rails_hca() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     node.set_hardware(json!({"rdmaMode": "shared"}));
     let vf = &node.vfs[0];

@@ -148,10 +148,8 @@ const CASES: &[Refused] = &[
 ];
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn del_after_every_refused_add_answers_0_and_changes_nothing() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 2);
     let ipam = json!({"type": "railcni-ipam", "cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
     // Another container's live attachment, which no DEL here may touch.
@@ -219,10 +217,8 @@ fn del_after_every_refused_add_answers_0_and_changes_nothing() {
 /// config no longer validates (the NAD was edited, or a newer field is
 /// unknown): the record holds all teardown needs.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn del_with_a_record_and_a_config_that_no_longer_validates_gives_everything_back() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let before = node.link(&node.host(), &node.vfs[0].ifname).unwrap();
     let pod = node.pod("p");

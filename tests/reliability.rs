@@ -36,10 +36,8 @@ fn address(result: &Value) -> String {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_missed_del_never_strands_the_address_of_the_same_vf() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
@@ -76,10 +74,8 @@ fn a_missed_del_never_strands_the_address_of_the_same_vf() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
@@ -108,10 +104,8 @@ fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
@@ -133,10 +127,8 @@ fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_live_pods_lease_is_never_taken() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let a = node.pod("a");
@@ -155,10 +147,8 @@ fn a_live_pods_lease_is_never_taken() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn clearing_a_dead_pods_record_restores_its_vf_settings() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     node.set_hardware(
@@ -184,10 +174,8 @@ fn clearing_a_dead_pods_record_restores_its_vf_settings() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn rail_names_that_are_not_net_n_get_their_own_tables() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(2, 1);
     let pod = node.pod("pod");
     let ns = Node::ns_of(&pod);
@@ -210,10 +198,8 @@ fn rail_names_that_are_not_net_n_get_their_own_tables() {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(2, 1);
     let pod = node.pod("pod");
     let mut results = Vec::new();
@@ -256,10 +242,8 @@ fn a_main_route_shared_by_two_rails_is_claimed_only_by_the_first() {
 /// (host-local here), by running that plugin's DEL with the config the
 /// record kept from ADD, as DEL would have.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn gc_releases_the_lease_of_an_external_ipam_plugin() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("gone");
@@ -284,10 +268,8 @@ fn gc_releases_the_lease_of_an_external_ipam_plugin() {
 /// later"), not a netlink error; the VF is home and the record kept, so the
 /// runtime's retry finishes the job.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn del_behind_a_held_lease_lock_answers_try_again() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -422,10 +404,8 @@ fn disk_use_reads_strace_lines() {
 /// state file is replaced without a sync (see "No ADD or DEL waits for the
 /// disk" in docs/architecture.md for why that is safe), existing ones by exchange.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn an_add_and_a_del_never_wait_for_the_disk_nor_start_writing_to_it() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -451,10 +431,8 @@ fn an_add_and_a_del_never_wait_for_the_disk_nor_start_writing_to_it() {
 /// disk (empty). After the reboot the VF is attachable again, the old
 /// boot's lease is reclaimed, and the torn record is kept aside, not fatal.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
@@ -519,10 +497,8 @@ fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
 /// The rail's MTU is the pod's as ADD answers, the link is up, and DEL
 /// gives the VF back with its own MTU.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn the_rail_mtu_is_set_in_the_pod_and_the_host_mtu_restored() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
@@ -547,10 +523,8 @@ fn the_rail_mtu_is_set_in_the_pod_and_the_host_mtu_restored() {
 /// Each VF's index on its PF comes from its PCI address: a PF-side setting
 /// of an ADD lands on that VF and no other.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn each_vfs_settings_land_on_its_own_index() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 6);
     let pod = node.pod("p");
     for (index, vf) in node.vfs.iter().enumerate() {
@@ -574,10 +548,8 @@ fn each_vfs_settings_land_on_its_own_index() {
 /// changes anything, naming the capability, instead of failing deep inside
 /// netlink with EPERM.
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_missing_capability_is_named_before_anything_changes() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let before = node.link(&node.host(), &node.vfs[0].ifname).unwrap();
     let pod = node.pod("p");

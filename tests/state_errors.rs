@@ -18,10 +18,8 @@ fn under(req: &Req, node: &Node, mount: &str) -> Req {
 }
 
 #[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_read_only_and_a_full_state_dir_are_told_apart() {
-    if support::skip_without_root("fake node") {
-        return;
-    }
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let before = node.link(&node.host(), &vf.ifname).unwrap();

@@ -38,12 +38,11 @@ impl Rule {
     pub fn describe(self) -> &'static str {
         match self {
             Rule::Cookie => {
-                "a pod's namespace is confirmed by its netns cookie (never reused); records \
-                 without one (older railcni) by the pod's VF being in it"
+                "a pod's namespace is confirmed by its netns cookie, never by its inode alone"
             }
             Rule::VfPresence => {
-                "this kernel gives no netns cookies (before 5.14): a namespace found by its \
-                 inode is the pod's only while the pod's VF is in it"
+                "no netns cookies (kernel before 5.14): a namespace found by its inode is the \
+                 pod's only while its VF is in it"
             }
         }
     }

@@ -9,30 +9,16 @@ use std::process::{Child, Command, Output, Stdio};
 use serde_json::Value;
 
 /// A backstop inside the root-only fixtures (the fake node, namespaces):
-/// a root-only test that forgot `skip_without_root` fails loudly here.
+/// a root-only test run without root (`cargo test -- --include-ignored` as
+/// an ordinary user, or a test that forgot its tier) fails loudly here.
+/// Root-only tests carry `#[ignore = "root: <tier>; scripts/test.sh runs
+/// it"]`, so a plain `cargo test` reports them as ignored, never as passed.
 pub fn require_root() {
     assert!(
         nix::unistd::geteuid().is_root(),
-        "integration tests need root for network namespaces; run them as root (CI does), \
-         or start the test with `if support::skip_without_root(\"<tier>\") {{ return; }}`"
+        "this test needs root (network namespaces); run `sudo scripts/test.sh` (CI does), \
+         and mark a root-only test `#[ignore = \"root: <tier>; scripts/test.sh runs it\"]`"
     );
-}
-
-/// For a test of a root-only tier (`tier`: what it needs, e.g. "fake node"):
-/// `true`, after one line naming the tier and the command that runs it,
-/// when this run is not root, so `cargo test` as an ordinary user passes
-/// and says what it left out. CI and `scripts/test.sh` run as root.
-pub fn skip_without_root(tier: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return false;
-    }
-    // Past the harness's capture (it takes only `eprintln!`), so the line
-    // shows in a plain `cargo test`.
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: {tier} tier needs root; run `sudo scripts/test.sh` (CI does)"
-    );
-    true
 }
 
 /// The seed of a randomized test: `RAILCNI_TEST_SEED` when set (to replay

@@ -100,7 +100,7 @@ mkdir -p "$H/configmap/railcni-plan"
   for ((r = 1; r <= ${#VM_PFS[@]}; r++)); do
     six=
     ((r == 1)) && six=", cidr6: 'fd00:1::/64'"   # dual stack: its re-attach writes IPv6 sysctls
-    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], mtu: 9000, pf: ${VM_PFS[r - 1]}$six}"
+    echo "- {name: rail$r, cidr: $(rail_cidr "$r"), routes: [172.16.0.0/12], resourceName: example.com/rail$r, mtu: 9000, pf: ${VM_PFS[r - 1]}$six}"
   done
   echo "nodes: {vm-0: 0, vm-1: 1}"
 } > /run/plan.yaml
