@@ -12,4 +12,4 @@ cargo deny --workspace --locked check licenses bans sources
 scripts/bench.sh --quick
 # Every tier: the root-only ones are #[ignore = "root: …"] so that a plain
 # `cargo test` as an ordinary user reports them ignored, not passed.
-cargo test --workspace --locked --features railcni/fake-hardware -- --include-ignored
+cargo test --workspace --locked --no-fail-fast --features railcni/fake-hardware -- --include-ignored

@@ -689,3 +689,49 @@ fn railcni_ipam_refuses_a_namespace_the_rail_does_not_admit() {
     assert_eq!(from_railcni["details"], from_ipam["details"]);
     left_nothing(&node, "rail1").unwrap();
 }
+
+/// NADs without a resource name are what Multus cannot use (#59): an
+/// import's are refused naming the key, a hand-written plan's are said on
+/// stderr (dra-driver-sriov needs none).
+#[test]
+fn nads_that_lack_a_resource_name_are_said_or_refused() {
+    let out = Command::new(ctl())
+        .args([
+            "plan",
+            "--from-cidrpool",
+            "cni-conf/nv-ipam-cidrpool.yaml",
+            "--emit",
+            "nads",
+        ])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rail1") && err.contains("resourceName"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let work = tempfile::tempdir().unwrap();
+    let plan = work.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "rails:\n  - {name: rail1, cidr: 172.16.0.0/15}\nnodes: {gpu-0: 0}\n",
+    )
+    .unwrap();
+    for emit in ["nads", "pod"] {
+        let out = Command::new(ctl())
+            .args(["plan", plan.to_str().unwrap(), "--emit", emit])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(
+            err.contains("rails rail1 have no SR-IOV resource name")
+                && err.contains("resourceName"),
+            "{emit}: {err}"
+        );
+    }
+}

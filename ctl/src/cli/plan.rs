@@ -109,8 +109,9 @@ pub fn run(args: &Args) -> Result<Outcome, Usage> {
 }
 
 /// NADs and the pod are for Multus, whose device plugin hands a pod its VFs
-/// by resource: a rail without one (a hand-written plan's, or one an import
-/// could not name) is refused here rather than emitted without it.
+/// by resource. A rail an import could not name one for is refused here
+/// rather than emitted without it; a hand-written plan's is said on stderr
+/// (its NADs may be for dra-driver-sriov, which needs no annotation).
 fn resources_named(plan: &Plan, imported: bool) -> Result<(), Usage> {
     let unnamed: Vec<&str> = (plan.rails.iter())
         .filter(|r| r.resource_name.is_none())
@@ -119,19 +120,21 @@ fn resources_named(plan: &Plan, imported: bool) -> Result<(), Usage> {
     if unnamed.is_empty() {
         return Ok(());
     }
-    let how = match imported {
-        true => {
-            "write the plan (--emit plan), set each rail's resourceName (the device plugin's \
-                 resource of its VFs), and emit from it"
-        }
-        false => {
-            "set each rail's resourceName in the plan (the device plugin's resource of its VFs)"
-        }
-    };
-    Err(Usage(format!(
-        "rails {} have no SR-IOV resource name, so their NADs would carry no k8s.v1.cni.cncf.io/resourceName \
-         and Multus would pass no deviceID: {how}",
+    let lack = format!(
+        "rails {} have no SR-IOV resource name, so their NADs carry no k8s.v1.cni.cncf.io/resourceName \
+         and Multus would pass no deviceID",
         unnamed.join(", ")
+    );
+    if !imported {
+        eprintln!(
+            "railcnictl plan: {lack}: set each rail's resourceName in the plan (the device plugin's \
+             resource of its VFs), unless dra-driver-sriov calls railcni with them"
+        );
+        return Ok(());
+    }
+    Err(Usage(format!(
+        "{lack}: write the plan (--emit plan), set each rail's resourceName (the device plugin's \
+         resource of its VFs), and emit from it"
     )))
 }
 
