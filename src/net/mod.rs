@@ -23,6 +23,7 @@ pub mod dcb;
 pub mod devconf;
 pub mod gid;
 pub mod guid;
+pub mod ib_port;
 pub mod link;
 pub mod link_events;
 pub mod mac;

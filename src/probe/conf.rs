@@ -35,6 +35,12 @@ pub struct Probes {
     pub roce_gid: Mode,
     /// How long the GID wait may take.
     pub roce_gid_timeout_ms: u64,
+    /// On an InfiniBand rail with an RDMA device: wait until the VF's port
+    /// is ACTIVE (and a member of the NAD's `pkey`): the subnet manager
+    /// brings it up at its next sweep.
+    pub ib_port: Mode,
+    /// How long the port wait may take (an OpenSM sweep is 10 s apart).
+    pub ib_port_timeout_ms: u64,
 }
 
 impl Default for Probes {
@@ -46,6 +52,8 @@ impl Default for Probes {
             retries: 3,
             roce_gid: Mode::Require,
             roce_gid_timeout_ms: 2000,
+            ib_port: Mode::Require,
+            ib_port_timeout_ms: 15_000,
         }
     }
 }
@@ -59,6 +67,8 @@ struct RawChecks {
     retries: Option<Value>,
     roce_gid: Option<Value>,
     roce_gid_timeout_ms: Option<Value>,
+    ib_port: Option<Value>,
+    ib_port_timeout_ms: Option<Value>,
 }
 
 impl Probes {
@@ -86,6 +96,16 @@ impl Probes {
                 60_000,
             )?
             .unwrap_or(d.roce_gid_timeout_ms),
+            ib_port: match raw.ib_port.as_ref() {
+                None => d.ib_port,
+                v => mode(v, "checks.ibPort")?,
+            },
+            ib_port_timeout_ms: positive(
+                raw.ib_port_timeout_ms.as_ref(),
+                "checks.ibPortTimeoutMs",
+                120_000,
+            )?
+            .unwrap_or(d.ib_port_timeout_ms),
         })
     }
 

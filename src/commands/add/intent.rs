@@ -72,6 +72,57 @@ impl<'a> Intent<'a> {
     }
 }
 
+/// An InfiniBand VF given no GUID keeps its own. All zeros (what a VF has
+/// until something assigns one) or all ones is a GUID the subnet manager
+/// never activates a port for: refused before anything changes. A PF that
+/// does not report its VFs' GUIDs leaves nothing to judge.
+fn require_usable_guid(ctx: &Ctx, vf: &Vf) -> Result<()> {
+    let reported = crate::vf::settings::pf_netdev(vf)
+        .and_then(|pf| ctx.node.hw.vf_state(pf, vf.index))
+        .map(|attrs| {
+            attrs.into_iter().find_map(|a| match a {
+                crate::net::vf_info::VfAttr::IbGuid(g) => Some(g),
+                _ => None,
+            })
+        });
+    let guid = match reported {
+        Ok(Some(g)) => g,
+        Ok(None) => {
+            log_info!(
+                "no GUID given, and PF of InfiniBand VF {} reports none: leaving it as it is",
+                vf.pci
+            );
+            return Ok(());
+        }
+        Err(e) => {
+            crate::log_warn!(
+                "cannot read InfiniBand VF {}'s GUID ({}): leaving it as it is",
+                vf.pci,
+                e.details()
+            );
+            return Ok(());
+        }
+    };
+    if guid.0 != 0 && guid.0 != u64::MAX {
+        log_info!(
+            "no GUID given: InfiniBand VF {} keeps its GUID {guid}",
+            vf.pci
+        );
+        return Ok(());
+    }
+    Err(Error::config(
+        "infinibandGUID",
+        format!(
+            "InfiniBand VF {} has GUID {guid} and the pod was given none: the subnet manager never \
+             activates a port without a GUID. Give it one: runtimeConfig.infinibandGUID (Multus \
+             passes it when the NAD declares the infinibandGUID capability and ib-kubernetes or the \
+             pod's annotation assigns one), the NAD's guid, or a GUID the SR-IOV operator assigns \
+             to the VF; nothing was changed",
+            vf.pci
+        ),
+    ))
+}
+
 /// Fields that do not apply to the VF's link type are refused, naming them.
 fn validate_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
     if vf.infiniband && !ctx.conf.rdma_qos.is_empty() {
@@ -96,10 +147,7 @@ fn validate_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
         }
         match ctx.conf.vf.ib_guid() {
             Some(g) => log_info!("setting GUID {g} on InfiniBand VF {}", vf.pci),
-            None => log_info!(
-                "no GUID given: leaving InfiniBand VF {}'s GUID as it is",
-                vf.pci
-            ),
+            None => require_usable_guid(ctx, vf)?,
         }
     } else if ctx.conf.vf.ib_guid().is_some() {
         return Err(Error::config(

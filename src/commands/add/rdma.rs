@@ -12,9 +12,9 @@ use super::intent::Intent;
 use crate::commands::ctx::Ctx;
 use crate::config::RdmaPolicy;
 use crate::error::{Error, Result};
-use crate::net::gid;
 use crate::net::rdma::RdmaNetnsMode;
 use crate::net::NetNs;
+use crate::net::{gid, ib_port};
 use crate::probe::Mode;
 use crate::rdma_qos::{self, QosRecord, RocePort};
 use crate::{log_info, log_warn};
@@ -137,6 +137,68 @@ pub fn wait_for_gids(
             Ok(Gids::default())
         }
     }
+}
+
+/// An InfiniBand VF's port ACTIVE, and a member of the NAD's `pkey`,
+/// before ADD answers (`checks.ibPort`): NCCL's QP setup fails on a port
+/// the subnet manager has not brought up yet. The port's files are read
+/// where the device is (the pod's sysfs once it moved).
+pub fn wait_for_ib_port(
+    ctx: &Ctx,
+    pod: &NetNs,
+    intent: &Intent<'_>,
+    plan: &RdmaPlan,
+) -> Result<()> {
+    let mode = ctx.conf.probes.ib_port;
+    let device = plan.device.as_deref().filter(|_| intent.vf.infiniband);
+    let Some(device) = device.filter(|_| mode != Mode::Off) else {
+        return Ok(());
+    };
+    let timeout = std::time::Duration::from_millis(ctx.conf.probes.ib_port_timeout_ms);
+    let (port, pkey) = (plan.port.unwrap_or(1), ctx.conf.pkey);
+    let waited = ctx
+        .node
+        .sysfs
+        .with_rdma_device_dir(pod, &intent.vf.pci, device, |dir| {
+            let Some(ports) = dir.map(|d| d.join("ports")) else {
+                return ib_port::Wait::NoState;
+            };
+            ib_port::wait_for(pkey, timeout, || ib_port::read(&ports, port))
+        });
+    let state = match waited {
+        Err(e) => {
+            log_warn!(
+                "cannot read InfiniBand port {port} of {device} ({e}); port state not checked"
+            );
+            return Ok(());
+        }
+        Ok(ib_port::Wait::NoState) => {
+            log_info!(
+                "RDMA device {device} shows no state for port {port}; port state not checked"
+            );
+            return Ok(());
+        }
+        Ok(ib_port::Wait::Ready(state)) => {
+            log_info!("InfiniBand port {port} of {device}: {}", state.describe());
+            return Ok(());
+        }
+        Ok(ib_port::Wait::NotReady(state)) => state,
+    };
+    let partition = pkey.map_or(String::new(), |k| {
+        format!(" and a member of partition {k:#06x}")
+    });
+    let msg = format!(
+        "InfiniBand port {port} of RDMA device {device} is {} after {} ms, not ACTIVE{partition}: \
+         the subnet manager has not brought it up (a GUID it does not know, a partition it was not \
+         given); RDMA over it would fail at QP setup",
+        state.describe(),
+        timeout.as_millis()
+    );
+    if mode == Mode::Require {
+        return Err(Error::RailCheck(format!("checks.ibPort: {msg}")));
+    }
+    log_warn!("{msg}");
+    Ok(())
 }
 
 /// What a RoCE v2 GID wait that ran out says: the addresses without one
