@@ -132,6 +132,12 @@ fn a_lost_del_does_not_block_the_rail_for_as_long_as_an_unrelated_pod_lives() {
     let add_n = rail1("n", &n, other);
     let result = node.cni(&add_n).ok();
     assert_eq!(address(&result), "172.16.0.0/31");
+    // A's record is gone's to gc, never a repair that would lease its
+    // address again while n holds it.
+    let (_, status) = node.operator_json(&["status"]);
+    let problems = status["problems"].to_string();
+    assert!(problems.contains("netns-gone"), "{status}");
+    assert!(!problems.contains("ipam repair"), "{status}");
     let (code, gc_out, err) = node.operator(&["gc", "--apply"]);
     assert_eq!(code, 0, "{gc_out}{err}");
     assert!(

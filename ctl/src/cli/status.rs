@@ -223,13 +223,16 @@ fn record_problems(
     leased: &BTreeSet<Key>,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
-    if !state.alive(r) {
+    let alive = state.alive(r);
+    if !alive {
         let holder = node.and_then(|n| holder_of(n, r).ok());
         out.push(gone_problem(r, holder.unwrap_or(Holder::Nobody)));
     }
     let embedded = r.ipam_type.as_deref() == Some(railcni::config::EMBEDDED_IPAM);
     let held = leased.contains(&key(&r.network, &r.container_id, &r.ifname));
-    if embedded && !held && readable(state, &r.network) {
+    // A gone pod's lease may rightly have been reclaimed by a new pod: its
+    // one fix is gc (said above), never a repair that would lease it again.
+    if alive && embedded && !held && readable(state, &r.network) {
         let address = address_of(r)
             .map(|a| format!(" for {a}"))
             .unwrap_or_default();
