@@ -33,7 +33,13 @@ pub enum Error {
     /// 104: a route the rail needs is already the pod's, another way.
     RouteConflict(String),
     /// 104: the kernel refused a request: what was asked, and its errno.
-    Kernel { what: String, errno: Errno },
+    /// What was asked, the errno, and the reason the kernel (or the
+    /// driver) gave in words, when it gave one (netlink's extended ack).
+    Kernel {
+        what: String,
+        errno: Errno,
+        said: Option<String>,
+    },
     /// The PF's driver refused a VF setting the config asks for. Its code
     /// says what to do: 2 (this NIC's driver lacks the setting: remove it
     /// from the config), 7 (a value the driver does not take), 11 (busy:
@@ -73,6 +79,8 @@ pub struct VfRefusal {
     pub driver: String,
     pub vf: u32,
     pub errno: Errno,
+    /// The driver's own words for the refusal (netlink's extended ack).
+    pub said: Option<String>,
 }
 
 impl VfRefusal {
@@ -99,8 +107,10 @@ impl VfRefusal {
             11 => "; the PF is busy: retry".to_string(),
             _ => String::new(),
         };
+        let said =
+            (self.said.as_deref()).map_or(String::new(), |s| format!(": the driver said: {s}"));
         format!(
-            "PF {} ({driver}) refused VF {}'s {}: {} ({:?}){advice}",
+            "PF {} ({driver}) refused VF {}'s {}: {} ({:?}){said}{advice}",
             self.pf,
             self.vf,
             self.setting,
@@ -143,6 +153,7 @@ impl Error {
         Error::Kernel {
             what: what.into(),
             errno: Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32)),
+            said: None,
         }
     }
 
@@ -150,6 +161,8 @@ impl Error {
     pub fn errno(&self) -> Option<Errno> {
         match self {
             Error::Kernel { errno, .. } => Some(*errno),
+            Error::VfSettingRefused(r) => Some(r.errno),
+            Error::State(f) | Error::Spec(cni::Error::Io(f)) => f.errno,
             _ => None,
         }
     }
@@ -257,7 +270,13 @@ impl Reply for Error {
             | Error::RailCheck(msg)
             | Error::MissingCapability(msg) => msg.clone(),
             // The errno's name too: it is what an operator greps for.
-            Error::Kernel { what, errno } => format!("{what}: {} ({errno:?})", errno.desc()),
+            Error::Kernel { what, errno, said } => match said {
+                Some(said) => format!(
+                    "{what}: {} ({errno:?}): the kernel said: {said}",
+                    errno.desc()
+                ),
+                None => format!("{what}: {} ({errno:?})", errno.desc()),
+            },
             Error::State(failure) => failure.to_string(),
             Error::VfSettingRefused(r) => r.details(),
             Error::DetachIncomplete { what, failures } => format!(
@@ -370,10 +389,15 @@ mod tests {
                 driver: "igb".into(),
                 vf: 0,
                 errno,
+                said: None,
             })
         };
         let e = refusal(Errno::EOPNOTSUPP);
         assert_eq!(e.code(), 2, "an unsupported field");
+        // Every error that carries an errno reports it (#62).
+        assert_eq!(e.errno(), Some(Errno::EOPNOTSUPP));
+        let state = Error::state("write x", &std::io::Error::from_raw_os_error(13));
+        assert_eq!(state.errno(), Some(Errno::EACCES));
         let d = e.details();
         for part in [
             "enp2s0",

@@ -161,6 +161,7 @@ impl Hardware for Recorder {
             return Err(Error::Kernel {
                 what: format!("set VF {vf} on PF {pf}"),
                 errno,
+                said: None,
             });
         }
         let entry = match state.vfs.entry(format!("{pf}/{vf}")) {
@@ -180,6 +181,7 @@ impl Hardware for Recorder {
             _ => Err(Error::Kernel {
                 what: "query the RDMA netns mode (is ib_core loaded?)".into(),
                 errno: nix::errno::Errno::EPROTONOSUPPORT,
+                said: None,
             }),
         }
     }
@@ -197,6 +199,7 @@ impl Hardware for Recorder {
             None => Err(Error::Kernel {
                 what: format!("read the DCB of {pf}"),
                 errno: nix::errno::Errno::EOPNOTSUPP,
+                said: None,
             }),
         }
     }
@@ -218,6 +221,7 @@ impl Hardware for Recorder {
             return Err(Error::Kernel {
                 what: format!("set {} of RDMA device {}", attr.name(), at.device),
                 errno,
+                said: None,
             });
         }
         crate::net::roce::files::write(at, attr)?;
@@ -243,6 +247,7 @@ impl Hardware for Recorder {
             return Err(Error::Kernel {
                 what: format!("move RDMA device {name}"),
                 errno,
+                said: None,
             });
         }
         let ns = nix::sys::stat::fstat(netns)

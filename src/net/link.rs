@@ -212,7 +212,10 @@ impl Netlink {
                 RouteNetlinkMessage::NewLink(l) => Some(Link::from_message(l)),
                 _ => None,
             })),
-            Err(Failure::Kernel(Errno::ENODEV)) => Ok(None),
+            Err(Failure::Kernel {
+                errno: Errno::ENODEV,
+                ..
+            }) => Ok(None),
             Err(f) => Err(nl_err(what, f)),
         }
     }
@@ -283,7 +286,10 @@ impl Netlink {
         crate::timing::add_move(started.elapsed());
         match outcome {
             Ok(()) => Ok(true),
-            Err(Failure::Kernel(Errno::EEXIST)) => Ok(false),
+            Err(Failure::Kernel {
+                errno: Errno::EEXIST,
+                ..
+            }) => Ok(false),
             Err(f) => Err(nl_err(
                 format!(
                     "move link #{index} to {} as {name}{}",
@@ -316,6 +322,33 @@ impl Netlink {
 mod tests {
     use super::*;
     use netlink_packet_core::Emitable;
+
+    /// A refusal carries the kernel's own words (its extended ack) beside
+    /// the errno, into the error every log line and CNI reply shows (#62).
+    #[test]
+    #[ignore = "root: network namespace; scripts/test.sh runs it"]
+    fn a_refused_request_keeps_the_kernels_reason() {
+        std::thread::spawn(|| {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare");
+            let made = std::process::Command::new("ip")
+                .args(["link", "add", "xa", "type", "veth", "peer", "name", "xb"])
+                .status()
+                .expect("ip");
+            assert!(made.success());
+            let nl = Netlink::connect_in(&NetNs::current().expect("ns")).expect("socket");
+            let veth = nl.link_by_name("xa").expect("dump").expect("veth");
+            let e = nl.set_mtu(veth.index, 10).unwrap_err();
+            assert_eq!(e.errno(), Some(Errno::EINVAL));
+            assert!(
+                e.details()
+                    .contains("(EINVAL): the kernel said: mtu less than device minimum"),
+                "{}",
+                e.details()
+            );
+        })
+        .join()
+        .expect("test thread");
+    }
 
     #[test]
     fn the_attribute_is_what_the_kernel_parses() {

@@ -56,6 +56,7 @@ fn pci_devices_announced(datagram: &[u8]) -> Result<Vec<String>> {
                     return Err(Error::Kernel {
                         what: "the link event stream".into(),
                         errno: nix::errno::Errno::from_raw(-code.get()),
+                        said: None,
                     });
                 }
             }

@@ -61,7 +61,10 @@ impl Netlink {
     /// Open a socket in `ns`.
     pub fn connect_in(ns: &NetNs) -> Result<Self> {
         let socket = ns.run(|| {
-            Socket::new(NETLINK_ROUTE).map_err(|e| Error::os("cannot open an rtnetlink socket", &e))
+            let s = Socket::new(NETLINK_ROUTE)
+                .map_err(|e| Error::os("cannot open an rtnetlink socket", &e))?;
+            wire::ask_for_reasons(&s);
+            Ok(s)
         })?;
         // SAFETY: the descriptor comes straight from a socket we own and give up here.
         let socket = unsafe { OwnedFd::from_raw_fd(socket.into_raw_fd()) };

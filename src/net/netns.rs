@@ -163,6 +163,7 @@ impl NetNs {
         setns(self.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|errno| Error::Kernel {
             what: format!("cannot enter network namespace {}", self.label),
             errno,
+            said: None,
         })
     }
 }

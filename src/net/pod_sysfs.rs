@@ -17,6 +17,7 @@ pub fn with_sysfs_of<T: Send>(pod: &NetNs, f: impl FnOnce(&Path) -> T + Send) ->
     let kernel = |what: &str, errno| Error::Kernel {
         what: format!("{what} (reading {}'s sysfs)", pod.label()),
         errno,
+        said: None,
     };
     std::thread::scope(|scope| {
         scope

@@ -165,7 +165,11 @@ impl Netlink {
     pub fn add_address(&self, index: u32, addr: IpNet) -> Result<()> {
         let msg = address_message(index, addr);
         match self.exchange(RouteNetlinkMessage::NewAddress(msg), ADD) {
-            Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
+            Ok(_)
+            | Err(Failure::Kernel {
+                errno: Errno::EEXIST,
+                ..
+            }) => Ok(()),
             Err(f) => Err(nl_err(format!("add address {addr} on link #{index}"), f)),
         }
     }
@@ -202,7 +206,10 @@ impl Netlink {
         let msg = route_message(index, r).map_err(|e| Error::internal(format!("{what}: {e}")))?;
         match self.exchange(RouteNetlinkMessage::NewRoute(msg), ADD) {
             Ok(_) => Ok(RouteAdded::Added),
-            Err(Failure::Kernel(Errno::EEXIST)) => {
+            Err(Failure::Kernel {
+                errno: Errno::EEXIST,
+                ..
+            }) => {
                 let table = r.table.unwrap_or(MAIN_TABLE);
                 let holder = self
                     .routes()?
@@ -250,7 +257,11 @@ impl Netlink {
         msg.attributes.push(RuleAttribute::Priority(r.priority));
         msg.attributes.push(RuleAttribute::Source(r.src.addr()));
         match self.exchange(RouteNetlinkMessage::NewRule(msg), ADD) {
-            Ok(_) | Err(Failure::Kernel(Errno::EEXIST)) => Ok(()),
+            Ok(_)
+            | Err(Failure::Kernel {
+                errno: Errno::EEXIST,
+                ..
+            }) => Ok(()),
             Err(f) => Err(nl_err(
                 format!(
                     "add rule from {} lookup {} priority {}",
@@ -301,7 +312,11 @@ impl Netlink {
 
     pub fn del_rule(&self, r: &Rule) -> Result<()> {
         match self.exchange(RouteNetlinkMessage::DelRule(r.message.clone()), DEL) {
-            Ok(_) | Err(Failure::Kernel(Errno::ENOENT | Errno::ESRCH)) => Ok(()),
+            Ok(_)
+            | Err(Failure::Kernel {
+                errno: Errno::ENOENT | Errno::ESRCH,
+                ..
+            }) => Ok(()),
             Err(f) => Err(nl_err(
                 format!("delete rule from {:?} priority {}", r.src, r.priority),
                 f,

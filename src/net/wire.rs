@@ -32,10 +32,21 @@ pub const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10
 pub fn open(protocol: isize, what: &str) -> Result<Socket> {
     let io = |e: std::io::Error| Error::os(what, &e);
     let mut s = Socket::new(protocol).map_err(io)?;
+    ask_for_reasons(&s);
     s.bind_auto().map_err(io)?;
     s.connect(&SocketAddr::new(0, 0)).map_err(io)?;
     with_deadline(s.as_fd(), what)?;
     Ok(s)
+}
+
+/// Ask the kernel to say why it refuses a request (`NETLINK_EXT_ACK`, Linux
+/// 4.12+): a driver's own words ("VF vlan protocol not supported") reach
+/// the error, the log and the CNI reply's details. A kernel without it
+/// still answers with the errno alone.
+pub fn ask_for_reasons(socket: &Socket) {
+    if let Err(e) = socket.set_ext_ack(true) {
+        crate::log_debug!("netlink extended acks not available: {e}");
+    }
 }
 
 /// Bound every read on the request socket `fd` by `READ_DEADLINE`.
@@ -49,6 +60,7 @@ fn with_deadline_of(fd: BorrowedFd<'_>, deadline: std::time::Duration, what: &st
         |errno| Error::Kernel {
             what: format!("{what}: cannot give the socket a read deadline"),
             errno,
+            said: None,
         },
     )
 }
@@ -160,6 +172,7 @@ where
                     READ_DEADLINE.as_secs()
                 ),
                 errno: Errno::ETIMEDOUT,
+                said: None,
             },
             _ => io(e),
         })?;

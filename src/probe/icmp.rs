@@ -45,6 +45,7 @@ impl Pinger {
             .map_err(|errno| Error::Kernel {
                 what: "cannot open an ICMP socket".into(),
                 errno,
+                said: None,
             })
         })?;
         bind(
@@ -54,6 +55,7 @@ impl Pinger {
         .map_err(|errno| Error::Kernel {
             what: format!("cannot send from {source}"),
             errno,
+            said: None,
         })?;
         let dont_fragment = nix::libc::IP_PMTUDISC_DO;
         // SAFETY: an int option of the size given, on a socket we own.
@@ -90,6 +92,7 @@ impl Pinger {
                 return Err(Error::Kernel {
                     what: format!("cannot ping {target}"),
                     errno,
+                    said: None,
                 })
             }
         }

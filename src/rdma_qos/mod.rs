@@ -333,6 +333,7 @@ mod tests {
         let gone = Error::Kernel {
             what: "write 0 to default_roce_tos".into(),
             errno: nix::errno::Errno::ENODEV,
+            said: None,
         };
         let t = tempfile::tempdir().unwrap();
         let at = target(t.path(), t.path());
@@ -345,6 +346,7 @@ mod tests {
         let refused = Error::Kernel {
             what: "write 0 to default_roce_tos".into(),
             errno: nix::errno::Errno::EROFS,
+            said: None,
         };
         // A plain directory is no configfs: a missing rdma_cm/ there is not
         // proof the module went.

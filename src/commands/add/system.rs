@@ -213,11 +213,15 @@ impl<'a> KernelAttach<'a> {
             .set_mac(link.index, &mac.0)
             .map_err(|e| {
                 let vf = &self.intent.vf;
+                let (errno, said) = match e {
+                    Error::Kernel { errno, said, .. } => (errno, said),
+                    other => (nix::errno::Errno::EIO, Some(other.details())),
+                };
                 Error::Kernel {
                     what: format!(
                         "VF {} ({}) refused its MAC {mac}; if its PF {} holds an admin MAC for it \
                          (`ip link show {}` shows `vf {}` with a MAC), clear it with \
-                         `ip link set {} vf {} mac 00:00:00:00:00:00` or set trust on; the kernel said",
+                         `ip link set {} vf {} mac 00:00:00:00:00:00` or set trust on",
                         vf.pci,
                         link.name,
                         vf.pf_netdev.as_deref().unwrap_or("?"),
@@ -226,10 +230,8 @@ impl<'a> KernelAttach<'a> {
                         vf.pf_netdev.as_deref().unwrap_or("?"),
                         vf.index
                     ),
-                    errno: match e {
-                        Error::Kernel { errno, .. } => errno,
-                        _ => nix::errno::Errno::EIO,
-                    },
+                    errno,
+                    said,
                 }
             })?;
         link.mac = mac.0.to_vec();

@@ -90,12 +90,13 @@ fn restore_originals(hw: &dyn Hardware, pf: &str, vf: &Vf, saved: &VfSettings) {
 /// A driver's refusal as the typed error that names setting and driver.
 fn refusal(sysfs: &Sysfs, vf: &Vf, pf: &str, one: &VfAttr, e: Error) -> Error {
     match e {
-        Error::Kernel { errno, .. } => Error::VfSettingRefused(VfRefusal {
+        Error::Kernel { errno, said, .. } => Error::VfSettingRefused(VfRefusal {
             setting: one.describe(),
             pf: pf.to_string(),
             driver: sysfs.driver(&vf.pf_pci).unwrap_or_default(),
             vf: vf.index,
             errno,
+            said,
         }),
         other => other,
     }
