@@ -5,7 +5,11 @@
 //! removed; this keeps them out.) And no import runs upward: no module
 //! takes an item through the crate root, or from a parent that uses it in
 //! turn (a dispatcher's `Outcome`, a verb's `Ctx`): such items live in a
-//! leaf module of their own that both sides import.
+//! leaf module of their own that both sides import. At every depth: a
+//! `crate::A::B::Item` from below `A::B` counts when `A::B` uses the child
+//! leading to the file, and a parent's use of its child is read from the
+//! parsed file, its test modules left out by their attribute (not by
+//! cutting the text at the first one), macro arguments included.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -106,13 +110,6 @@ fn parse(path: &Path) -> syn::File {
     syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// A file's product code as text: what comes before its first test module
-/// (where a parent's use of a child is looked for).
-fn product(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
-    text.split("#[cfg(test)]").next().unwrap_or("").to_string()
-}
-
 /// Whether an item is test code (`#[cfg(test)]`).
 fn is_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
@@ -178,23 +175,183 @@ fn imported(file: &syn::File) -> Vec<(&'static str, String)> {
     names.0
 }
 
-/// Does `parent`'s code use module `child` (a call or a private `use`; a
-/// `pub use` re-export and the `mod` line do not count)?
-fn uses_child(parent: &str, child: &str) -> bool {
-    let needle = format!("{child}::");
-    parent.lines().any(|line| {
-        let t = line.trim_start();
-        if t.starts_with("//")
-            || t.starts_with("pub use")
-            || t.starts_with("pub(crate) use")
-            || t.starts_with("pub(super) use")
-        {
-            return false;
+/// Does the product code of `parent` (a parsed file; its test modules
+/// left out by their attribute, wherever they stand) use module `child`: a
+/// path or a private `use` through it? A `pub use` re-export and the `mod`
+/// line do not count.
+fn uses_child(parent: Option<&syn::File>, child: &str) -> bool {
+    struct Uses<'c> {
+        child: &'c str,
+        found: bool,
+    }
+    impl Uses<'_> {
+        fn tree(&mut self, t: &syn::UseTree) {
+            use syn::UseTree::*;
+            match t {
+                Path(p) if p.ident == "self" => self.tree(&p.tree),
+                Path(p) => self.found |= p.ident == self.child,
+                Group(g) => g.items.iter().for_each(|t| self.tree(t)),
+                _ => {}
+            }
         }
-        line.match_indices(&needle).any(|(i, _)| {
-            !line[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
-        })
-    })
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Uses<'_> {
+        fn visit_item(&mut self, item: &'ast syn::Item) {
+            match item {
+                syn::Item::Use(u) if !matches!(u.vis, syn::Visibility::Inherited) => {}
+                syn::Item::Use(u) => self.tree(&u.tree),
+                syn::Item::Mod(m) if is_test(&m.attrs) || m.content.is_none() => {}
+                syn::Item::Fn(f) if is_test(&f.attrs) => {}
+                _ => syn::visit::visit_item(self, item),
+            }
+        }
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            let mut segs = path.segments.iter().map(|s| s.ident.to_string());
+            let first = segs.next();
+            let first = match first.as_deref() {
+                Some("self") => segs.next(),
+                _ => first,
+            };
+            self.found |= path.segments.len() > 1 && first.as_deref() == Some(self.child);
+            syn::visit::visit_path(self, path);
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            // Macro arguments are tokens: read them as expressions when they parse.
+            let args = m.parse_body_with(
+                syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+            );
+            for e in args.into_iter().flatten() {
+                syn::visit::visit_expr(self, &e);
+            }
+        }
+    }
+    let Some(parent) = parent else { return false };
+    let mut v = Uses {
+        child,
+        found: false,
+    };
+    syn::visit::Visit::visit_file(&mut v, parent);
+    v.found
+}
+
+/// Every `crate::…` path of a file's product code as its segments (use
+/// trees flattened), for the items named below a module that is an
+/// ancestor of the file.
+fn crate_paths(file: &syn::File) -> Vec<Vec<String>> {
+    struct Paths(Vec<Vec<String>>);
+    impl Paths {
+        fn tree(&mut self, t: &syn::UseTree, mut at: Vec<String>) {
+            use syn::UseTree::*;
+            match t {
+                Path(p) => {
+                    at.push(p.ident.to_string());
+                    self.tree(&p.tree, at)
+                }
+                // `self` names the module the path has reached.
+                Name(n) if n.ident == "self" => self.0.push(at),
+                Rename(r) if r.ident == "self" => self.0.push(at),
+                Name(n) => {
+                    at.push(n.ident.to_string());
+                    self.0.push(at)
+                }
+                Rename(r) => {
+                    at.push(r.ident.to_string());
+                    self.0.push(at)
+                }
+                Group(g) => g.items.iter().for_each(|t| self.tree(t, at.clone())),
+                Glob(_) => self.0.push(at),
+            }
+        }
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Paths {
+        fn visit_item(&mut self, item: &'ast syn::Item) {
+            match item {
+                syn::Item::Mod(m) if is_test(&m.attrs) => {}
+                syn::Item::Fn(f) if is_test(&f.attrs) => {}
+                syn::Item::Use(u) => self.tree(&u.tree, Vec::new()),
+                _ => syn::visit::visit_item(self, item),
+            }
+        }
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            self.0
+                .push(path.segments.iter().map(|s| s.ident.to_string()).collect());
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut p = Paths(Vec::new());
+    syn::visit::Visit::visit_file(&mut p, file);
+    p.0.into_iter()
+        .filter(|segs| segs.first().is_some_and(|s| s == "crate"))
+        .map(|segs| segs[1..].to_vec())
+        .collect()
+}
+
+/// The module path of the file at `rel` (`cli/agent/passes.rs` →
+/// `[cli, agent, passes]`; a `mod.rs` is its directory's).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file of module `module` under `root` (its `mod.rs`, or `<name>.rs`;
+/// the crate root for the empty path).
+fn file_of(root: &Path, module: &[String]) -> Option<std::path::PathBuf> {
+    if module.is_empty() {
+        return ["lib.rs", "main.rs"]
+            .iter()
+            .map(|f| root.join(f))
+            .find(|f| f.exists());
+    }
+    let dir = module.iter().fold(root.to_path_buf(), |d, m| d.join(m));
+    [dir.join("mod.rs"), dir.with_extension("rs")]
+        .into_iter()
+        .find(|f| f.exists())
+}
+
+/// `crate::A::B::Item` from a file below `A::B`, where `A::B` uses the
+/// child that leads to the file: the file reaches up into an ancestor that
+/// depends on it, at any depth (`(file, crate::A::B::Item)`).
+fn upward_crate_paths(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for file in support::rust_files(root) {
+        let rel = file.strip_prefix(root).unwrap();
+        let here = module_of(rel);
+        for segs in crate_paths(&parse(&file)) {
+            // The longest prefix of the path that is a module.
+            let mut module: Vec<String> = Vec::new();
+            for s in &segs {
+                let mut next = module.clone();
+                next.push(s.clone());
+                match file_of(root, &next) {
+                    Some(_) => module = next,
+                    None => break,
+                }
+            }
+            let Some(item) = segs.get(module.len()) else {
+                continue;
+            };
+            let below = here.len() > module.len() && here[..module.len()] == module[..];
+            if module.is_empty() || !below {
+                continue;
+            }
+            let ancestor = file_of(root, &module).map(|f| parse(&f));
+            if uses_child(ancestor.as_ref(), &here[module.len()]) {
+                out.push((
+                    rel.display().to_string(),
+                    format!("crate::{}::{item}", module.join("::")),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Every upward import in the crate at `root`: (file, `crate::X` or `super::X`).
@@ -253,18 +410,19 @@ fn upward_imports(root: &Path) -> Vec<(String, String)> {
         } else {
             Some(dir.with_extension("rs")).filter(|p| p.exists())
         };
-        let parent_code = parent.as_deref().map(product).unwrap_or_default();
+        let parent_code = parent.as_deref().map(parse);
         let rel = file.strip_prefix(root).unwrap().display().to_string();
         for (via, item) in imported(&parse(file)) {
             let base = if via == "crate" { root } else { dir.as_path() };
             if is_module(base, &item) || macros.contains(&item) {
                 continue;
             }
-            if via == "crate" || uses_child(&parent_code, &name) {
+            if via == "crate" || uses_child(parent_code.as_ref(), &name) {
                 out.push((rel.clone(), format!("{via}::{item}")));
             }
         }
     }
+    out.extend(upward_crate_paths(root));
     out.sort();
     out.dedup();
     out
@@ -341,4 +499,62 @@ fn an_upward_import_is_found_when_there_is_one() {
     )
     .unwrap();
     assert_eq!(upward_imports(root), []);
+
+    // Below the top level (#62): a grandchild taking its grandparent's
+    // item by a crate path while the grandparent runs the child that holds
+    // it, and a parent whose call of its child comes after its test module.
+    std::fs::create_dir(root.join("cli/agent")).unwrap();
+    std::fs::write(
+        root.join("cli/mod.rs"),
+        "mod agent;\nmod outcome;\nmod status;\npub struct Usage;\n\
+         fn main() { status::run(); agent::run(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cli/agent/mod.rs"),
+        "mod passes;\npub fn run() {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cli/agent/passes.rs"),
+        "use crate::cli::Usage;\npub fn pass() -> Option<Usage> { None }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        upward_imports(root),
+        [(
+            "cli/agent/passes.rs".to_string(),
+            "crate::cli::Usage".to_string()
+        )],
+        "a nested reach into an ancestor that runs it"
+    );
+    std::fs::write(
+        root.join("cli/agent/passes.rs"),
+        "use crate::cli::outcome::Outcome;\npub fn pass() -> Option<Outcome> { None }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        upward_imports(root),
+        [],
+        "through the leaf module: nothing upward"
+    );
+    std::fs::write(
+        root.join("cli/agent/mod.rs"),
+        "mod passes;\npub struct Shared;\n#[cfg(test)]\nmod tests {}\n\
+         pub fn run() { passes::pass(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cli/agent/passes.rs"),
+        "use super::Shared;\npub fn pass() -> Option<Shared> { None }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        upward_imports(root),
+        [(
+            "cli/agent/passes.rs".to_string(),
+            "super::Shared".to_string()
+        )],
+        "the parent's call after its test module still counts"
+    );
 }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::jobs::NodeChecks;
 use crate::cli::metrics::{self, Exposition};
-use crate::cli::Usage;
+use crate::cli::outcome::Usage;
 use crate::log_warn;
 
 /// A pass this young is served as it is.

@@ -16,8 +16,8 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 use super::args::Args;
 use super::jobs::{collect_garbage, run_doctor, NodeChecks};
 use super::passes::{Answer, Passes};
+use crate::cli::outcome::Usage;
 use crate::cli::plan_dir::{self, Refreshed, Targets};
-use crate::cli::Usage;
 use crate::{log_info, log_warn};
 
 pub fn start(settings: &Settings, args: &Args, passes: &Passes, checks: &NodeChecks) {

@@ -29,13 +29,14 @@ use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use super::{Nodes, Pf, Plan, PlanError, Rail, Role, SharedSubnet};
 
 mod multiplane;
+mod rails;
 mod schema;
 #[cfg(test)]
 mod tests;
 
 use schema::{Group, LaunchKit, NvIpam, PF_DESCRIPTIVE};
 
-type Result<T> = std::result::Result<T, PlanError>;
+use rails::{group_label, ImportedRail, Result};
 
 /// How the imported rails are addressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,12 +53,6 @@ pub enum Layout {
 pub struct Imported {
     pub plan: Plan,
     pub unmapped: Vec<String>,
-}
-
-/// One rail as the config describes it: its PFs' netdevs, in plane order.
-struct ImportedRail {
-    index: u8,
-    pfs: Vec<String>,
 }
 
 /// Why a rail has no resource name, and what to set.
@@ -256,14 +251,6 @@ fn nodes_of(groups: &[Group]) -> Result<Vec<String>> {
         return Err(PlanError("no clusterConfig group lists workerNodes".into()));
     }
     Ok(nodes)
-}
-
-fn group_label(group: &Group) -> String {
-    if group.identifier.is_empty() {
-        "clusterConfig group".into()
-    } else {
-        format!("clusterConfig group {:?}", group.identifier)
-    }
 }
 
 /// nv-ipam's layout: the rail's own subnet, shared by its nodes, each node

@@ -4,8 +4,8 @@
 //! swPlaneByRail`) checked as the launch kit checks them before it renders
 //! (its `validateSpectrumXSwPlanes`).
 
+use super::rails::{group_label, ImportedRail, Result};
 use super::schema::LaunchKit;
-use super::{ImportedRail, Result};
 use crate::fabric::PlanError;
 
 /// Refuse what a plan cannot carry: hwplb, a mode whose plane count the
@@ -60,7 +60,7 @@ fn software_planes(kit: &LaunchKit, rails: &[ImportedRail], mode: &str) -> Resul
             continue;
         };
         for (rail, plane) in &sx.sw_plane_by_rail {
-            let label = super::group_label(group);
+            let label = group_label(group);
             if !rails.iter().any(|r| r.index == *rail) {
                 return Err(PlanError(format!(
                     "{label}: swPlaneByRail names rail {rail}, which has no east-west PF"
