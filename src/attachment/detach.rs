@@ -243,7 +243,7 @@ pub fn detach(node: &Node, a: &Attachment<'_>, release: &Release<'_>, pod: Pod<'
         return Err(Error::HeldElsewhere(format!(
             "{what} is neither home nor in a namespace railcni can reach (its path is gone and no \
              process is in it); its address and record are kept until the VF comes home, when \
-             the agent's gc (or `railcnictl gc --apply`) gives them back"
+             the agent's gc (or `railcnictl gc --apply`) detaches it"
         )));
     }
     Ok(())
@@ -716,7 +716,7 @@ mod tests {
         assert_eq!(
             rec.calls,
             ["admin mac", "settings", "lease", "record"],
-            "nothing moved, nothing to return"
+            "nothing moved, nothing to move home"
         );
 
         let mut rec = Recorder::default();

@@ -75,12 +75,12 @@ pub fn del(ctx: &Ctx) -> Result<()> {
             Ok(pci) => pci,
             // ADD refused it: nothing was attached under it.
             Err(e) => {
-                log_warn!("no record for {cid}/{ifname} and deviceID {d:?} is not a PCI address ({}): nothing to return", e.details());
+                log_warn!("no record for {cid}/{ifname} and deviceID {d:?} is not a PCI address ({}): nothing to detach", e.details());
                 return release_own_lease(ctx);
             }
         },
         (None, None) => {
-            log_warn!("no record and no deviceID for {cid}/{ifname}: nothing to return; releasing IPAM only");
+            log_warn!("no record and no deviceID for {cid}/{ifname}: nothing to detach; releasing IPAM only");
             return release_own_lease(ctx);
         }
     };

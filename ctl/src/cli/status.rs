@@ -310,7 +310,7 @@ fn placement_problem(r: &Record, placed: Option<Reattach>) -> Option<Problem> {
         Reattach::Gone => Some(Problem {
             kind: "vf-gone".into(),
             detail: format!("{what} is no longer in its pod and not back on the host: its PF's driver was reloaded or the VF removed"),
-            fix: "wait for the VF to come back (sriov_numvfs); railcnictl agent then puts it back".into(),
+            fix: "wait for the VF to come back (sriov_numvfs); railcnictl agent then re-attaches it".into(),
         }),
         Reattach::Reattached => Some(Problem {
             kind: "vf-out-of-pod".into(),

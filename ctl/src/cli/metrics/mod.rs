@@ -129,7 +129,7 @@ fn attachments(e: &mut Exposition, state: &NodeState, network: &str) {
     }
     let stale = of_network().filter(|r| !state.alive(r)).count();
     let help =
-        "Attachments whose pod network namespace is gone (`railcnictl gc --apply` gives them back).";
+        "Attachments whose pod network namespace is gone (`railcnictl gc --apply` detaches them).";
     e.sample(
         "railcni_stale_attachments",
         help,
