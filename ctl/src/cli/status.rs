@@ -202,7 +202,7 @@ fn network_row(state: &NodeState, view: &StoreView, problems: &mut Vec<Problem>)
 fn unreadable_fix(e: &railcni_ipam::IpamError, network: &str, path: &std::path::Path) -> String {
     use railcni_ipam::IpamError;
     match e {
-        IpamError::Corrupt(_) => format!("railcnictl ipam repair {network}"),
+        IpamError::Corrupt(_) => railcni_ipam::repair_command(network),
         IpamError::Spec(cni::Error::Io(io)) => match io.advice() {
             Some(advice) => format!(
                 "{} ({}; nothing to repair: the file may be intact)",
@@ -242,7 +242,7 @@ fn record_problems(
                 "VF {} ({} {} of {}) holds no lease{address}",
                 r.pci, r.network, r.ifname, r.container_id
             ),
-            fix: format!("railcnictl ipam repair {}", r.network),
+            fix: railcni_ipam::repair_command(&r.network),
         });
     }
     out

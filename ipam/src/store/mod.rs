@@ -102,11 +102,13 @@ impl LeaseStore {
             }
             Err(why) => Err(IpamError::Corrupt(format!(
                 "lease file {} is corrupt ({why}); nothing was changed. Rebuild it from the attachment records with \
-                 `railcnictl ipam repair {}` before this network can allocate again",
+                 `{}` before this network can allocate again",
                 self.path.display(),
-                (self.path.file_name())
-                    .and_then(|n| network_of(&n.to_string_lossy()))
-                    .unwrap_or_else(|| "<network>".into())
+                crate::operator::repair_command(
+                    &(self.path.file_name())
+                        .and_then(|n| network_of(&n.to_string_lossy()))
+                        .unwrap_or_else(|| "<network>".into())
+                )
             ))),
         }
     }
