@@ -1,10 +1,10 @@
 //! `rdma`: what a rail does with its VF's RDMA device. One word for the
 //! NAD, the plan, the node file and the doctor, each rule about it here.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Move the VF's RDMA device with it (exclusive netns mode only)?
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RdmaPolicy {
     /// Move it when there is one and the mode is exclusive; otherwise log.
@@ -26,6 +26,14 @@ pub enum LinkType {
 pub const QOS_NEEDS_RDMA: &str =
     "sets the RDMA device's QoS, but rdma is off; set rdma to auto or required, or remove rdmaQoS";
 
+/// The plan's (YAML or JSON) word, read as the NAD's and the node file's are.
+impl<'de> Deserialize<'de> for RdmaPolicy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let word = String::deserialize(d)?;
+        RdmaPolicy::from_word(&word).map_err(serde::de::Error::custom)
+    }
+}
+
 impl RdmaPolicy {
     pub const WORDS: &'static str = "auto, required, off";
 
@@ -37,6 +45,12 @@ impl RdmaPolicy {
             "off" => Some(RdmaPolicy::Off),
             _ => None,
         }
+    }
+
+    /// `parse`, or the one sentence every reader (NAD, node file, plan)
+    /// gives for a word that is not one.
+    pub fn from_word(word: &str) -> Result<Self, String> {
+        Self::parse(word).ok_or_else(|| format!("{word:?} is not one of {}", Self::WORDS))
     }
 
     pub fn as_str(self) -> &'static str {
@@ -94,6 +108,13 @@ mod tests {
             assert_eq!(json, format!("\"{p}\""));
         }
         assert_eq!(RdmaPolicy::parse("sometimes"), None);
+        // The plan's serde path says what the NAD's and node file's do.
+        let e = serde_json::from_str::<RdmaPolicy>("\"sometimes\"").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("\"sometimes\" is not one of auto, required, off"),
+            "{e}"
+        );
         assert_eq!(RdmaPolicy::parse("Required"), None);
     }
 

@@ -226,13 +226,9 @@ fn parse_rdma(v: Option<&str>) -> Result<Option<RdmaPolicy>> {
     let Some(word) = v else {
         return Ok(None);
     };
-    match RdmaPolicy::parse(word) {
-        Some(policy) => Ok(Some(policy)),
-        None => Err(Error::config(
-            "rdma",
-            format!("{word:?} is not one of {}", RdmaPolicy::WORDS),
-        )),
-    }
+    RdmaPolicy::from_word(word)
+        .map(Some)
+        .map_err(|why| Error::config("rdma", why))
 }
 
 fn parse_mtu(v: Option<&Value>) -> Result<u32> {

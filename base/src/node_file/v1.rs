@@ -113,12 +113,10 @@ impl NodeFileV1 {
         for (name, rail) in self.networks {
             let rdma = match rail.rdma.as_deref() {
                 None => None,
-                Some(word) => Some(RdmaPolicy::parse(word).ok_or_else(|| {
-                    format!(
-                        "networks.{name}.rdma: {word:?} is not one of {}",
-                        RdmaPolicy::WORDS
-                    )
-                })?),
+                Some(word) => Some(
+                    RdmaPolicy::from_word(word)
+                        .map_err(|why| format!("networks.{name}.rdma: {why}"))?,
+                ),
             };
             let prefix = NodePrefix {
                 prefix: rail.prefix,

@@ -467,7 +467,8 @@ mod tests {
             (plan.replace("pf: ens2f0np0", "pf: [a, b]"), "has no planes"),
             (
                 plan.replace("rdma: off", "rdma: sometimes"),
-                "unknown variant `sometimes`, expected one of `auto`, `required`, `off`",
+                // The NAD's and the node file's words (#62: one parser).
+                "\"sometimes\" is not one of auto, required, off",
             ),
         ] {
             let Err(e) = Plan::parse(&bad).and_then(Plan::resolve) else {
