@@ -11,27 +11,6 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 
-fn leases(node: &Node) -> String {
-    std::fs::read_to_string(node.state_dir().join("ipam/rail1.leases.json")).unwrap_or_default()
-}
-
-fn rail1(name: &str, pod: &str, vf: &FakeVf) -> Req {
-    Req::new(
-        "ADD",
-        name,
-        pod,
-        "net1",
-        conf("1.1.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
-    )
-}
-
-fn address(result: &Value) -> String {
-    result["ips"][0]["address"]
-        .as_str()
-        .unwrap_or("")
-        .to_string()
-}
-
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn an_empty_netns_del_of_a_living_pod_brings_the_vf_home_before_its_address_goes() {

@@ -9,27 +9,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn leases(node: &Node) -> String {
-    std::fs::read_to_string(node.state_dir().join("ipam/rail1.leases.json")).unwrap_or_default()
-}
-
-fn rail1(name: &str, pod: &str, vf: &FakeVf) -> Req {
-    Req::new(
-        "ADD",
-        name,
-        pod,
-        "net1",
-        conf("1.1.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
-    )
-}
-
-fn address(result: &Value) -> String {
-    result["ips"][0]["address"]
-        .as_str()
-        .unwrap_or("")
-        .to_string()
-}
-
 fn rules_in(path: &str) -> String {
     out(&format!("ip -n {} rule show", Node::ns_of(path)))
 }

@@ -350,11 +350,6 @@ fn check_and_inspect_agree_on_an_ib_rails_mtu() {
     node.cni(&add.cmd("DEL")).ok();
 }
 
-fn leases_of(node: &Node, network: &str) -> String {
-    std::fs::read_to_string(node.state_dir().join(format!("ipam/{network}.leases.json")))
-        .unwrap_or_default()
-}
-
 /// An IB VF given no GUID keeps its own; all zeros (what VFs have until
 /// something assigns one) is one the subnet manager never activates, so
 /// ADD refuses it before anything changes (#60).

@@ -812,19 +812,19 @@ mod tests {
     /// never wait on it (#58). Each call here takes the lock itself (which
     /// would time out were it held) and reports how long the lock was held
     /// around the slow judgement: never.
-    #[test]
-    fn the_lease_lock_is_free_while_a_gone_holders_claim_is_judged() {
-        let t = tempfile::tempdir().unwrap();
+    /// A /31 whose one address is leased to `a`, whose namespace path is
+    /// gone; the lease lock waits at most `lock_timeout`.
+    fn full_with_a_gone_holder(t: &std::path::Path, lock_timeout_ms: u64) -> Ipam {
         let settings = Settings {
-            state_dir: t.path().to_path_buf(),
+            state_dir: t.to_path_buf(),
             node_name: Some("gpu-0".into()),
-            node_config: t.path().join("none.json"),
-            lock_timeout: std::time::Duration::from_millis(200),
+            node_config: t.join("none.json"),
+            lock_timeout: std::time::Duration::from_millis(lock_timeout_ms),
             ..Settings::default()
         };
         let conf = json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
         let ipam = Ipam::load("rail1", &conf, &settings).unwrap();
-        let ns = t.path().join("ns-a");
+        let ns = t.join("ns-a");
         std::fs::write(&ns, "").unwrap();
         let a = Holder {
             netns: Some(ns.clone()),
@@ -832,6 +832,13 @@ mod tests {
         };
         ipam.allocate(&a, &[]).unwrap();
         std::fs::remove_file(&ns).unwrap();
+        ipam
+    }
+
+    #[test]
+    fn the_lease_lock_is_free_while_a_gone_holders_claim_is_judged() {
+        let t = tempfile::tempdir().unwrap();
+        let ipam = full_with_a_gone_holder(t.path(), 200);
 
         let judged_unlocked = std::cell::Cell::new(0);
         let slow_claim = |_: &str, _: &str| {
@@ -870,22 +877,7 @@ mod tests {
     #[test]
     fn a_lease_taken_again_while_judged_stays() {
         let t = tempfile::tempdir().unwrap();
-        let settings = Settings {
-            state_dir: t.path().to_path_buf(),
-            node_name: Some("gpu-0".into()),
-            node_config: t.path().join("none.json"),
-            ..Settings::default()
-        };
-        let conf = json!({"cidr": "172.16.0.0/15", "nodes": ["gpu-0"]});
-        let ipam = Ipam::load("rail1", &conf, &settings).unwrap();
-        let ns = t.path().join("ns-a");
-        std::fs::write(&ns, "").unwrap();
-        let a = Holder {
-            netns: Some(ns.clone()),
-            ..holder("a")
-        };
-        ipam.allocate(&a, &[]).unwrap();
-        std::fs::remove_file(&ns).unwrap();
+        let ipam = full_with_a_gone_holder(t.path(), 2000);
         let renewed = |_: &str, _: &str| {
             // Meanwhile the holder's lease is released and taken anew by c.
             ipam.release("a", "net1").unwrap();

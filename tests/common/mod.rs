@@ -579,3 +579,34 @@ pub fn minify(text: &str) -> String {
     }
     out
 }
+
+/// The text of `network`'s lease file on `node` (empty when there is none).
+pub fn leases_of(node: &Node, network: &str) -> String {
+    std::fs::read_to_string(node.state_dir().join(format!("ipam/{network}.leases.json")))
+        .unwrap_or_default()
+}
+
+/// rail1's lease file on `node`.
+pub fn leases(node: &Node) -> String {
+    leases_of(node, "rail1")
+}
+
+/// An ADD of `vf` as net1 of container `name` in `pod`, on rail1 with its
+/// one /31 on this node.
+pub fn rail1(name: &str, pod: &str, vf: &FakeVf) -> Req {
+    Req::new(
+        "ADD",
+        name,
+        pod,
+        "net1",
+        conf("1.1.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
+    )
+}
+
+/// The first address of a CNI result (`""` when there is none).
+pub fn address(result: &Value) -> String {
+    result["ips"][0]["address"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
