@@ -14,4 +14,5 @@ pub mod store;
 
 pub use allocator::{AllocatedIp, Allocation, Holder, Ipam, PoolRoute, Released};
 pub use error::IpamError;
-pub use operator::{release_lease, repair, repair_command, stores, Repaired, StoreView};
+pub use operator::{release_lease, repair, stores, Repaired, StoreView};
+pub use store::repair_command;

@@ -7,12 +7,6 @@ use crate::allocator::{now_unix, release_from, Released};
 use crate::error::IpamError;
 use crate::store::{self, Lease, LeaseStore, Leases};
 
-/// The command that rebuilds `network`'s lease file from the attachment
-/// records: the one fix line every message that advises it prints.
-pub fn repair_command(network: &str) -> String {
-    format!("railcnictl ipam repair {network}")
-}
-
 /// Release a lease from `network`'s store on this node without its pool
 /// config: for a stale attachment of another network.
 pub fn release_lease(

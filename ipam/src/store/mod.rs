@@ -42,6 +42,12 @@ pub struct Locked<'a> {
     _lock: FileLock,
 }
 
+/// The command that rebuilds `network`'s lease file from the attachment
+/// records: the one fix line every message that advises it prints.
+pub fn repair_command(network: &str) -> String {
+    format!("railcnictl ipam repair {network}")
+}
+
 impl LeaseStore {
     pub fn new(dir: &Path, network: &str, lock_timeout: Duration) -> Self {
         let name = files::file_safe(network);
@@ -104,7 +110,7 @@ impl LeaseStore {
                 "lease file {} is corrupt ({why}); nothing was changed. Rebuild it from the attachment records with \
                  `{}` before this network can allocate again",
                 self.path.display(),
-                crate::operator::repair_command(
+                repair_command(
                     &(self.path.file_name())
                         .and_then(|n| network_of(&n.to_string_lossy()))
                         .unwrap_or_else(|| "<network>".into())
