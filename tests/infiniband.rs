@@ -18,6 +18,18 @@ const ORIGINAL: &str = "00:00:00:00:00:00:0a:01";
 fn infiniband(node: &Node, vf: &FakeVf, rdma: &str) {
     let dev = node.sysfs().join(format!("devices/pci0000:00/{}", vf.pci));
     std::fs::write(dev.join(format!("net/{}/type", vf.ifname)), "32\n").unwrap();
+    // Its ifindex, as sysfs shows it: how the fake kernel finds the IPoIB
+    // netdev to re-create when the RDMA device moves.
+    let index = out(&format!(
+        "ip -n {} -o link show {} | cut -d: -f1",
+        node.host(),
+        vf.ifname
+    ));
+    std::fs::write(
+        dev.join(format!("net/{}/ifindex", vf.ifname)),
+        format!("{}\n", index.trim()),
+    )
+    .unwrap();
     let pf = format!("0000:1{}:00.0", vf.rail);
     std::fs::write(
         node.sysfs()
@@ -464,4 +476,61 @@ fn add_waits_for_the_ib_port_and_fails_naming_it_when_it_never_comes_up() {
     let mut c = ib_conf(&vf);
     c["checks"] = json!({"ibPort": "off"});
     node.cni(&Req::new("ADD", "c3", &pod, "net1", c)).ok();
+}
+
+/// An exclusive-mode IB rail against a fake that does what the kernel does
+/// when the RDMA device changes namespace (it re-creates the IPoIB netdev:
+/// on the host before the 2025 kernels, in the device's new namespace
+/// since): ADD moves the device first and then finds the netdev, CHECK
+/// holds, DEL brings the VF home under its name and MTU, for both kernel
+/// generations (#60).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn an_exclusive_ib_rail_attaches_and_detaches_as_the_kernel_moves_it() {
+    for generation in ["host", "device"] {
+        let node = Node::new(1, 1);
+        let vf = node.vfs[0].clone();
+        infiniband(&node, &vf, "mlx5_4");
+        node.set_hardware(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
+                                 "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+        let before = node.link(&node.host(), &vf.ifname).unwrap();
+        let pod = node.pod("pod");
+        let ns = Node::ns_of(&pod);
+        let mut c = ib_conf(&vf);
+        c.as_object_mut().unwrap().remove("guid");
+        let add = Req::new("ADD", "c1", &pod, "net1", c);
+        let r = node.cni(&add).ok();
+        let calls = node.hardware()["calls"].to_string();
+        assert!(calls.contains("move_rdma mlx5_4"), "{generation}: {calls}");
+        let net1 = link_in(&ns, "net1").unwrap_or_else(|| panic!("{generation}: net1 in the pod"));
+        assert_eq!(
+            net1.mtu, 4092,
+            "{generation}: the PF's IPoIB MTU, set after the re-creation"
+        );
+        assert_eq!(
+            addresses_in(&ns, "net1"),
+            [r["ips"][0]["address"].as_str().unwrap().to_string()],
+            "{generation}"
+        );
+        assert!(
+            !out(&format!("ip -n {ns} -o link")).contains("ib0"),
+            "{generation}: no netdev left under the kernel's name in the pod"
+        );
+        node.cni(&add.cmd("CHECK").with_conf(with_prev(&add.conf, &r)))
+            .ok();
+
+        node.cni(&add.cmd("DEL")).ok();
+        let home = node.link(&node.host(), &vf.ifname);
+        assert_eq!(
+            home.map(|l| (l.mtu, l.up)),
+            Some((before.mtu, before.up)),
+            "{generation}: home under its name, MTU and state"
+        );
+        assert!(link_in(&ns, "net1").is_none());
+        assert!(!node.record_exists(&vf.pci), "{generation}");
+        assert!(!leases_of(&node, "ib1").contains("\"c1\""), "{generation}");
+        // And it attaches again.
+        node.cni(&add).ok();
+        node.cni(&add.cmd("DEL")).ok();
+    }
 }

@@ -47,6 +47,11 @@ pub struct FakeState {
     /// `moveRdma` refuses every RDMA device move, `moveRdmaOnce` the next.
     #[serde(default)]
     pub refuse: BTreeMap<String, String>,
+    /// Where an InfiniBand VF's new IPoIB netdev appears when its RDMA
+    /// device moves: `"host"` (kernels before 2025) or the device's new
+    /// namespace (`"device"`, the default; see `fake_ipoib`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipoib_netns: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -253,8 +258,19 @@ impl Hardware for Recorder {
         let ns = nix::sys::stat::fstat(netns)
             .map(|st| format!("ns:{}", st.st_ino))
             .map_err(|e| Error::internal(format!("move RDMA device {name}: bad netns fd: {e}")))?;
-        state.rdma_devices.insert(name.to_string(), ns.clone());
+        let was = state.rdma_devices.insert(name.to_string(), ns.clone());
         state.calls.push(format!("move_rdma {name} {ns}"));
-        self.save(&state)
+        self.save(&state)?;
+        // The kernel re-creates an InfiniBand VF's IPoIB netdev.
+        match std::env::var_os("RAILCNI_SYSFS_ROOT") {
+            Some(sysfs) => super::fake_ipoib::recreate(
+                std::path::Path::new(&sysfs),
+                name,
+                was.as_deref(),
+                netns,
+                super::fake_ipoib::Generation::named(state.ipoib_netns.as_deref()),
+            ),
+            None => Ok(()),
+        }
     }
 }

@@ -11,6 +11,8 @@
 mod backend;
 #[cfg(any(test, feature = "fake-hardware"))]
 pub mod fake;
+#[cfg(any(test, feature = "fake-hardware"))]
+mod fake_ipoib;
 pub mod kernel;
 
 pub use backend::backend;

@@ -267,6 +267,27 @@ impl Netlink {
         )
     }
 
+    /// Name a link already in this namespace `name`, with `arrival`'s
+    /// settings, in one message (an IPoIB netdev the kernel registered in
+    /// the pod when its RDMA device moved there). Ok(false): the name is
+    /// taken (EEXIST: nothing changed).
+    pub fn settle(&self, index: u32, name: &str, arrival: &Arrival) -> Result<bool> {
+        let mut attrs = vec![LinkAttribute::IfName(name.to_string())];
+        attrs.extend(arrival.mtu.map(LinkAttribute::Mtu));
+        attrs.extend(arrival.inet.clone().map(|conf| inet_conf(conf.0)));
+        match self.change(change_message(index, attrs)) {
+            Ok(()) => Ok(true),
+            Err(Failure::Kernel {
+                errno: Errno::EEXIST,
+                ..
+            }) => Ok(false),
+            Err(f) => Err(nl_err(
+                format!("name link #{index} {name}{}", arrival.describe()),
+                f,
+            )),
+        }
+    }
+
     /// Move a link to `target` and name it `name` there, in one message, so
     /// a name taken on either side never leaves it half-moved; `arrival`'s
     /// settings ride in the same message (the kernel applies them once the

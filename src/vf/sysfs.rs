@@ -125,6 +125,12 @@ impl Sysfs {
         list_dir(&self.device(pci).join("net"))
     }
 
+    /// The VF's RDMA devices as sysfs lists them now: after a driver
+    /// rebind the kernel may have registered them under other names.
+    pub fn rdma_devices(&self, pci: &str) -> Vec<String> {
+        list_dir(&self.device(pci).join("infiniband"))
+    }
+
     /// The `ports/` directory of the VF's RDMA device `dev`: under the VF's
     /// own `infiniband/` (visible whichever namespace holds the device),
     /// else `class/infiniband/<dev>`.

@@ -254,6 +254,90 @@ impl<'a> KernelAttach<'a> {
             .ok_or_else(|| Error::internal("the VF has not been moved"))
     }
 
+    /// An InfiniBand VF in exclusive mode, in the order the kernel needs:
+    /// its IPoIB netdev is a client of its RDMA device, and moving the
+    /// device unregisters the netdev and registers a new one (in the pod
+    /// since the 2025 kernels, in the host before). So the device moves
+    /// first, found by the VF's PCI address now (a GUID's rebind may have
+    /// renamed it: the record follows), then the netdev is found by the
+    /// VF's PCI address wherever it is, moved if it is still on the host,
+    /// and named `CNI_IFNAME` with its MTU (ib-sriov-cni's order).
+    fn move_in_infiniband(&mut self) -> Result<()> {
+        let (ctx, vf) = (self.ctx, &self.intent.vf);
+        let device =
+            (ctx.node.sysfs.rdma_devices(&vf.pci).into_iter().next()).ok_or_else(|| {
+                Error::DeviceNotFound(format!(
+                    "InfiniBand VF {} has no RDMA device in sysfs after its rebind",
+                    vf.pci
+                ))
+            })?;
+        if self.record.rdma_device.as_ref() != Some(&device) {
+            log_info!(
+                "VF {}'s RDMA device is {device} now (it was {:?})",
+                vf.pci,
+                self.rdma.moves
+            );
+            self.record.rdma_device = Some(device.clone());
+            ctx.node.store.save(&self.record)?;
+        }
+        ctx.node
+            .hw
+            .move_rdma_device(&device, self.sockets.pod.fd())?;
+        let arrival = |mtu: u32| Arrival {
+            mtu: (mtu != self.intent.mtu).then_some(self.intent.mtu),
+            inet: self.sysctls().inet,
+        };
+        let ifname = &ctx.env.ifname;
+        let known = self.link.as_ref().map(|l| l.index);
+        let in_pod = (self.sockets.pod_nl.links()?.into_iter())
+            .find(|l| crate::vf::home::is_vf(l, &vf.pci, known));
+        let placed = match in_pod {
+            Some(link) => self
+                .sockets
+                .pod_nl
+                .settle(link.index, ifname, &arrival(link.mtu))?,
+            None => {
+                let names = ctx.node.sysfs.netdevs(&vf.pci);
+                let saved = Some(self.record.saved_vf());
+                let host = find_in_host(self.sockets.host_nl, &vf.pci, &names, saved)?;
+                let link = host.ok_or_else(|| {
+                    Error::DeviceNotFound(format!(
+                        "InfiniBand VF {}'s IPoIB netdev is neither in the pod nor on the host \
+                         after its RDMA device {device} moved",
+                        vf.pci
+                    ))
+                })?;
+                (self.sockets.host_nl).move_to(
+                    link.index,
+                    self.sockets.pod,
+                    ifname,
+                    &arrival(link.mtu),
+                )?
+            }
+        };
+        if !placed {
+            return Err(Error::invalid_env(format!(
+                "CNI_IFNAME {ifname} already exists in the pod namespace"
+            )));
+        }
+        self.note_moved()
+    }
+
+    /// The VF as it arrived in the pod under `CNI_IFNAME`.
+    fn note_moved(&mut self) -> Result<()> {
+        let ifname = &self.ctx.env.ifname;
+        let moved = self.sockets.pod_nl.link_by_name(ifname)?;
+        let moved = moved.ok_or_else(|| {
+            Error::DeviceVanished(format!("VF moved into the pod but {ifname} is not there"))
+        })?;
+        // The kernel renumbers a moved link whose ifindex is taken in the pod;
+        // kept with the final record write (until then DEL knows the VF by
+        // its host ifindex or MAC).
+        self.record.pod_ifindex = Some(moved.index);
+        self.moved = Some(moved);
+        Ok(())
+    }
+
     /// The table is chosen against what the pod holds now (the VF adds no
     /// rule), so the whole plan goes into the record written before the move:
     /// rules outlive the VF, and DEL needs the plan to remove them.
@@ -350,6 +434,9 @@ impl AttachSteps for KernelAttach<'_> {
     }
 
     fn move_in(&mut self) -> Result<()> {
+        if self.intent.vf.infiniband && self.rdma.moves.is_some() {
+            return self.move_in_infiniband();
+        }
         let (ctx, vf) = (self.ctx, &self.intent.vf);
         let ifname = &ctx.env.ifname;
         let link = if self.intent.rebinds(ctx) {
@@ -387,22 +474,19 @@ impl AttachSteps for KernelAttach<'_> {
                 "CNI_IFNAME {ifname} already exists in the pod namespace"
             )));
         }
-        let moved = self.sockets.pod_nl.link_by_name(ifname)?;
-        let moved = moved.ok_or_else(|| {
-            Error::DeviceVanished(format!("VF moved into the pod but {ifname} is not there"))
-        })?;
-        // The kernel renumbers a moved link whose ifindex is taken in the pod;
-        // kept with the final record write (until then DEL knows the VF by
-        // its host ifindex or MAC).
-        self.record.pod_ifindex = Some(moved.index);
-        self.moved = Some(moved);
-        Ok(())
+        self.note_moved()
     }
 
     fn bring_up(&mut self) -> Result<()> {
         let (ctx, nl) = (self.ctx, self.sockets.pod_nl);
         let moved = self.moved()?;
-        if let Some(dev) = &self.rdma.moves {
+        // An InfiniBand VF's device went first (`move_in_infiniband`).
+        if let Some(dev) = self
+            .rdma
+            .moves
+            .as_ref()
+            .filter(|_| !self.intent.vf.infiniband)
+        {
             ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
         }
         // rdma_cm forgot any earlier value when the device moved;

@@ -1,0 +1,168 @@
+//! What the kernel does to an InfiniBand VF's IPoIB netdev when its RDMA
+//! device changes namespace, played on the fake node. The IPoIB netdev is
+//! a client of the RDMA device: the move unregisters it (its name, MTU,
+//! addresses and state gone) and registers a new one under the kernel's
+//! default name: in the host namespace before "RDMA/ipoib: Use parent rdma
+//! device net namespace" (rdma-next, June 2025), in the device's new
+//! namespace after it (design.md §17). The stand-in keeps the veth (so the
+//! fabric still reaches it) and plays the rest: it moves it where the new
+//! netdev appears, under `ib<N>` (the first free), down, without
+//! addresses, at IPoIB's datagram MTU.
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+/// Where the new IPoIB netdev appears: the kernel generation a test plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generation {
+    /// Before the 2025 change: in the host (init) namespace.
+    Host,
+    /// Since: in the RDMA device's new namespace.
+    Device,
+}
+
+impl Generation {
+    /// `ipoibNetns` in the fake hardware file: `"host"`, else the kernels
+    /// of today.
+    pub fn named(word: Option<&str>) -> Self {
+        match word {
+            Some("host") => Generation::Host,
+            _ => Generation::Device,
+        }
+    }
+}
+
+/// IPoIB's datagram-mode MTU, which a new netdev starts with.
+const DEFAULT_MTU: u32 = 2044;
+
+/// The VF whose RDMA device is `device` in the fake sysfs, and its IPoIB
+/// netdev's name there; `None` when it is not an InfiniBand VF.
+fn ipoib_of(sysfs: &Path, device: &str) -> Option<(PathBuf, String)> {
+    let devices = sysfs.join("devices/pci0000:00");
+    let pci = std::fs::read_dir(&devices)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("infiniband").join(device).is_dir())?;
+    let name = std::fs::read_dir(pci.join("net"))
+        .ok()?
+        .flatten()
+        .find_map(|e| e.file_name().to_str().map(String::from))?;
+    let kind = std::fs::read_to_string(pci.join("net").join(&name).join("type")).ok()?;
+    (kind.trim() == "32").then_some((pci, name))
+}
+
+/// The named namespace (`/var/run/netns/<name>`) whose inode is `ino`, as
+/// a path.
+fn named_netns(ino: u64) -> Option<String> {
+    std::fs::read_dir("/var/run/netns")
+        .ok()?
+        .flatten()
+        .find(|e| {
+            std::fs::metadata(e.path())
+                .is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == ino)
+        })
+        .map(|e| e.path().display().to_string())
+}
+
+/// `ip ARGS` inside the namespace at `ns` (a path).
+fn ip(ns: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new("nsenter")
+        .arg(format!("--net={ns}"))
+        .arg("ip")
+        .args(args)
+        .output()
+        .map_err(|e| Error::internal(format!("fake IPoIB: nsenter: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::internal(format!(
+            "fake IPoIB: ip {args:?} in {ns}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The name of the link with index `index` in the namespace at `ns`.
+fn name_of_index(ns: &str, index: &str) -> Option<String> {
+    let out = ip(ns, &["-o", "link", "show"]).ok()?;
+    out.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()?.trim() == index)
+            .then(|| f.next())??
+            .trim()
+            .split('@')
+            .next()
+            .map(String::from)
+    })
+}
+
+/// Play the kernel for RDMA device `device`, which was in the namespace
+/// `was` ("ns:<inode>"; `None`: the host) and now moves to `to`. The old
+/// netdev is found as the kernel knows it: by the name sysfs lists while
+/// it is in the host, else by its ifindex (sysfs `ifindex`) in the
+/// namespace the device leaves or joins.
+pub fn recreate(
+    sysfs: &Path,
+    device: &str,
+    was: Option<&str>,
+    to: BorrowedFd<'_>,
+    generation: Generation,
+) -> Result<()> {
+    let Some((pci, listed)) = ipoib_of(sysfs, device) else {
+        return Ok(());
+    };
+    let pid = std::process::id();
+    let host = format!("/proc/{pid}/ns/net");
+    let target = format!("/proc/{pid}/fd/{}", to.as_raw_fd());
+    let inode = |s: &str| s.strip_prefix("ns:").and_then(|i| i.parse::<u64>().ok());
+    let previous = was.and_then(inode).and_then(named_netns);
+    let index = std::fs::read_to_string(pci.join("net").join(&listed).join("ifindex"))
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default();
+    let found = match ip(&host, &["link", "show", "dev", &listed]) {
+        Ok(_) => Some((host.clone(), listed.clone())),
+        Err(_) => [Some(target.clone()), previous]
+            .into_iter()
+            .flatten()
+            .find_map(|ns| name_of_index(&ns, &index).map(|n| (ns, n))),
+    };
+    let Some((from, old)) = found else {
+        return Ok(()); // nowhere the kernel would find it: nothing to play
+    };
+    let appears = match generation {
+        Generation::Host => host,
+        Generation::Device => target,
+    };
+    let new = first_free_name(&appears)?;
+    ip(&from, &["link", "set", "dev", &old, "down"])?;
+    ip(&from, &["addr", "flush", "dev", &old])?;
+    let mtu = DEFAULT_MTU.to_string();
+    let args = [
+        "link", "set", "dev", &old, "netns", &appears, "name", &new, "mtu", &mtu,
+    ];
+    // The stand-in's sysfs names are fixed, where the kernel's follow each
+    // rename: its entry stays as the host named the VF, and the netdev is
+    // known by its ifindex (kept across the move), as a stand-in has no PCI
+    // parent for railcni to find it by.
+    ip(&from, &args).map(drop)
+}
+
+/// The kernel's default name `ib%d`: the first free in the namespace at
+/// `path`.
+fn first_free_name(path: &str) -> Result<String> {
+    let names = ip(path, &["-o", "link", "show"])?;
+    let taken = |n: &str| {
+        names.lines().any(|l| {
+            l.split(':')
+                .nth(1)
+                .is_some_and(|f| f.trim().split('@').next() == Some(n))
+        })
+    };
+    Ok((0..)
+        .map(|i| format!("ib{i}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| "ib0".into()))
+}
