@@ -534,3 +534,33 @@ fn an_exclusive_ib_rail_attaches_and_detaches_as_the_kernel_moves_it() {
         node.cni(&add.cmd("DEL")).ok();
     }
 }
+
+/// A GUID's rebind registers the VF's RDMA device again under the first
+/// free `mlx5_%d`: the device ADD moves is the one the VF has after the
+/// rebind, found by its PCI address, never the name read before it (which
+/// the kernel may have given another VF's device meanwhile) (#60).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn the_device_that_moves_is_the_vfs_own_after_its_rebind_renamed_it() {
+    let node = Node::new(2, 1);
+    let (vf, other) = (node.vfs[0].clone(), node.vfs[1].clone());
+    infiniband(&node, &vf, "mlx5_4");
+    node.give_rdma_device(&other, "mlx5_0");
+    node.set_hardware(json!({"rdmaMode": "exclusive", "rebindRenames": true,
+                             "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let pod = node.pod("pod");
+    let add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
+    let r = node.cni(&add).ok();
+    assert_eq!(r["interfaces"][0]["rdmaDevice"], "mlx5_1", "{r}");
+    let calls = node.hardware()["calls"].to_string();
+    assert!(calls.contains("move_rdma mlx5_1"), "{calls}");
+    assert!(!calls.contains("move_rdma mlx5_4"), "{calls}");
+    assert!(
+        !calls.contains("move_rdma mlx5_0"),
+        "the other VF's device stays: {calls}"
+    );
+    assert!(link_in(&Node::ns_of(&pod), "net1").is_some());
+    node.cni(&add.cmd("DEL")).ok();
+    assert!(link_in(&node.host(), &vf.ifname).is_some(), "VF home");
+    assert!(!node.record_exists(&vf.pci));
+}

@@ -52,6 +52,11 @@ pub struct FakeState {
     /// namespace (`"device"`, the default; see `fake_ipoib`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipoib_netns: Option<String>,
+    /// Setting an InfiniBand VF's GUID (applied by the driver rebind that
+    /// follows) re-registers its RDMA device under the first free
+    /// `mlx5_%d`, as the kernel does (`fake_ipoib::reregister`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rebind_renames: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -136,6 +141,12 @@ impl Recorder {
     }
 }
 
+/// The fake sysfs tree the plugin reads (`RAILCNI_SYSFS_ROOT`), where the
+/// fake kernel's RDMA devices and netdevs are described.
+fn sysfs_root() -> Option<PathBuf> {
+    std::env::var_os("RAILCNI_SYSFS_ROOT").map(PathBuf::from)
+}
+
 fn errno_named(name: &str) -> Option<nix::errno::Errno> {
     use nix::errno::Errno;
     [
@@ -176,7 +187,14 @@ impl Hardware for Recorder {
         let shown = Value::Object(Map::from_iter([(name.clone(), value.clone())]));
         entry.insert(name, value);
         state.calls.push(format!("set_vf {pf} {vf} {shown}"));
-        self.save(&state)
+        self.save(&state)?;
+        match (
+            matches!(attr, VfAttr::IbGuid(_)) && state.rebind_renames,
+            sysfs_root(),
+        ) {
+            (true, Some(sysfs)) => super::fake_ipoib::reregister(&sysfs, pf, vf),
+            _ => Ok(()),
+        }
     }
 
     fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode> {
@@ -255,6 +273,14 @@ impl Hardware for Recorder {
                 said: None,
             });
         }
+        // The RDMA subsystem moves only a device it has.
+        if let Some(sysfs) = sysfs_root() {
+            if !super::fake_ipoib::device_exists(&sysfs, name) {
+                return Err(Error::DeviceNotFound(format!(
+                    "move RDMA device {name}: the RDMA subsystem has no device {name}"
+                )));
+            }
+        }
         let ns = nix::sys::stat::fstat(netns)
             .map(|st| format!("ns:{}", st.st_ino))
             .map_err(|e| Error::internal(format!("move RDMA device {name}: bad netns fd: {e}")))?;
@@ -262,9 +288,9 @@ impl Hardware for Recorder {
         state.calls.push(format!("move_rdma {name} {ns}"));
         self.save(&state)?;
         // The kernel re-creates an InfiniBand VF's IPoIB netdev.
-        match std::env::var_os("RAILCNI_SYSFS_ROOT") {
+        match sysfs_root() {
             Some(sysfs) => super::fake_ipoib::recreate(
-                std::path::Path::new(&sysfs),
+                &sysfs,
                 name,
                 was.as_deref(),
                 netns,

@@ -7,7 +7,9 @@
 //! namespace after it (design.md §17). The stand-in keeps the veth (so the
 //! fabric still reaches it) and plays the rest: it moves it where the new
 //! netdev appears, under `ib<N>` (the first free), down, without
-//! addresses, at IPoIB's datagram MTU.
+//! addresses, at IPoIB's datagram MTU. And what a GUID's driver rebind
+//! does to the VF's RDMA device: it is registered again under the first
+//! free `mlx5_%d` (`reregister`).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
@@ -165,4 +167,53 @@ fn first_free_name(path: &str) -> Result<String> {
         .map(|i| format!("ib{i}"))
         .find(|n| !taken(n))
         .unwrap_or_else(|| "ib0".into()))
+}
+
+/// The RDMA devices the fake sysfs lists, by the VF (PCI dir) holding each.
+fn rdma_devices(sysfs: &Path) -> Vec<(PathBuf, String)> {
+    let devices = sysfs.join("devices/pci0000:00");
+    (std::fs::read_dir(devices).into_iter().flatten().flatten())
+        .flat_map(|pci| {
+            let dir = pci.path();
+            (std::fs::read_dir(dir.join("infiniband"))
+                .into_iter()
+                .flatten()
+                .flatten())
+            .filter_map(|d| d.file_name().to_str().map(String::from))
+            .map(move |n| (dir.clone(), n))
+            .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether the fake RDMA subsystem has a device named `name`.
+pub fn device_exists(sysfs: &Path, name: &str) -> bool {
+    rdma_devices(sysfs).iter().any(|(_, n)| n == name)
+}
+
+/// VF `vf` of PF netdev `pf` re-registers its RDMA device (a driver
+/// rebind): it takes the first `mlx5_%d` no other device holds.
+pub fn reregister(sysfs: &Path, pf: &str, vf: u32) -> Result<()> {
+    let devices = sysfs.join("devices/pci0000:00");
+    let pf_dir = (std::fs::read_dir(&devices).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .find(|p| p.join("net").join(pf).exists());
+    let Some(vf_dir) = pf_dir
+        .and_then(|p| std::fs::read_link(p.join(format!("virtfn{vf}"))).ok())
+        .and_then(|l| l.file_name().map(|n| devices.join(n)))
+    else {
+        return Ok(());
+    };
+    let all = rdma_devices(sysfs);
+    let Some((_, old)) = all.iter().find(|(dir, _)| *dir == vf_dir) else {
+        return Ok(());
+    };
+    let taken = |n: &str| all.iter().any(|(dir, m)| m == n && *dir != vf_dir);
+    let new = (0..)
+        .map(|i| format!("mlx5_{i}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| old.clone());
+    let ib = vf_dir.join("infiniband");
+    std::fs::rename(ib.join(old), ib.join(&new))
+        .map_err(|e| Error::internal(format!("fake rebind: sysfs: {e}")))
 }

@@ -142,15 +142,19 @@ pub fn wait_for_gids(
 /// An InfiniBand VF's port ACTIVE, and a member of the NAD's `pkey`,
 /// before ADD answers (`checks.ibPort`): NCCL's QP setup fails on a port
 /// the subnet manager has not brought up yet. The port's files are read
-/// where the device is (the pod's sysfs once it moved).
+/// where the device is (the pod's sysfs once it moved), under the name it
+/// has now (`moved`: a GUID's rebind may have renamed it).
 pub fn wait_for_ib_port(
     ctx: &Ctx,
     pod: &NetNs,
     intent: &Intent<'_>,
     plan: &RdmaPlan,
+    moved: Option<&str>,
 ) -> Result<()> {
     let mode = ctx.conf.probes.ib_port;
-    let device = plan.device.as_deref().filter(|_| intent.vf.infiniband);
+    let device = moved
+        .or(plan.device.as_deref())
+        .filter(|_| intent.vf.infiniband);
     let Some(device) = device.filter(|_| mode != Mode::Off) else {
         return Ok(());
     };

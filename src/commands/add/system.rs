@@ -552,7 +552,8 @@ impl AttachSteps for KernelAttach<'_> {
     fn wait_for_gids(&mut self, result: &CniResult) -> Result<()> {
         let pod = self.sockets.pod;
         self.gids = rdma::wait_for_gids(self.ctx, pod, self.intent, &self.rdma, result)?;
-        rdma::wait_for_ib_port(self.ctx, pod, self.intent, &self.rdma)
+        let moved = self.record.rdma_device.as_deref();
+        rdma::wait_for_ib_port(self.ctx, pod, self.intent, &self.rdma, moved)
     }
 
     /// The interface as the kernel confirms it (a DPDK VF: its PCI address).
