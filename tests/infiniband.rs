@@ -564,3 +564,53 @@ fn the_device_that_moves_is_the_vfs_own_after_its_rebind_renamed_it() {
     assert!(link_in(&node.host(), &vf.ifname).is_some(), "VF home");
     assert!(!node.record_exists(&vf.pci));
 }
+
+/// One GUID rebind at a time on a node: an ADD that must rebind its VF
+/// waits for the node's rebind lock (another ADD's or DEL's rebind and
+/// move), and answers 11 (try again) with nothing changed when it stays
+/// held; an ADD that keeps its VF's GUID does not wait (#60).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_guid_rebind_waits_for_the_nodes_rebind_lock() {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let pod = node.pod("pod");
+    let locks = node.state_dir().join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let held = std::fs::File::create(locks.join("infiniband-rebind.lock")).unwrap();
+    held.lock().unwrap();
+    let before = node.link(&node.host(), &vf.ifname);
+    let mut add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
+    add.env
+        .push(("RAILCNI_LOCK_TIMEOUT_MS".into(), "300".into()));
+    let e = node.cni(&add).err(11);
+    assert!(
+        e["details"]
+            .as_str()
+            .unwrap_or("")
+            .contains("driver rebind"),
+        "{e}"
+    );
+    assert_eq!(
+        node.link(&node.host(), &vf.ifname),
+        before,
+        "nothing changed"
+    );
+    assert_eq!(guid_of(&node), ORIGINAL);
+    assert!(!node.record_exists(&vf.pci));
+
+    // Keeping its GUID, a VF is not rebound: no wait.
+    let mut keep = ib_conf(&vf);
+    keep.as_object_mut().unwrap().remove("guid");
+    let mut add2 = Req::new("ADD", "c2", &pod, "net1", keep);
+    add2.env
+        .push(("RAILCNI_LOCK_TIMEOUT_MS".into(), "300".into()));
+    node.cni(&add2).ok();
+    node.cni(&add2.cmd("DEL")).ok();
+    held.unlock().unwrap();
+    node.cni(&add).ok();
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(guid_of(&node), ORIGINAL, "restored, under the lock");
+}

@@ -440,6 +440,12 @@ impl DetachSteps for KernelDetach<'_> {
 
     fn restore_vf_settings(&mut self, record: &Record) -> Result<()> {
         let node = self.node;
+        // A GUID's restore rebinds the driver: one rebind at a time on the
+        // node (`AttachmentStore::lock_rebinds`).
+        let _rebinding = match record.vf_restore.as_ref().and_then(|s| s.ib_guid()) {
+            Some(_) => Some(node.store.lock_rebinds()?),
+            None => None,
+        };
         match &self.vf {
             Some(vf) => settings::restore(
                 node.hw.as_ref(),

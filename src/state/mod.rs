@@ -80,6 +80,24 @@ impl AttachmentStore {
     }
 
     /// Take the VF's lock, waiting up to the lock timeout (then code 11).
+    /// The node-wide lock around an InfiniBand VF's driver rebind and what
+    /// must be found after it: a rebind registers the VF's RDMA device again
+    /// under the first free `mlx5_%d`, so two at once can swap names, and the
+    /// device is named (by PCI address) and moved before another rebind
+    /// starts (ib-sriov-cni serializes the same for this reason).
+    pub fn lock_rebinds(&self) -> Result<VfLock> {
+        let path = self.dir("locks")?.join("infiniband-rebind.lock");
+        match files::lock(&path, self.lock_timeout, LOCK_POLL) {
+            Ok(lock) => Ok(VfLock { _lock: lock }),
+            Err(LockError::Busy(t)) => Err(Error::try_again_later(format!(
+                "another InfiniBand VF's driver rebind on this node held its lock for more than {t:?}"
+            ))),
+            Err(LockError::Io(e)) => {
+                Err(Error::state(format!("cannot lock {}", path.display()), &e))
+            }
+        }
+    }
+
     pub fn lock_vf(&self, pci: &str) -> Result<VfLock> {
         let path = self.dir("locks")?.join(format!("{pci}.lock"));
         match files::lock(&path, self.lock_timeout, LOCK_POLL) {

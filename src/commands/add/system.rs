@@ -56,6 +56,9 @@ pub struct KernelAttach<'a> {
     /// The netdev once it is in the pod, as the kernel read it back right
     /// after the move (with the MTU, MAC and IPv4 settings the move set).
     moved: Option<Link>,
+    /// Held from an InfiniBand VF's rebind until its RDMA device has moved
+    /// (`AttachmentStore::lock_rebinds`).
+    rebinding: Option<crate::state::VfLock>,
     record: Record,
 }
 
@@ -141,6 +144,7 @@ impl<'a> KernelAttach<'a> {
             gids: Gids::default(),
             in_use: None,
             moved: None,
+            rebinding: None,
             record,
         })
     }
@@ -283,6 +287,8 @@ impl<'a> KernelAttach<'a> {
         ctx.node
             .hw
             .move_rdma_device(&device, self.sockets.pod.fd())?;
+        // Named and moved: another rebind may start.
+        self.rebinding = None;
         let arrival = |mtu: u32| Arrival {
             mtu: (mtu != self.intent.mtu).then_some(self.intent.mtu),
             inet: self.sysctls().inet,
@@ -409,6 +415,9 @@ impl AttachSteps for KernelAttach<'_> {
     /// MAC for it, which an untrusted igb VF needs), then the PF-side
     /// settings one by one. A refusal leaves nothing changed.
     fn set_vf(&mut self) -> Result<()> {
+        if self.intent.rebinds(self.ctx) {
+            self.rebinding = Some(self.ctx.node.store.lock_rebinds()?);
+        }
         let node = &self.ctx.node;
         let vf = &self.intent.vf;
         let mac_changed = self.set_netdev_mac()?;
