@@ -137,11 +137,101 @@ fn no_crate_links_one_above_it() {
 
 /// `railcni-cni`'s direct dependencies beyond `PROTOCOL`, in the workspace at `dir`.
 fn beyond_protocol(dir: &Path) -> Vec<String> {
-    let direct = direct_dependencies(dir, "railcni-cni");
+    beyond(dir, "railcni-cni", &PROTOCOL)
+}
+
+/// `package`'s direct normal dependencies beyond `allowed`, in the
+/// workspace at `dir`.
+fn beyond(dir: &Path, package: &str, allowed: &[&str]) -> Vec<String> {
+    let direct = direct_dependencies(dir, package);
     direct
         .into_iter()
-        .filter(|d| !PROTOCOL.contains(&d.as_str()))
+        .filter(|d| !allowed.contains(&d.as_str()))
         .collect()
+}
+
+/// Each package's direct dependencies, allowed by name (the guide's list:
+/// netlink, nix, serde, ipnet, clap, caps; tokio and HTTP for the agent
+/// only): a new crate is a decision taken here, with its reason, never one
+/// that slips in. A list a deny-list cannot be: it names what may be.
+const ALLOWED: [(&str, &[&str]); 4] = [
+    (
+        "railcni-base",
+        // humantime: the log's timestamps.
+        &[
+            "humantime",
+            "ipnet",
+            "nix",
+            "railcni-cni",
+            "serde",
+            "serde_json",
+        ],
+    ),
+    (
+        "railcni-ipam",
+        // blake3: the validated-pool marks' digests.
+        &[
+            "blake3",
+            "ipnet",
+            "nix",
+            "railcni-base",
+            "railcni-cni",
+            "serde",
+            "serde_json",
+        ],
+    ),
+    (
+        "railcni",
+        &[
+            "caps",
+            "ipnet",
+            "netlink-packet-core",
+            "netlink-packet-route",
+            "netlink-sys",
+            "nix",
+            "railcni-base",
+            "railcni-cni",
+            "railcni-ipam",
+            "serde",
+            "serde_json",
+        ],
+    ),
+    (
+        "railcnictl",
+        // axum, tokio: the agent's HTTP; comfy-table: tables; prometheus
+        // and prometheus-client: the exposition; serde_yaml_ng: plans and
+        // manifests; humantime: durations on the command line.
+        &[
+            "axum",
+            "clap",
+            "comfy-table",
+            "humantime",
+            "ipnet",
+            "nix",
+            "prometheus",
+            "prometheus-client",
+            "railcni",
+            "railcni-base",
+            "railcni-cni",
+            "railcni-ipam",
+            "serde",
+            "serde_json",
+            "serde_yaml_ng",
+            "tokio",
+        ],
+    ),
+];
+
+#[test]
+fn every_package_depends_only_on_what_its_list_allows() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (package, allowed) in ALLOWED {
+        let extra = beyond(here, package, allowed);
+        assert!(
+            extra.is_empty(),
+            "{package} depends on {extra:?}, which its list in tests/package_shape.rs does not allow"
+        );
+    }
 }
 
 /// The check on a scratch workspace whose protocol crate took a railcni
@@ -171,6 +261,30 @@ fn a_dependency_beyond_the_protocol_is_found() {
     )
     .unwrap();
     assert_eq!(beyond_protocol(root), ["railcni-base"]);
+    // A new heavy dependency of any package, named by the allow-list.
+    assert_eq!(
+        beyond(root, "railcni-base", &["humantime"]),
+        Vec::<String>::new()
+    );
+    std::fs::create_dir_all(root.join("heavy/src")).unwrap();
+    std::fs::write(
+        root.join("heavy/Cargo.toml"),
+        "[package]\nname = \"heavy\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("heavy/src/lib.rs"), "").unwrap();
+    std::fs::write(
+        root.join("base/Cargo.toml"),
+        "[package]\nname = \"railcni-base\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nheavy = { path = \"../heavy\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"cni\", \"base\", \"heavy\"]\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    assert_eq!(beyond(root, "railcni-base", &["humantime"]), ["heavy"]);
 }
 
 /// A package's direct normal dependencies (`cargo tree --depth 1`) in the
