@@ -37,7 +37,7 @@ pub trait Hardware: Send + Sync {
     /// The PF's DCB (PFC, DSCP map); EOPNOTSUPP from a driver without it.
     fn dcb(&self, pf_ifname: &str) -> Result<crate::net::dcb::Dcb>;
     /// What an RDMA device's port holds now of `kind`'s kind, as the
-    /// attributes that put it back; `UnsupportedDevice`: it cannot take it.
+    /// attributes that restore it; `UnsupportedDevice`: it cannot take it.
     /// `Reading::Observe` changes nothing on the node (CHECK, inspect).
     fn roce_state(&self, at: &RocePort, kind: &RoceAttr, how: Reading) -> Result<RoceSettings>;
     /// Set one RoCE attribute of an RDMA device's port.

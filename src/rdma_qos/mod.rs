@@ -1,7 +1,7 @@
 //! RoCE QoS of a rail's RDMA device (`rdmaQoS`): the device's forced
 //! traffic class and rdma_cm's default ToS, attributes of the device's
 //! port in the VF settings' shape (`net::roce`), saved before the first
-//! write, written and put back through the `Hardware` trait.
+//! write, written and restored through the `Hardware` trait.
 //!
 //! Order (each where the kernel lets it be written):
 //! 1. `prepare`, before any change: what the device can take and what it
@@ -316,7 +316,7 @@ mod tests {
         std::fs::create_dir_all(configfs.join("rdma_cm/mlx5_3/ports/1")).unwrap();
         apply(&Kernel, &at, &r, Moment::AfterMove).unwrap();
         // The ToS file is replaced by a directory: its write fails (EISDIR),
-        // the traffic class is still put back.
+        // the traffic class is still restored.
         let tos = configfs.join("rdma_cm/mlx5_3/ports/1/default_roce_tos");
         std::fs::remove_file(&tos).unwrap();
         std::fs::create_dir(&tos).unwrap();
