@@ -43,7 +43,7 @@ const DEFAULT_MTU: u32 = 2044;
 /// The VF whose RDMA device is `device` in the fake sysfs, and its IPoIB
 /// netdev's name there; `None` when it is not an InfiniBand VF.
 fn ipoib_of(sysfs: &Path, device: &str) -> Option<(PathBuf, String)> {
-    let devices = sysfs.join("devices/pci0000:00");
+    let devices = sysfs.join(PCI_DEVICES);
     let pci = std::fs::read_dir(&devices)
         .ok()?
         .flatten()
@@ -169,9 +169,13 @@ fn first_free_name(path: &str) -> Result<String> {
         .unwrap_or_else(|| "ib0".into()))
 }
 
+/// Every PCI device of a sysfs tree, as the kernel lists them (links into
+/// `devices/`, whatever the tree's hierarchy there).
+const PCI_DEVICES: &str = "bus/pci/devices";
+
 /// The RDMA devices the fake sysfs lists, by the VF (PCI dir) holding each.
 fn rdma_devices(sysfs: &Path) -> Vec<(PathBuf, String)> {
-    let devices = sysfs.join("devices/pci0000:00");
+    let devices = sysfs.join(PCI_DEVICES);
     (std::fs::read_dir(devices).into_iter().flatten().flatten())
         .flat_map(|pci| {
             let dir = pci.path();
@@ -194,7 +198,7 @@ pub fn device_exists(sysfs: &Path, name: &str) -> bool {
 /// VF `vf` of PF netdev `pf` re-registers its RDMA device (a driver
 /// rebind): it takes the first `mlx5_%d` no other device holds.
 pub fn reregister(sysfs: &Path, pf: &str, vf: u32) -> Result<()> {
-    let devices = sysfs.join("devices/pci0000:00");
+    let devices = sysfs.join(PCI_DEVICES);
     let pf_dir = (std::fs::read_dir(&devices).into_iter().flatten().flatten())
         .map(|e| e.path())
         .find(|p| p.join("net").join(pf).exists());
