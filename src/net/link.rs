@@ -141,13 +141,17 @@ fn updown_message(index: u32, up: bool) -> LinkMessage {
 /// One message that moves the link to the namespace behind `netns_fd`,
 /// names it `name` there and sets `arrival`'s settings.
 fn move_message(index: u32, netns_fd: i32, name: &str, arrival: &Arrival) -> LinkMessage {
-    let mut attrs = vec![
-        LinkAttribute::NetNsFd(netns_fd),
-        LinkAttribute::IfName(name.to_string()),
-    ];
+    let mut attrs = vec![LinkAttribute::NetNsFd(netns_fd)];
+    attrs.extend(arrival_attrs(name, arrival));
+    change_message(index, attrs)
+}
+
+/// A link's name and `arrival`'s settings, as one change message carries them.
+fn arrival_attrs(name: &str, arrival: &Arrival) -> Vec<LinkAttribute> {
+    let mut attrs = vec![LinkAttribute::IfName(name.to_string())];
     attrs.extend(arrival.mtu.map(LinkAttribute::Mtu));
     attrs.extend(arrival.inet.clone().map(|conf| inet_conf(conf.0)));
-    change_message(index, attrs)
+    attrs
 }
 
 /// IFLA_EXT_MASK asking the kernel to leave the counters out.
@@ -272,10 +276,7 @@ impl Netlink {
     /// the pod when its RDMA device moved there). Ok(false): the name is
     /// taken (EEXIST: nothing changed).
     pub fn settle(&self, index: u32, name: &str, arrival: &Arrival) -> Result<bool> {
-        let mut attrs = vec![LinkAttribute::IfName(name.to_string())];
-        attrs.extend(arrival.mtu.map(LinkAttribute::Mtu));
-        attrs.extend(arrival.inet.clone().map(|conf| inet_conf(conf.0)));
-        match self.change(change_message(index, attrs)) {
+        match self.change(change_message(index, arrival_attrs(name, arrival))) {
             Ok(()) => Ok(true),
             Err(Failure::Kernel {
                 errno: Errno::EEXIST,

@@ -55,7 +55,7 @@ pub fn with_deadline(fd: BorrowedFd<'_>, what: &str) -> Result<()> {
 }
 
 fn with_deadline_of(fd: BorrowedFd<'_>, deadline: std::time::Duration, what: &str) -> Result<()> {
-    let tv = nix::sys::time::TimeVal::from(libc_timeval(deadline));
+    let tv = nix::sys::time::TimeVal::new(deadline.as_secs() as _, deadline.subsec_micros() as _);
     nix::sys::socket::setsockopt(&fd, nix::sys::socket::sockopt::ReceiveTimeout, &tv).map_err(
         |errno| Error::Kernel {
             what: format!("{what}: cannot give the socket a read deadline"),
@@ -222,13 +222,6 @@ pub(crate) fn hex_of(m: &impl netlink_packet_core::Emitable) -> String {
     let mut b = vec![0; m.buffer_len()];
     m.emit(&mut b);
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn libc_timeval(d: std::time::Duration) -> nix::libc::timeval {
-    nix::libc::timeval {
-        tv_sec: d.as_secs() as _,
-        tv_usec: d.subsec_micros() as _,
-    }
 }
 
 #[cfg(test)]

@@ -80,34 +80,35 @@ impl AttachmentStore {
     }
 
     /// Take the VF's lock, waiting up to the lock timeout (then code 11).
+    pub fn lock_vf(&self, pci: &str) -> Result<VfLock> {
+        let lock = self.lock_named(&format!("{pci}.lock"), || {
+            format!("VF {pci} is locked by another railcni invocation")
+        })?;
+        // Holding the lock: temps a killed writer left are nobody's now.
+        files::sweep_temps(&self.record_path(pci));
+        Ok(lock)
+    }
+
     /// The node-wide lock around an InfiniBand VF's driver rebind and what
     /// must be found after it: a rebind registers the VF's RDMA device again
     /// under the first free `mlx5_%d`, so two at once can swap names, and the
     /// device is named (by PCI address) and moved before another rebind
     /// starts (ib-sriov-cni serializes the same for this reason).
     pub fn lock_rebinds(&self) -> Result<VfLock> {
-        let path = self.dir("locks")?.join("infiniband-rebind.lock");
+        self.lock_named("infiniband-rebind.lock", || {
+            "another InfiniBand VF's driver rebind on this node held its lock".to_string()
+        })
+    }
+
+    /// The lock file `name` under `locks/`, waiting up to the lock timeout;
+    /// busy past it is code 11, saying `who` holds it.
+    fn lock_named(&self, name: &str, who: impl Fn() -> String) -> Result<VfLock> {
+        let path = self.dir("locks")?.join(name);
         match files::lock(&path, self.lock_timeout, LOCK_POLL) {
             Ok(lock) => Ok(VfLock { _lock: lock }),
             Err(LockError::Busy(t)) => Err(Error::try_again_later(format!(
-                "another InfiniBand VF's driver rebind on this node held its lock for more than {t:?}"
-            ))),
-            Err(LockError::Io(e)) => {
-                Err(Error::state(format!("cannot lock {}", path.display()), &e))
-            }
-        }
-    }
-
-    pub fn lock_vf(&self, pci: &str) -> Result<VfLock> {
-        let path = self.dir("locks")?.join(format!("{pci}.lock"));
-        match files::lock(&path, self.lock_timeout, LOCK_POLL) {
-            Ok(lock) => {
-                // Holding the lock: temps a killed writer left are nobody's now.
-                files::sweep_temps(&self.record_path(pci));
-                Ok(VfLock { _lock: lock })
-            }
-            Err(LockError::Busy(t)) => Err(Error::try_again_later(format!(
-                "VF {pci} is locked by another railcni invocation for more than {t:?}"
+                "{} for more than {t:?}",
+                who()
             ))),
             Err(LockError::Io(e)) => {
                 Err(Error::state(format!("cannot lock {}", path.display()), &e))

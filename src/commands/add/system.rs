@@ -267,28 +267,8 @@ impl<'a> KernelAttach<'a> {
     /// VF's PCI address wherever it is, moved if it is still on the host,
     /// and named `CNI_IFNAME` with its MTU (ib-sriov-cni's order).
     fn move_in_infiniband(&mut self) -> Result<()> {
+        let device = self.move_rdma_by_pci()?;
         let (ctx, vf) = (self.ctx, &self.intent.vf);
-        let device =
-            (ctx.node.sysfs.rdma_devices(&vf.pci).into_iter().next()).ok_or_else(|| {
-                Error::DeviceNotFound(format!(
-                    "InfiniBand VF {} has no RDMA device in sysfs after its rebind",
-                    vf.pci
-                ))
-            })?;
-        if self.record.rdma_device.as_ref() != Some(&device) {
-            log_info!(
-                "VF {}'s RDMA device is {device} now (it was {:?})",
-                vf.pci,
-                self.rdma.moves
-            );
-            self.record.rdma_device = Some(device.clone());
-            ctx.node.store.save(&self.record)?;
-        }
-        ctx.node
-            .hw
-            .move_rdma_device(&device, self.sockets.pod.fd())?;
-        // Named and moved: another rebind may start.
-        self.rebinding = None;
         let arrival = |mtu: u32| Arrival {
             mtu: (mtu != self.intent.mtu).then_some(self.intent.mtu),
             inet: self.sysctls().inet,
@@ -321,17 +301,47 @@ impl<'a> KernelAttach<'a> {
                 )?
             }
         };
+        self.note_moved(placed)
+    }
+
+    /// The VF's RDMA device, named now by the VF's PCI address (a GUID's
+    /// rebind may have registered it under another name: the record
+    /// follows), moved into the pod; its name.
+    fn move_rdma_by_pci(&mut self) -> Result<String> {
+        let (ctx, vf) = (self.ctx, &self.intent.vf);
+        let device =
+            (ctx.node.sysfs.rdma_devices(&vf.pci).into_iter().next()).ok_or_else(|| {
+                Error::DeviceNotFound(format!(
+                    "InfiniBand VF {} has no RDMA device in sysfs after its rebind",
+                    vf.pci
+                ))
+            })?;
+        if self.record.rdma_device.as_ref() != Some(&device) {
+            log_info!(
+                "VF {}'s RDMA device is {device} now (it was {:?})",
+                vf.pci,
+                self.rdma.moves
+            );
+            self.record.rdma_device = Some(device.clone());
+            ctx.node.store.save(&self.record)?;
+        }
+        ctx.node
+            .hw
+            .move_rdma_device(&device, self.sockets.pod.fd())?;
+        // Named and moved: another rebind may start.
+        self.rebinding = None;
+        Ok(device)
+    }
+
+    /// The VF as it arrived in the pod under `CNI_IFNAME`; `placed`: the
+    /// kernel took the name (false: it is taken there, and nothing moved).
+    fn note_moved(&mut self, placed: bool) -> Result<()> {
+        let ifname = &self.ctx.env.ifname;
         if !placed {
             return Err(Error::invalid_env(format!(
                 "CNI_IFNAME {ifname} already exists in the pod namespace"
             )));
         }
-        self.note_moved()
-    }
-
-    /// The VF as it arrived in the pod under `CNI_IFNAME`.
-    fn note_moved(&mut self) -> Result<()> {
-        let ifname = &self.ctx.env.ifname;
         let moved = self.sockets.pod_nl.link_by_name(ifname)?;
         let moved = moved.ok_or_else(|| {
             Error::DeviceVanished(format!("VF moved into the pod but {ifname} is not there"))
@@ -474,16 +484,9 @@ impl AttachSteps for KernelAttach<'_> {
             mtu: (link.mtu != self.intent.mtu).then_some(self.intent.mtu),
             inet: self.sysctls().inet,
         };
-        if !self
-            .sockets
-            .host_nl
-            .move_to(link.index, self.sockets.pod, ifname, &arrival)?
-        {
-            return Err(Error::invalid_env(format!(
-                "CNI_IFNAME {ifname} already exists in the pod namespace"
-            )));
-        }
-        self.note_moved()
+        let placed =
+            (self.sockets.host_nl).move_to(link.index, self.sockets.pod, ifname, &arrival)?;
+        self.note_moved(placed)
     }
 
     fn bring_up(&mut self) -> Result<()> {

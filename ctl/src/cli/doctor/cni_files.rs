@@ -174,19 +174,15 @@ fn node_file(w: &Where) -> Finding {
     );
     match &w.expected {
         Err(why) => Finding::broken("cni/node-file", why.clone(), &expected, fix),
-        Ok(file) => match &file.prefixes.node_name {
+        Ok(file) => match (&file.prefixes.node_name, entries_refused(file)) {
             // ADD's own check of each entry: a file it would refuse is broken here.
-            Some(name) if *name == w.node && entries_refused(file).is_some() => Finding::broken(
+            (Some(name), Some(why)) if *name == w.node => Finding::broken(
                 "cni/node-file",
-                format!(
-                    "{}: {}",
-                    w.source,
-                    entries_refused(file).unwrap_or_default()
-                ),
+                format!("{}: {why}", w.source),
                 &expected,
                 format!("fix the plan and write the file again: {fix}"),
             ),
-            Some(name) if *name == w.node => Finding::ok(
+            (Some(name), None) if *name == w.node => Finding::ok(
                 "cni/node-file",
                 format!(
                     "{}: node {name}, {} networks",
@@ -195,7 +191,7 @@ fn node_file(w: &Where) -> Finding {
                 ),
                 &expected,
             ),
-            named => Finding::broken(
+            (named, _) => Finding::broken(
                 "cni/node-file",
                 format!(
                     "{} names node {}, this node is {} (RAILCNI_NODE_NAME or the host name)",
