@@ -801,6 +801,7 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
         vf.ifname
     ));
     sh(&format!("ip -n {} link del {holder}", node.host()));
+    node.reload_rdma_device("mlx5_2");
     std::fs::write(tc_file(dir), "").unwrap();
     std::fs::write(tos_file(node, "mlx5_2"), "0").unwrap();
     let (code, done) = node.operator_json(&["gc", "--apply"]);

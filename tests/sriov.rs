@@ -246,6 +246,48 @@ fn rdma_device_follows_the_vf_in_exclusive_mode() {
     );
 }
 
+/// In exclusive mode the kernel shows a device only to a caller in its
+/// namespace: DEL moves it home from inside the pod, and after the pod
+/// died (the kernel moved its devices to the host: rdma_dev_exit_net) DEL
+/// finds it home and answers 0. A second DEL changes nothing.
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn an_exclusive_devices_del_works_from_the_pod_and_after_the_pod_died() {
+    let node = Node::new(2, 1);
+    let host_ns = format!("/var/run/netns/{}", node.host());
+    for (i, vf) in node.vfs.iter().enumerate() {
+        node.give_rdma_device(vf, &format!("mlx5_{i}"));
+    }
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let mut adds = Vec::new();
+    for (i, vf) in node.vfs.iter().enumerate() {
+        let pod = node.pod(&format!("pod{i}"));
+        let mut c = conf("1.1.0", &format!("rail{}", vf.rail), &vf.pci, json!({}));
+        c["rdma"] = json!("required");
+        let add = Req::new("ADD", &format!("c{i}"), &pod, "net1", c);
+        node.cni(&add).ok();
+        assert_eq!(
+            node.hardware()["rdmaDevices"][format!("mlx5_{i}")],
+            ns_inode(&pod)
+        );
+        adds.push((pod, add));
+    }
+    // Pod 0: DEL from inside its namespace, twice.
+    node.cni(&adds[0].1.cmd("DEL")).ok();
+    assert_eq!(node.hardware()["rdmaDevices"]["mlx5_0"], ns_inode(&host_ns));
+    node.cni(&adds[0].1.cmd("DEL")).ok();
+    // Pod 1 dies first: its device is the host's again; DEL (no netns, as
+    // a runtime sends after the sandbox is gone) finishes the rest.
+    node.kill_pod(&adds[1].0, &[(&node.vfs[1], "net1")]);
+    let moves = |h: &Value| h["calls"].as_array().map_or(0, |c| c.len());
+    let before = moves(&node.hardware());
+    let mut del = adds[1].1.cmd("DEL");
+    del.netns = None;
+    node.cni(&del).ok();
+    assert!(!node.record_exists(&node.vfs[1].pci), "detached");
+    assert_eq!(moves(&node.hardware()), before, "nothing left to move");
+}
+
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn rdma_auto_carries_on_when_rdma_netlink_is_unavailable() {

@@ -51,8 +51,8 @@ pub enum Pod<'a> {
     Path(&'a Path),
     /// A namespace the caller holds open (ADD's rollback).
     Open(&'a NetNs),
-    /// A socket already open there.
-    Socket(&'a Netlink),
+    /// A namespace the caller holds open, and a socket already open there.
+    Socket(&'a NetNs, &'a Netlink),
 }
 
 impl<'a> Pod<'a> {
@@ -226,6 +226,7 @@ pub fn detach(node: &Node, a: &Attachment<'_>, release: &Release<'_>, pod: Pod<'
         pod,
         vf: node.sysfs.resolve(a.pci).ok(),
         opened_pod: None,
+        found_ns: None,
         host_nl: None,
     };
     let left = detach_in_order(&mut system, a.record);
@@ -304,15 +305,67 @@ struct KernelDetach<'a> {
     pod: Pod<'a>,
     vf: Option<Vf>,
     opened_pod: Option<Netlink>,
+    /// The pod's namespace, when DEL opened it (by its path or identity).
+    found_ns: Option<NetNs>,
     host_nl: Option<Netlink>,
 }
 
 impl KernelDetach<'_> {
     fn pod(&self) -> Option<&Netlink> {
         match self.pod {
-            Pod::Socket(nl) => Some(nl),
+            Pod::Socket(_, nl) => Some(nl),
             _ => self.opened_pod.as_ref(),
         }
+    }
+
+    /// The pod's namespace, once `find_pod_ns` looked for it.
+    fn pod_ns(&self) -> Option<&NetNs> {
+        match self.pod {
+            Pod::Socket(ns, _) | Pod::Open(ns) => Some(ns),
+            _ => self.found_ns.as_ref(),
+        }
+    }
+
+    /// Open the pod's namespace: by the runtime's path, else (a path that
+    /// is gone, or none) by the identity the record holds. Looked for once.
+    fn find_pod_ns(&mut self) -> Result<()> {
+        if self.pod_ns().is_some() {
+            return Ok(());
+        }
+        let by_path = match self.pod {
+            Pod::Path(path) => match NetNs::open(path) {
+                Ok(ns) => Some(ns),
+                Err(e) if e.code() == 3 => {
+                    log_info!(
+                        "{}; looking for the pod's namespace by its identity",
+                        e.details()
+                    );
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+            _ => None,
+        };
+        self.found_ns = by_path.or_else(|| self.find_by_identity());
+        Ok(())
+    }
+
+    /// The VF's RDMA device is not in the pod: it is home already when the
+    /// host's RDMA subsystem has it, found by the VF's PCI address (the
+    /// kernel moved it to the host when the pod's namespace died, naming
+    /// it `ibdev%d` if its name was taken there: rdma_dev_exit_net; or an
+    /// earlier DEL moved it). A move to the host from the host is the
+    /// kernel's no-op, and fails when the host has no such device.
+    fn rdma_home_already(&self, device: &str, why: &str) -> Result<()> {
+        let node = self.node;
+        let listed = node.sysfs.rdma_devices(self.a.pci).into_iter().next();
+        let name = listed.as_deref().unwrap_or(device);
+        node.hw.move_rdma_device(name, &node.host, node.host.fd())?;
+        log_info!(
+            "RDMA device {name} of VF {} is on the host already ({why})",
+            self.a.pci
+        );
+        Ok(())
     }
 
     /// The pod's namespace found by the identity the record holds: through
@@ -364,7 +417,19 @@ impl KernelDetach<'_> {
 
 impl DetachSteps for KernelDetach<'_> {
     fn move_rdma_home(&mut self, device: &str) -> Result<()> {
-        self.node.hw.move_rdma_device(device, self.node.host.fd())
+        self.find_pod_ns()?;
+        let node = self.node;
+        // From inside the pod: only there does the kernel find it.
+        let from_pod = match self.pod_ns() {
+            Some(pod) => node.hw.move_rdma_device(device, pod, node.host.fd()),
+            None => Err(Error::DeviceNotFound(
+                "the pod's namespace is gone".to_string(),
+            )),
+        };
+        match from_pod {
+            Err(Error::DeviceNotFound(why)) => self.rdma_home_already(device, &why),
+            other => other,
+        }
     }
 
     fn restore_rdma_qos(&mut self, record: &Record) -> Result<()> {
@@ -386,28 +451,13 @@ impl DetachSteps for KernelDetach<'_> {
     }
 
     fn open_pod(&mut self) -> Result<bool> {
-        let opened = match self.pod {
-            Pod::Socket(_) => return Ok(true),
-            Pod::Open(ns) => Some(Netlink::connect_in(ns)?),
-            Pod::Path(path) => match NetNs::open(path) {
-                Ok(ns) => Some(Netlink::connect_in(&ns)?),
-                Err(e) if e.code() == 3 => {
-                    log_info!(
-                        "{}; looking for the pod's namespace by its identity",
-                        e.details()
-                    );
-                    None
-                }
-                Err(e) => return Err(e),
-            },
-            Pod::Unknown => None,
-        };
-        self.opened_pod = match opened {
-            Some(nl) => Some(nl),
-            None => match self.find_by_identity() {
-                Some(ns) => Some(Netlink::connect_in(&ns)?),
-                None => None,
-            },
+        if let Pod::Socket(..) = self.pod {
+            return Ok(true);
+        }
+        self.find_pod_ns()?;
+        self.opened_pod = match self.pod_ns() {
+            Some(ns) => Some(Netlink::connect_in(ns)?),
+            None => None,
         };
         Ok(self.opened_pod.is_some())
     }

@@ -282,7 +282,7 @@ fn bring_up(
     if record.rdma_device.is_some() {
         // A reload makes a new RDMA device: the VF's own, by sysfs.
         match vf.rdma_devices.first() {
-            Some(dev) => node.hw.move_rdma_device(dev, pod.fd())?,
+            Some(dev) => node.hw.move_rdma_device(dev, &node.host, pod.fd())?,
             None => log_warn!("VF {}: its RDMA device has not come back", vf.pci),
         }
     }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::net::rdma::RdmaNetnsMode;
 use crate::net::roce::{RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::{LinkState, Rate, VfAttr, Vlan, VlanProto};
-use crate::net::Mac;
+use crate::net::{Mac, NetNs};
 
 /// A VF's attributes as JSON, named as `VfAttr` names them (`linkState`).
 pub type FakeVf = Map<String, Value>;
@@ -57,6 +57,14 @@ pub struct FakeState {
     /// `mlx5_%d`, as the kernel does (`fake_ipoib::reregister`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rebind_renames: bool,
+    /// udev's persistent naming (rdma-core's `rdma_rename`, NAME_PCI):
+    /// a device a rebind registered is renamed `ibp…` just after it
+    /// appears, here as the first move by its kernel name arrives.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub udev_renames: bool,
+    /// Devices registered and not yet renamed by udev.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub just_registered: Vec<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -125,6 +133,18 @@ impl Recorder {
         Recorder { path }
     }
 
+    /// One change at a time, as the kernel's locks (rtnl, the RDMA
+    /// subsystem's devices_rwsem) order them: concurrent plugins share the
+    /// state file. Held until the guard drops.
+    fn lock(&self) -> Result<std::fs::File> {
+        let path = self.path.with_extension("lock");
+        let file = std::fs::File::create(&path)
+            .map_err(|e| Error::internal(format!("fake hardware {}: {e}", path.display())))?;
+        file.lock()
+            .map_err(|e| Error::internal(format!("fake hardware {}: {e}", path.display())))?;
+        Ok(file)
+    }
+
     fn load(&self) -> Result<FakeState> {
         match std::fs::read(&self.path) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| {
@@ -162,6 +182,7 @@ fn errno_named(name: &str) -> Option<nix::errno::Errno> {
 
 impl Hardware for Recorder {
     fn vf_state(&self, pf: &str, vf: u32) -> Result<Vec<VfAttr>> {
+        let _kernel = self.lock()?;
         match self.load()?.vfs.get(&format!("{pf}/{vf}")) {
             Some(vf) => from_json(vf),
             None => Ok(factory_default()),
@@ -169,6 +190,7 @@ impl Hardware for Recorder {
     }
 
     fn set_vf(&self, pf: &str, vf: u32, attr: &VfAttr) -> Result<()> {
+        let kernel = self.lock()?;
         let mut state = self.load()?;
         let (name, value) = member(attr)?;
         if let Some(errno) = state.refuse.get(&name) {
@@ -192,12 +214,13 @@ impl Hardware for Recorder {
             matches!(attr, VfAttr::IbGuid(_)) && state.rebind_renames,
             sysfs_root(),
         ) {
-            (true, Some(sysfs)) => super::fake_ipoib::reregister(&sysfs, pf, vf),
+            (true, Some(sysfs)) => self.rebind(&sysfs, pf, vf, kernel),
             _ => Ok(()),
         }
     }
 
     fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode> {
+        let _kernel = self.lock()?;
         match self.load()?.rdma_mode.as_deref() {
             Some("exclusive") => Ok(RdmaNetnsMode::Exclusive),
             Some("shared") => Ok(RdmaNetnsMode::Shared),
@@ -210,6 +233,7 @@ impl Hardware for Recorder {
     }
 
     fn dcb(&self, pf: &str) -> Result<crate::net::dcb::Dcb> {
+        let _kernel = self.lock()?;
         match self.load()?.dcb.get(pf) {
             Some(d) => Ok(crate::net::dcb::Dcb {
                 pfc_enabled: d
@@ -237,6 +261,7 @@ impl Hardware for Recorder {
     }
 
     fn set_roce(&self, at: &RocePort, attr: &RoceAttr) -> Result<()> {
+        let _kernel = self.lock()?;
         let mut state = self.load()?;
         if let Some(errno) = state.refuse.get(attr.name()) {
             let errno = errno_named(errno)
@@ -257,46 +282,135 @@ impl Hardware for Recorder {
         self.save(&state)
     }
 
-    fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()> {
+    fn move_rdma_device(&self, name: &str, from: &NetNs, to: BorrowedFd<'_>) -> Result<()> {
+        let _kernel = self.lock()?;
         let mut state = self.load()?;
-        // `moveRdmaOnce`: one refusal, as a busy device gives.
-        let once = state.refuse.remove("moveRdmaOnce");
-        if once.is_some() {
-            self.save(&state)?;
-        }
-        if let Some(errno) = once.as_ref().or(state.refuse.get("moveRdma")) {
-            let errno = errno_named(errno)
-                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {errno}")))?;
-            return Err(Error::Kernel {
-                what: format!("move RDMA device {name}"),
-                errno,
-                said: None,
-            });
-        }
+        refuse_move(&mut state, name).map_err(|e| self.saved_then(&state, e))?;
+        let sysfs = sysfs_root();
         // The RDMA subsystem moves only a device it has.
-        if let Some(sysfs) = sysfs_root() {
-            if !super::fake_ipoib::device_exists(&sysfs, name) {
-                return Err(Error::DeviceNotFound(format!(
-                    "move RDMA device {name}: the RDMA subsystem has no device {name}"
-                )));
+        if let Some(sysfs) = &sysfs {
+            if !super::fake_ipoib::device_exists(sysfs, name) {
+                return Err(no_device(name, "the RDMA subsystem has no such device"));
+            }
+            // udev renamed it just after it appeared: the name read is gone.
+            if state.udev_renames && state.just_registered.iter().any(|n| n == name) {
+                state.just_registered.retain(|n| n != name);
+                let new = super::fake_ipoib::udev_rename(sysfs, name)?;
+                state.calls.push(format!("udev_rename {name} {new}"));
+                self.save(&state)?;
+                return Err(no_device(name, "the RDMA subsystem has no such device"));
             }
         }
-        let ns = nix::sys::stat::fstat(netns)
-            .map(|st| format!("ns:{}", st.st_ino))
-            .map_err(|e| Error::internal(format!("move RDMA device {name}: bad netns fd: {e}")))?;
-        let was = state.rdma_devices.insert(name.to_string(), ns.clone());
+        let inode = |fd: BorrowedFd<'_>| {
+            nix::sys::stat::fstat(fd)
+                .map(|st| st.st_ino)
+                .map_err(|e| Error::internal(format!("move RDMA device {name}: bad netns fd: {e}")))
+        };
+        let host = host_netns()?;
+        let (from_ino, to_ino) = (inode(from.fd())?, inode(to)?);
+        let was = state.rdma_devices.get(name).cloned();
+        let at = where_now(was.as_deref(), host);
+        if state.rdma_mode.as_deref() == Some("exclusive") && at != from_ino {
+            return Err(no_device(
+                name,
+                "the RDMA subsystem shows no such device to a caller in another namespace",
+            ));
+        }
+        if at == to_ino {
+            return Ok(()); // the kernel's no-op
+        }
+        let ns = format!("ns:{to_ino}");
+        state.rdma_devices.insert(name.to_string(), ns.clone());
         state.calls.push(format!("move_rdma {name} {ns}"));
         self.save(&state)?;
         // The kernel re-creates an InfiniBand VF's IPoIB netdev.
-        match sysfs_root() {
+        match sysfs {
             Some(sysfs) => super::fake_ipoib::recreate(
                 &sysfs,
                 name,
-                was.as_deref(),
-                netns,
+                (at != host).then_some(at),
+                to,
                 super::fake_ipoib::Generation::named(state.ipoib_netns.as_deref()),
             ),
             None => Ok(()),
         }
+    }
+}
+
+impl Recorder {
+    /// Save `state` (a refusal consumed a one-shot), then answer `e`.
+    fn saved_then(&self, state: &FakeState, e: Error) -> Error {
+        self.save(state).err().unwrap_or(e)
+    }
+
+    /// A driver rebind of VF `vf` of `pf`: its RDMA device unregistered
+    /// (its name free for any other device), the driver's probe (20 ms,
+    /// other rebinds may run meanwhile), then registered again under the
+    /// first free `mlx5_%d`. `kernel` is the fake's lock, let go for the
+    /// probe as the kernel's is.
+    fn rebind(
+        &self,
+        sysfs: &std::path::Path,
+        pf: &str,
+        vf: u32,
+        kernel: std::fs::File,
+    ) -> Result<()> {
+        let Some(unbound) = super::fake_ipoib::unregister(sysfs, pf, vf)? else {
+            return Ok(());
+        };
+        drop(kernel);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let _kernel = self.lock()?;
+        let name = super::fake_ipoib::register(sysfs, &unbound)?;
+        let mut state = self.load()?;
+        state.calls.push(format!("register {name}"));
+        if state.udev_renames {
+            state.just_registered.push(name);
+        }
+        self.save(&state)
+    }
+}
+
+/// The refusals `refuse` names for a move: `moveRdmaOnce` (one, as a busy
+/// device gives) or `moveRdma` (every one).
+fn refuse_move(state: &mut FakeState, name: &str) -> Result<()> {
+    let refused =
+        (state.refuse.remove("moveRdmaOnce")).or_else(|| state.refuse.get("moveRdma").cloned());
+    match refused {
+        Some(errno) => {
+            let errno = errno_named(&errno)
+                .ok_or_else(|| Error::internal(format!("fake hardware: unknown errno {errno}")))?;
+            Err(Error::Kernel {
+                what: format!("move RDMA device {name}"),
+                errno,
+                said: None,
+            })
+        }
+        None => Ok(()),
+    }
+}
+
+fn no_device(name: &str, why: &str) -> Error {
+    Error::DeviceNotFound(format!("move RDMA device {name}: {why}"))
+}
+
+/// The inode of the host's namespace: the plugin's, where it started.
+fn host_netns() -> Result<u64> {
+    let path = format!("/proc/{}/ns/net", std::process::id());
+    std::fs::metadata(&path)
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+        .map_err(|e| Error::internal(format!("fake hardware: {path}: {e}")))
+}
+
+/// The namespace (inode) a device recorded at `was` ("ns:<inode>"; none:
+/// never moved, on the host) is in now: a namespace that died gave its
+/// devices back to the host (rdma_dev_exit_net moves them to init_net).
+fn where_now(was: Option<&str>, host: u64) -> u64 {
+    let ino = was
+        .and_then(|s| s.strip_prefix("ns:"))
+        .and_then(|i| i.parse::<u64>().ok());
+    match ino {
+        Some(ino) if super::fake_ipoib::netns_alive(ino) => ino,
+        _ => host,
     }
 }

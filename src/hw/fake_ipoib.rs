@@ -8,8 +8,9 @@
 //! fabric still reaches it) and plays the rest: it moves it where the new
 //! netdev appears, under `ib<N>` (the first free), down, without
 //! addresses, at IPoIB's datagram MTU. And what a GUID's driver rebind
-//! does to the VF's RDMA device: it is registered again under the first
-//! free `mlx5_%d` (`reregister`).
+//! does to the VF's RDMA device: unregistered (`unregister`), then
+//! registered again under the first free `mlx5_%d` (`register`); and
+//! udev's rename of a device just registered (`udev_rename`).
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
@@ -102,14 +103,14 @@ fn name_of_index(ns: &str, index: &str) -> Option<String> {
 }
 
 /// Play the kernel for RDMA device `device`, which was in the namespace
-/// `was` ("ns:<inode>"; `None`: the host) and now moves to `to`. The old
+/// `was` (its inode; `None`: the host) and now moves to `to`. The old
 /// netdev is found as the kernel knows it: by the name sysfs lists while
 /// it is in the host, else by its ifindex (sysfs `ifindex`) in the
 /// namespace the device leaves or joins.
 pub fn recreate(
     sysfs: &Path,
     device: &str,
-    was: Option<&str>,
+    was: Option<u64>,
     to: BorrowedFd<'_>,
     generation: Generation,
 ) -> Result<()> {
@@ -119,8 +120,7 @@ pub fn recreate(
     let pid = std::process::id();
     let host = format!("/proc/{pid}/ns/net");
     let target = format!("/proc/{pid}/fd/{}", to.as_raw_fd());
-    let inode = |s: &str| s.strip_prefix("ns:").and_then(|i| i.parse::<u64>().ok());
-    let previous = was.and_then(inode).and_then(named_netns);
+    let previous = was.and_then(named_netns);
     let index = std::fs::read_to_string(pci.join("net").join(&listed).join("ifindex"))
         .map(|t| t.trim().to_string())
         .unwrap_or_default();
@@ -184,6 +184,7 @@ fn rdma_devices(sysfs: &Path) -> Vec<(PathBuf, String)> {
                 .flatten()
                 .flatten())
             .filter_map(|d| d.file_name().to_str().map(String::from))
+            .filter(|n| !n.starts_with('.'))
             .map(move |n| (dir.clone(), n))
             .collect::<Vec<_>>()
         })
@@ -195,9 +196,31 @@ pub fn device_exists(sysfs: &Path, name: &str) -> bool {
     rdma_devices(sysfs).iter().any(|(_, n)| n == name)
 }
 
-/// VF `vf` of PF netdev `pf` re-registers its RDMA device (a driver
-/// rebind): it takes the first `mlx5_%d` no other device holds.
-pub fn reregister(sysfs: &Path, pf: &str, vf: u32) -> Result<()> {
+/// Whether the namespace with inode `ino` still lives: a name in
+/// `/var/run/netns`, a process in it, or this process holding it open.
+pub fn netns_alive(ino: u64) -> bool {
+    let is_it = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == ino)
+    };
+    let held = format!("net:[{ino}]");
+    named_netns(ino).is_some()
+        || (std::fs::read_dir("/proc").into_iter().flatten().flatten())
+            .any(|e| is_it(&e.path().join("ns/net")))
+        || (std::fs::read_dir("/proc/self/fd")
+            .into_iter()
+            .flatten()
+            .flatten())
+        .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.as_os_str() == held.as_str()))
+}
+
+/// A device between a driver's unbind and its bind: no name.
+pub struct Unbound {
+    dir: PathBuf,
+}
+
+/// VF `vf` of PF netdev `pf` unregisters its RDMA device (a driver
+/// unbind): its name is free for another device's registration.
+pub fn unregister(sysfs: &Path, pf: &str, vf: u32) -> Result<Option<Unbound>> {
     let devices = sysfs.join(PCI_DEVICES);
     let pf_dir = (std::fs::read_dir(&devices).into_iter().flatten().flatten())
         .map(|e| e.path())
@@ -206,18 +229,56 @@ pub fn reregister(sysfs: &Path, pf: &str, vf: u32) -> Result<()> {
         .and_then(|p| std::fs::read_link(p.join(format!("virtfn{vf}"))).ok())
         .and_then(|l| l.file_name().map(|n| devices.join(n)))
     else {
-        return Ok(());
+        return Ok(None);
     };
+    let Some((_, old)) = rdma_devices(sysfs)
+        .into_iter()
+        .find(|(dir, _)| *dir == vf_dir)
+    else {
+        return Ok(None);
+    };
+    let ib = vf_dir.join("infiniband");
+    std::fs::rename(ib.join(&old), ib.join(UNBOUND))
+        .map_err(|e| Error::internal(format!("fake unbind: sysfs: {e}")))?;
+    Ok(Some(Unbound { dir: vf_dir }))
+}
+
+/// Where an unbound device waits for its bind (a name no device takes).
+const UNBOUND: &str = ".unbound";
+
+/// The driver's bind: the device registered under the first `mlx5_%d` no
+/// other device holds now; its name.
+pub fn register(sysfs: &Path, unbound: &Unbound) -> Result<String> {
     let all = rdma_devices(sysfs);
-    let Some((_, old)) = all.iter().find(|(dir, _)| *dir == vf_dir) else {
-        return Ok(());
-    };
-    let taken = |n: &str| all.iter().any(|(dir, m)| m == n && *dir != vf_dir);
     let new = (0..)
         .map(|i| format!("mlx5_{i}"))
-        .find(|n| !taken(n))
-        .unwrap_or_else(|| old.clone());
-    let ib = vf_dir.join("infiniband");
-    std::fs::rename(ib.join(old), ib.join(&new))
-        .map_err(|e| Error::internal(format!("fake rebind: sysfs: {e}")))
+        .find(|n| !all.iter().any(|(_, m)| m == n))
+        .unwrap_or_else(|| "mlx5_0".into());
+    let ib = unbound.dir.join("infiniband");
+    std::fs::rename(ib.join(UNBOUND), ib.join(&new))
+        .map_err(|e| Error::internal(format!("fake bind: sysfs: {e}")))?;
+    Ok(new)
+}
+
+/// udev's rename of `device` to rdma-core's NAME_PCI name (`ibp<bus>s<slot>f<fn>`
+/// from its VF's PCI address, as `rdma_rename` builds it); the new name.
+pub fn udev_rename(sysfs: &Path, device: &str) -> Result<String> {
+    let Some((dir, _)) = rdma_devices(sysfs).into_iter().find(|(_, n)| n == device) else {
+        return Err(Error::internal(format!("fake udev: no device {device}")));
+    };
+    let pci = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let num = |s: &str| u32::from_str_radix(s, 16).unwrap_or(0);
+    let parts: Vec<&str> = pci.split([':', '.']).collect();
+    let new = match parts.as_slice() {
+        [_, bus, slot, func] => format!("ibp{}s{}f{}", num(bus), num(slot), num(func)),
+        _ => format!("ibp_{device}"),
+    };
+    let ib = dir.join("infiniband");
+    std::fs::rename(ib.join(device), ib.join(&new))
+        .map_err(|e| Error::internal(format!("fake udev: sysfs: {e}")))?;
+    Ok(new)
 }

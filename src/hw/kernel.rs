@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::net::rdma::{self, RdmaNetnsMode};
 use crate::net::roce::{self, RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::{self, VfAttr};
+use crate::net::NetNs;
 
 pub struct Kernel;
 
@@ -24,8 +25,9 @@ impl Hardware for Kernel {
         rdma::read_netns_mode()
     }
 
-    fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()> {
-        rdma::move_device(name, netns)
+    fn move_rdma_device(&self, name: &str, from: &NetNs, to: BorrowedFd<'_>) -> Result<()> {
+        // The socket and the task both in `from` (see the trait).
+        from.run(|| rdma::move_device(name, to))
     }
 
     fn dcb(&self, pf: &str) -> Result<crate::net::dcb::Dcb> {

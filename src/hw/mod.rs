@@ -23,6 +23,7 @@ use crate::error::Result;
 use crate::net::rdma::RdmaNetnsMode;
 use crate::net::roce::{Reading, RoceAttr, RocePort, RoceSettings};
 use crate::net::vf_info::VfAttr;
+use crate::net::NetNs;
 
 /// `Send + Sync`: CHECK reads a moved device's settings from a thread in
 /// the pod's view of sysfs.
@@ -32,8 +33,15 @@ pub trait Hardware: Send + Sync {
     /// Set one attribute (one netlink request).
     fn set_vf(&self, pf_ifname: &str, vf: u32, attr: &VfAttr) -> Result<()>;
     fn rdma_netns_mode(&self) -> Result<RdmaNetnsMode>;
-    /// Move the RDMA device `name` into the namespace behind `netns_fd`.
-    fn move_rdma_device(&self, name: &str, netns: BorrowedFd<'_>) -> Result<()>;
+    /// Move the RDMA device `name` from the namespace `from`, which holds
+    /// it, into the namespace behind `to`. In exclusive mode the kernel
+    /// finds the device only from a socket and a task in its own namespace
+    /// (nldev_set_doit looks the index up in the socket's, and
+    /// rdma_dev_change_netns refuses ENODEV unless the caller's is the
+    /// device's), so a device goes home from inside the pod, as rdma-cni's
+    /// DEL does (cmd/rdma/main.go, moveRdmaDevFromNs, at 3ba2d20). A move
+    /// to the namespace the device is in changes nothing.
+    fn move_rdma_device(&self, name: &str, from: &NetNs, to: BorrowedFd<'_>) -> Result<()>;
     /// The PF's DCB (PFC, DSCP map); EOPNOTSUPP from a driver without it.
     fn dcb(&self, pf_ifname: &str) -> Result<crate::net::dcb::Dcb>;
     /// What an RDMA device's port holds now of `kind`'s kind, as the

@@ -242,6 +242,17 @@ impl Node {
         std::fs::write(self.hardware_file(), state.to_string()).unwrap();
     }
 
+    /// A driver reload as the RDMA subsystem sees it: the VF's RDMA device
+    /// `name` is destroyed and a new one registered on the host (the fake
+    /// forgets where the old one was moved).
+    pub fn reload_rdma_device(&self, name: &str) {
+        let mut state = self.hardware();
+        if let Some(moved) = state["rdmaDevices"].as_object_mut() {
+            moved.remove(name);
+        }
+        self.set_hardware(state);
+    }
+
     pub fn record_exists(&self, pci: &str) -> bool {
         self.state_dir()
             .join("attachments")

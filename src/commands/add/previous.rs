@@ -70,7 +70,7 @@ pub fn settle(
         existing.ifname
     );
     let pod = if same {
-        Pod::Socket(sockets.pod_nl)
+        Pod::Socket(sockets.pod, sockets.pod_nl)
     } else {
         // Dead: never look inside whatever the path names now, only by
         // the identity the record holds.

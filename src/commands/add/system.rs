@@ -305,32 +305,55 @@ impl<'a> KernelAttach<'a> {
     }
 
     /// The VF's RDMA device, named now by the VF's PCI address (a GUID's
-    /// rebind may have registered it under another name: the record
-    /// follows), moved into the pod; its name.
+    /// rebind may have registered it under another name, and udev may
+    /// rename it just after: the record follows), moved into the pod; its
+    /// name. A name that vanished between the read and the move is read
+    /// again, a few times.
     fn move_rdma_by_pci(&mut self) -> Result<String> {
         let (ctx, vf) = (self.ctx, &self.intent.vf);
-        let device =
-            (ctx.node.sysfs.rdma_devices(&vf.pci).into_iter().next()).ok_or_else(|| {
-                Error::DeviceNotFound(format!(
-                    "InfiniBand VF {} has no RDMA device in sysfs after its rebind",
-                    vf.pci
-                ))
-            })?;
-        if self.record.rdma_device.as_ref() != Some(&device) {
-            log_info!(
-                "VF {}'s RDMA device is {device} now (it was {:?})",
-                vf.pci,
-                self.rdma.moves
-            );
-            self.record.rdma_device = Some(device.clone());
-            ctx.node.store.save(&self.record)?;
-        }
-        ctx.node
-            .hw
-            .move_rdma_device(&device, self.sockets.pod.fd())?;
+        let mut tries = 0;
+        let device = loop {
+            let device =
+                (ctx.node.sysfs.rdma_devices(&vf.pci).into_iter().next()).ok_or_else(|| {
+                    Error::DeviceNotFound(format!(
+                        "InfiniBand VF {} has no RDMA device in sysfs after its rebind",
+                        vf.pci
+                    ))
+                })?;
+            self.note_rdma_device(&device)?;
+            let host = &ctx.node.host;
+            match ctx
+                .node
+                .hw
+                .move_rdma_device(&device, host, self.sockets.pod.fd())
+            {
+                Err(Error::DeviceNotFound(why)) if tries < 3 => {
+                    log_info!("{why}; reading VF {}'s RDMA device again", vf.pci);
+                    tries += 1;
+                }
+                moved => break moved.map(|()| device)?,
+            }
+        };
         // Named and moved: another rebind may start.
         self.rebinding = None;
         Ok(device)
+    }
+
+    /// The record names the RDMA device `device` as the VF's.
+    fn note_rdma_device(&mut self, device: &str) -> Result<()> {
+        if self.record.rdma_device.as_deref() == Some(device) {
+            return Ok(());
+        }
+        log_info!(
+            "VF {}'s RDMA device is {device} now (it was {:?})",
+            self.intent.vf.pci,
+            self.record
+                .rdma_device
+                .as_ref()
+                .or(self.rdma.moves.as_ref())
+        );
+        self.record.rdma_device = Some(device.to_string());
+        self.ctx.node.store.save(&self.record)
     }
 
     /// The VF as it arrived in the pod under `CNI_IFNAME`; `placed`: the
@@ -499,7 +522,7 @@ impl AttachSteps for KernelAttach<'_> {
             .as_ref()
             .filter(|_| !self.intent.vf.infiniband)
         {
-            ctx.node.hw.move_rdma_device(dev, self.sockets.pod.fd())?;
+            (ctx.node.hw).move_rdma_device(dev, &ctx.node.host, self.sockets.pod.fd())?;
         }
         // rdma_cm forgot any earlier value when the device moved;
         // configfs finds it by name from any namespace.
