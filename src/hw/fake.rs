@@ -285,7 +285,6 @@ impl Hardware for Recorder {
     fn move_rdma_device(&self, name: &str, from: &NetNs, to: BorrowedFd<'_>) -> Result<()> {
         let _kernel = self.lock()?;
         let mut state = self.load()?;
-        refuse_move(&mut state, name).map_err(|e| self.saved_then(&state, e))?;
         let sysfs = sysfs_root();
         // The RDMA subsystem moves only a device it has.
         if let Some(sysfs) = &sysfs {
@@ -319,6 +318,8 @@ impl Hardware for Recorder {
         if at == to_ino {
             return Ok(()); // the kernel's no-op
         }
+        // A refusal comes from the move itself, after the no-op check.
+        refuse_move(&mut state, name).map_err(|e| self.saved_then(&state, e))?;
         let ns = format!("ns:{to_ino}");
         state.rdma_devices.insert(name.to_string(), ns.clone());
         state.calls.push(format!("move_rdma {name} {ns}"));

@@ -652,6 +652,10 @@ impl AttachSteps for KernelAttach<'_> {
         let (ctx, node) = (self.ctx, &self.ctx.node);
         match step {
             Undo::Detach => {
+                // Detach takes the node's rebind lock for a GUID's restore:
+                // held here still (a failure before the device moved), it
+                // would wait for itself.
+                self.rebinding = None;
                 let attachment = Attachment::of(&self.record);
                 // Fresh sockets: the failure may have been the socket's.
                 detach(
