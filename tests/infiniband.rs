@@ -856,3 +856,99 @@ fn two_ib_pods_at_once_each_hold_their_own_device() {
 fn eight_ib_pods_at_once_each_hold_their_own_device() {
     ib_pods_attach_and_detach_at_once(8, 3);
 }
+
+/// A driver reload under a live IB pod: the VF's netdev and RDMA device
+/// come back to the host new (another ifindex, another device name, the
+/// GUID unset). The re-attach (gc here, the agent on a node) sets the GUID
+/// again, moves the new device first and finds the netdev the kernel makes
+/// after it, wherever each kernel generation puts it; the record follows
+/// the new device, and DEL brings everything home (#60).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn an_ib_pod_is_reattached_after_a_driver_reload() {
+    for generation in ["host", "device"] {
+        let node = Node::new(1, 1);
+        let vf = node.vfs[0].clone();
+        infiniband(&node, &vf, "mlx5_4");
+        node.set_hardware(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
+                                 "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+        let pod = node.pod("pod");
+        let ns = Node::ns_of(&pod);
+        let add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
+        let r = node.cni(&add).ok();
+        let address = r["ips"][0]["address"].as_str().unwrap().to_string();
+        // The reload: the old netdev and device destroyed, new ones on the
+        // host (the netdev under the host's name and a new ifindex, the
+        // device as mlx5_7), the VF's GUID back to the driver's default.
+        let index = link_in(&ns, "net1").unwrap().ifindex;
+        let holder = format!("h{}", std::process::id() % 100_000_000);
+        sh(&format!(
+            "ip -n {} link add {holder} index {index} type veth peer name {holder}p",
+            node.host()
+        ));
+        sh(&format!(
+            "ip -n {ns} link set net1 netns {} name {}",
+            node.host(),
+            vf.ifname
+        ));
+        sh(&format!("ip -n {} link del {holder}", node.host()));
+        let new_index = out(&format!(
+            "ip -n {} -o link show {} | cut -d: -f1",
+            node.host(),
+            vf.ifname
+        ));
+        let dev = node.sysfs().join(format!("devices/pci0000:00/{}", vf.pci));
+        std::fs::write(
+            dev.join(format!("net/{}/ifindex", vf.ifname)),
+            format!("{}\n", new_index.trim()),
+        )
+        .unwrap();
+        std::fs::rename(dev.join("infiniband/mlx5_4"), dev.join("infiniband/mlx5_7")).unwrap();
+        let mut hw = node.hardware();
+        hw["rdmaDevices"] = json!({});
+        hw["vfs"]["pf1/0"]["ibGuid"] = json!("00:00:00:00:00:00:00:00");
+        node.set_hardware(hw);
+
+        let (code, done) = node.operator_json(&["gc", "--apply"]);
+        assert_eq!(code, 0, "{generation}: {done}");
+        let net1 =
+            link_in(&ns, "net1").unwrap_or_else(|| panic!("{generation}: re-attached: {done}"));
+        assert_eq!(net1.mtu, 4092, "{generation}");
+        assert_eq!(addresses_in(&ns, "net1"), [address.clone()], "{generation}");
+        assert!(
+            !out(&format!("ip -n {ns} -o link")).contains("ib0"),
+            "{generation}"
+        );
+        assert_eq!(guid_of(&node), GUID, "{generation}: set again");
+        assert_eq!(
+            node.hardware()["rdmaDevices"]["mlx5_7"],
+            ns_inode(&pod),
+            "{generation}"
+        );
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(
+                node.state_dir()
+                    .join(format!("attachments/{}.json", vf.pci)),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            record.to_string().contains("\"mlx5_7\""),
+            "{generation}: {record}"
+        );
+
+        node.cni(&add.cmd("DEL")).ok();
+        let host = format!("/var/run/netns/{}", node.host());
+        assert_eq!(
+            node.hardware()["rdmaDevices"]["mlx5_7"],
+            ns_inode(&host),
+            "{generation}"
+        );
+        assert!(
+            link_in(&node.host(), &vf.ifname).is_some(),
+            "{generation}: home"
+        );
+        assert!(!node.record_exists(&vf.pci), "{generation}");
+    }
+}

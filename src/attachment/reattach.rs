@@ -21,6 +21,7 @@ use crate::rdma_qos::{self, Moment, QosRecord, RoceAttr};
 use crate::routing::devconf;
 use crate::state::{Phase, Record};
 use crate::vf::home::{find_in_host, is_vf_in_pod};
+use crate::vf::ipoib;
 use crate::{log_info, log_warn};
 
 /// What `reattach` found and did.
@@ -128,45 +129,43 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
         )))
     })?;
     let iface = result.interfaces.first().cloned().unwrap_or_default();
-    set_vf_again(node, record, &vf)?;
-    let record = &qos_recorded_again(node, record, &vf)?;
+    let (mut record, rebinding) = host_side_again(node, record, &vf)?;
     let host_nl = Netlink::connect_in(&node.host)?;
     let link = find_in_host(&host_nl, pci, &vf.netdevs, None)?
         .ok_or_else(|| Error::DeviceNotFound(format!("VF {pci} left the host again")))?;
     set_pod_mac(&host_nl, &link, &iface)?;
-    let path = record
-        .netns()
-        .ok_or_else(|| Error::internal("an attached record without a netns"))?;
-    let pod = NetNs::open(Path::new(path))?;
-    let split = record
-        .routing
-        .as_ref()
+    let (path, pod) = pod_of(&record)?;
+    let pod_nl = Netlink::connect_in(&pod)?;
+    let split = (record.routing.as_ref())
         .map(|p| devconf::split(&p.sysctls))
         .unwrap_or_default();
-    let arrival = Arrival {
-        mtu: iface.mtu.filter(|m| *m != link.mtu),
-        inet: split.inet,
+    let arrival = |mtu: u32| Arrival {
+        mtu: iface.mtu.filter(|m| *m != mtu),
+        inet: split.inet.clone(),
     };
-    if !host_nl.move_to(link.index, &pod, &record.ifname, &arrival)? {
-        return Err(Error::NameTaken(format!(
-            "cannot put VF {pci} back: {} is taken in {path}",
-            record.ifname
-        )));
+    // An IPoIB netdev is a client of its RDMA device: the device goes
+    // first, and the netdev the kernel makes anew is found after it.
+    let ipoib = vf.infiniband && record.rdma_device.is_some();
+    if ipoib {
+        record.rdma_device = move_device_again(node, &record, &pod)?.or(record.rdma_device);
     }
-    let pod_nl = Netlink::connect_in(&pod)?;
-    let moved = pod_nl.link_by_name(&record.ifname)?.ok_or_else(|| {
-        Error::DeviceVanished(format!("VF {pci} moved but {} is not there", record.ifname))
-    })?;
-    bring_up(node, record, &vf, &pod, &pod_nl, &moved, &split.files)?;
-    if let Some(q) = &record.rdma_qos {
-        let at = node.roce_port(&record.pci, &q.device, q.port);
-        rdma_qos::apply(node.hw.as_ref(), &at, q, Moment::AfterMove)?;
+    drop(rebinding);
+    let sides = ipoib::Sides {
+        host_nl: &host_nl,
+        pod: &pod,
+        pod_nl: &pod_nl,
+    };
+    let moved = put_in_pod(&sides, &vf, &link, (&path, &record.ifname), ipoib, arrival)?;
+    if !ipoib && record.rdma_device.is_some() {
+        record.rdma_device = move_device_again(node, &record, &pod)?.or(record.rdma_device);
     }
-    address_and_route(record, result, &pod_nl, &moved)?;
-    let mut updated = record.clone();
-    updated.pod_ifindex = Some(moved.index);
-    updated.reattached += 1;
-    node.store.save(&updated)?;
+    bring_up(node, &record, &pod, &pod_nl, &moved, &split.files)?;
+    address_and_route(&record, result, &pod_nl, &moved)?;
+    record.pod_ifindex = Some(moved.index);
+    // The host knows the reloaded netdev by its new index.
+    record.host.ifindex = link.index;
+    record.reattached += 1;
+    node.store.save(&record)?;
     log_info!(
         "VF {pci} came back to the host after a driver reload; re-attached in {path} as {} ({}/{})",
         record.ifname,
@@ -174,6 +173,84 @@ fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
         record.network
     );
     Ok(())
+}
+
+/// The PF-side settings and the RDMA device's QoS again, on the host; the
+/// record as it is now, and the node's rebind lock when a GUID's rebind
+/// came of it (held until the new device is named, by PCI address, and
+/// moved: one rebind at a time on the node).
+fn host_side_again(
+    node: &Node,
+    record: &Record,
+    vf: &crate::vf::Vf,
+) -> Result<(Record, Option<crate::state::VfLock>)> {
+    let rebinds = record
+        .vf_applied
+        .as_ref()
+        .and_then(|s| s.ib_guid())
+        .is_some();
+    let rebinding = rebinds.then(|| node.store.lock_rebinds()).transpose()?;
+    set_vf_again(node, record, vf)?;
+    Ok((qos_recorded_again(node, record, vf)?, rebinding))
+}
+
+/// The pod's namespace the record names: its path, and it open.
+fn pod_of(record: &Record) -> Result<(String, NetNs)> {
+    let path = record
+        .netns()
+        .ok_or_else(|| Error::internal("an attached record without a netns"))?;
+    Ok((path.to_string(), NetNs::open(Path::new(path))?))
+}
+
+/// The VF's netdev into the pod at `path` under `ifname`: an IPoIB netdev
+/// wherever its RDMA device's move left it, else from the host. The link
+/// there.
+fn put_in_pod(
+    sides: &ipoib::Sides<'_>,
+    vf: &crate::vf::Vf,
+    link: &Link,
+    (path, ifname): (&str, &str),
+    ipoib: bool,
+    arrival: impl Fn(u32) -> Arrival,
+) -> Result<Link> {
+    let known = ipoib::Known {
+        pci: &vf.pci,
+        sysfs_names: &vf.netdevs,
+        saved: None,
+        index: Some(link.index),
+    };
+    let placed = match ipoib {
+        true => ipoib::place(sides, &known, ifname, arrival)?,
+        false => (sides.host_nl).move_to(link.index, sides.pod, ifname, &arrival(link.mtu))?,
+    };
+    if !placed {
+        return Err(Error::NameTaken(format!(
+            "cannot put VF {} back: {ifname} is taken in {path}",
+            vf.pci
+        )));
+    }
+    sides.pod_nl.link_by_name(ifname)?.ok_or_else(|| {
+        Error::DeviceVanished(format!("VF {} moved but {ifname} is not there", vf.pci))
+    })
+}
+
+/// The VF's RDMA device, new since the reload (and since any GUID's
+/// rebind), named now by its PCI address and moved into the pod; its name
+/// (`None`: it has not come back).
+fn move_device_again(node: &Node, record: &Record, pod: &NetNs) -> Result<Option<String>> {
+    let Some(device) = node.sysfs.rdma_devices(&record.pci).into_iter().next() else {
+        log_warn!("VF {}: its RDMA device has not come back", record.pci);
+        return Ok(None);
+    };
+    node.hw.move_rdma_device(&device, &node.host, pod.fd())?;
+    if record.rdma_device.as_ref() != Some(&device) {
+        log_info!(
+            "VF {}'s RDMA device is {device} now (it was {:?})",
+            record.pci,
+            record.rdma_device
+        );
+    }
+    Ok(Some(device))
 }
 
 /// The record with `rdmaQoS` for the new RDMA device, its traffic class
@@ -273,18 +350,15 @@ fn set_pod_mac(host_nl: &Netlink, link: &Link, iface: &Interface) -> Result<()> 
 fn bring_up(
     node: &Node,
     record: &Record,
-    vf: &crate::vf::Vf,
     pod: &NetNs,
     pod_nl: &Netlink,
     moved: &Link,
     files: &[&crate::routing::plan::Sysctl],
 ) -> Result<()> {
-    if record.rdma_device.is_some() {
-        // A reload makes a new RDMA device: the VF's own, by sysfs.
-        match vf.rdma_devices.first() {
-            Some(dev) => node.hw.move_rdma_device(dev, &node.host, pod.fd())?,
-            None => log_warn!("VF {}: its RDMA device has not come back", vf.pci),
-        }
+    // rdma_cm forgot the ToS when the device moved.
+    if let Some(q) = &record.rdma_qos {
+        let at = node.roce_port(&record.pci, &q.device, q.port);
+        rdma_qos::apply(node.hw.as_ref(), &at, q, Moment::AfterMove)?;
     }
     if !files.is_empty() {
         crate::routing::apply::write_sysctls(

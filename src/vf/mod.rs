@@ -3,6 +3,7 @@
 //! netdev found wherever it is and brought home (`home`).
 
 pub mod home;
+pub mod ipoib;
 pub mod settings;
 pub mod sysfs;
 

@@ -20,6 +20,7 @@ use crate::routing::apply::{self as rail, InUse};
 use crate::routing::devconf;
 use crate::state::{HostLink, Phase, Record};
 use crate::vf::home::find_in_host;
+use crate::vf::ipoib;
 use crate::vf::settings::{self, VfSettings};
 
 /// The sockets one ADD works through.
@@ -267,40 +268,25 @@ impl<'a> KernelAttach<'a> {
     /// VF's PCI address wherever it is, moved if it is still on the host,
     /// and named `CNI_IFNAME` with its MTU (ib-sriov-cni's order).
     fn move_in_infiniband(&mut self) -> Result<()> {
-        let device = self.move_rdma_by_pci()?;
+        self.move_rdma_by_pci()?;
         let (ctx, vf) = (self.ctx, &self.intent.vf);
+        let names = ctx.node.sysfs.netdevs(&vf.pci);
+        let sides = ipoib::Sides {
+            host_nl: self.sockets.host_nl,
+            pod: self.sockets.pod,
+            pod_nl: self.sockets.pod_nl,
+        };
+        let known = ipoib::Known {
+            pci: &vf.pci,
+            sysfs_names: &names,
+            saved: Some(self.record.saved_vf()),
+            index: self.link.as_ref().map(|l| l.index),
+        };
         let arrival = |mtu: u32| Arrival {
             mtu: (mtu != self.intent.mtu).then_some(self.intent.mtu),
             inet: self.sysctls().inet,
         };
-        let ifname = &ctx.env.ifname;
-        let known = self.link.as_ref().map(|l| l.index);
-        let in_pod = (self.sockets.pod_nl.links()?.into_iter())
-            .find(|l| crate::vf::home::is_vf(l, &vf.pci, known));
-        let placed = match in_pod {
-            Some(link) => self
-                .sockets
-                .pod_nl
-                .settle(link.index, ifname, &arrival(link.mtu))?,
-            None => {
-                let names = ctx.node.sysfs.netdevs(&vf.pci);
-                let saved = Some(self.record.saved_vf());
-                let host = find_in_host(self.sockets.host_nl, &vf.pci, &names, saved)?;
-                let link = host.ok_or_else(|| {
-                    Error::DeviceNotFound(format!(
-                        "InfiniBand VF {}'s IPoIB netdev is neither in the pod nor on the host \
-                         after its RDMA device {device} moved",
-                        vf.pci
-                    ))
-                })?;
-                (self.sockets.host_nl).move_to(
-                    link.index,
-                    self.sockets.pod,
-                    ifname,
-                    &arrival(link.mtu),
-                )?
-            }
-        };
+        let placed = ipoib::place(&sides, &known, &ctx.env.ifname, arrival)?;
         self.note_moved(placed)
     }
 
