@@ -914,7 +914,7 @@ fn an_ib_pod_is_reattached_after_a_driver_reload() {
         let net1 =
             link_in(&ns, "net1").unwrap_or_else(|| panic!("{generation}: re-attached: {done}"));
         assert_eq!(net1.mtu, 4092, "{generation}");
-        assert_eq!(addresses_in(&ns, "net1"), [address.clone()], "{generation}");
+        assert_eq!(addresses_in(&ns, "net1"), [address], "{generation}");
         assert!(
             !out(&format!("ip -n {ns} -o link")).contains("ib0"),
             "{generation}"
