@@ -492,3 +492,40 @@ fn the_node_files_fix_names_the_file_in_use() {
         "{fix}"
     );
 }
+
+/// The rail PF's own RDMA port: not ACTIVE (the subnet manager has not
+/// brought an InfiniBand port up) is a broken link with its fix (#60).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_rail_pfs_rdma_port_that_is_not_active_is_broken() {
+    let d = Doctor::new();
+    let ports = d
+        .node
+        .sysfs()
+        .join("devices/pci0000:00/0000:11:00.0/infiniband/mlx5_pf1/ports/1");
+    std::fs::create_dir_all(&ports).unwrap();
+    std::fs::write(ports.join("state"), "2: INIT\n").unwrap();
+    let (code, report) = d.run();
+    assert_eq!(code, 1, "{report:#}");
+    let port = check(&report, "rail1/rdma-port");
+    assert_eq!(port["result"], "broken", "{port}");
+    assert!(
+        port["found"]
+            .as_str()
+            .unwrap()
+            .contains("mlx5_pf1 port 1 INIT"),
+        "{port}"
+    );
+    assert!(
+        port["fix"].as_str().unwrap().contains("subnet manager"),
+        "{port}"
+    );
+    std::fs::write(ports.join("state"), "4: ACTIVE\n").unwrap();
+    let (code, report) = d.run();
+    assert_eq!(
+        check(&report, "rail1/rdma-port")["result"],
+        "ok",
+        "{report:#}"
+    );
+    assert_eq!(code, 0, "{report:#}");
+}

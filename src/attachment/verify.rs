@@ -67,6 +67,23 @@ pub struct RdmaPlaces<'a> {
     pub hw: &'a dyn crate::hw::Hardware,
 }
 
+/// The state of the port that carries `record`'s VF on its RDMA device
+/// (`ports/<p>/state`, read from the pod's view of sysfs when the device
+/// moved there): what `inspect`, `status` and the metrics show. `None`:
+/// no device, no port state, or the pod is gone.
+pub fn rdma_port_state(
+    sysfs: &crate::vf::Sysfs,
+    record: &Record,
+) -> Option<crate::net::ib_port::PortState> {
+    let (device, _) = record.hca()?;
+    let port = record.hca_port().unwrap_or(1);
+    let pod = NetNs::open(Path::new(record.netns()?)).ok()?;
+    let read = sysfs.with_rdma_device_dir(&pod, &record.pci, device, |dir| {
+        dir.and_then(|d| crate::net::ib_port::read(&d.join("ports"), port))
+    });
+    read.ok().flatten()
+}
+
 impl<'a> RdmaPlaces<'a> {
     pub fn of(node: &'a crate::node::Node) -> Self {
         RdmaPlaces {

@@ -54,7 +54,7 @@ pub struct FakeState {
     pub ipoib_netns: Option<String>,
     /// Setting an InfiniBand VF's GUID (applied by the driver rebind that
     /// follows) re-registers its RDMA device under the first free
-    /// `mlx5_%d`, as the kernel does (`fake_ipoib::reregister`).
+    /// `mlx5_%d`, as the kernel does (`Recorder::rebind`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rebind_renames: bool,
     /// udev's persistent naming (rdma-core's `rdma_rename`, NAME_PCI):

@@ -34,6 +34,9 @@ pub struct Interface {
     pub rdma_shared: bool,
     /// Its port that carries the VF.
     pub rdma_port: Option<u32>,
+    /// That port's state as sysfs words it (`ACTIVE`, `INIT`), with its
+    /// partition keys: `ACTIVE, pkeys 0xffff 0x8001`.
+    pub rdma_port_state: Option<String>,
     pub findings: Vec<Comparison>,
 }
 
@@ -62,8 +65,12 @@ pub fn run(settings: &Settings, target: &str, json: bool) -> Result<Outcome, Usa
 }
 
 fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
+    let port = verify::rdma_port_state(places.sysfs, r);
     let findings = match findings(r, places) {
-        Ok(f) => f,
+        Ok(mut f) => {
+            f.extend(port.as_ref().map(port_finding));
+            f
+        }
         Err(e) => vec![Comparison {
             what: "netns".into(),
             expected: r.netns().unwrap_or("?").into(),
@@ -79,6 +86,7 @@ fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
         rdma_device: r.hca().map(|(device, _)| device.to_string()),
         rdma_shared: r.hca().is_some_and(|(_, shared)| shared),
         rdma_port: r.hca_port(),
+        rdma_port_state: port.map(|p| p.describe()),
         findings,
     }
 }
@@ -100,6 +108,17 @@ fn findings(
     let pod = NetNs::open(Path::new(path))?;
     let nl = Netlink::connect_in(&pod)?;
     verify::compare(&pod, &nl, r, &expected, places)
+}
+
+/// The RDMA port is up: the subnet manager brought an InfiniBand port to
+/// ACTIVE (a RoCE port is ACTIVE with its link).
+fn port_finding(state: &railcni::net::ib_port::PortState) -> Comparison {
+    Comparison {
+        what: "rdma port".into(),
+        expected: "ACTIVE".into(),
+        actual: state.describe(),
+        ok: state.ready_for(None),
+    }
 }
 
 /// `mlx5_3 port 3`, `(shared)` when it serves the pod from the host.

@@ -71,6 +71,8 @@ pub struct AttachmentRow {
     pub table: Option<u32>,
     pub priority: Option<u32>,
     pub rdma_device: Option<String>,
+    /// The state of its port that carries the VF (`ACTIVE`, `INIT`).
+    pub rdma_port_state: Option<String>,
     /// The PF-side settings ADD applied (the fields it saved originals of).
     pub vf_settings: Vec<String>,
     /// `adding` (interrupted or in progress) or `attached`.
@@ -128,6 +130,7 @@ pub fn build(settings: &Settings, state: &NodeState, only: Option<&str>) -> Repo
             problems.extend(placement_problem(r, placed));
             problems.extend(rule_problem(&state.node_file, r));
             let mut row = attachment_row(&sysfs, state, r);
+            problems.extend(port_problem(&row));
             row.vf_state = placed.map_or("unknown", Reattach::name).to_string();
             row
         })
@@ -336,6 +339,7 @@ fn attachment_row(sysfs: &railcni::vf::Sysfs, state: &NodeState, r: &Record) -> 
         table: r.routing.as_ref().map(|p| p.table),
         priority: r.routing.as_ref().map(|p| p.priority),
         rdma_device: r.rdma_device.clone(),
+        rdma_port_state: state_alive_port(sysfs, state, r).map(|p| p.word),
         vf_settings: r
             .vf_restore
             .as_ref()
@@ -345,6 +349,35 @@ fn attachment_row(sysfs: &railcni::vf::Sysfs, state: &NodeState, r: &Record) -> 
         vf_state: String::new(),
         reattached: r.reattached,
     }
+}
+
+/// The port state of a live pod's RDMA device.
+fn state_alive_port(
+    sysfs: &railcni::vf::Sysfs,
+    state: &NodeState,
+    r: &Record,
+) -> Option<railcni::net::ib_port::PortState> {
+    state
+        .alive(r)
+        .then(|| railcni::attachment::verify::rdma_port_state(sysfs, r))
+        .flatten()
+}
+
+/// A live pod's RDMA port that is not ACTIVE: its rail carries no RDMA.
+fn port_problem(row: &AttachmentRow) -> Option<Problem> {
+    let (device, state) = (row.rdma_device.as_ref()?, row.rdma_port_state.as_ref()?);
+    (state != "ACTIVE").then(|| Problem {
+        kind: "rdma-port-not-active".into(),
+        detail: format!(
+            "{} of {} on {}: RDMA device {device}'s port is {state}, not ACTIVE; NCCL's QP setup over \
+             it fails",
+            row.ifname, row.container_id, row.network
+        ),
+        fix: "InfiniBand: the subnet manager has not brought the port up (check `ibstat` and the SM's \
+              log: a GUID it does not know, a partition it was not given); RoCE: the VF's link is down \
+              (`ip link`, the switch port)"
+            .into(),
+    })
 }
 
 /// Leases no record claims. Leases of other plugins using railcni-ipam have
@@ -466,7 +499,10 @@ fn attachments_table(r: &Report) -> comfy_table::Table {
             a.vf.clone(),
             format!("{}@{}", a.host_name, or_dash(a.pf.as_ref())),
             or_dash(a.table),
-            or_dash(a.rdma_device.as_ref()),
+            match (&a.rdma_device, &a.rdma_port_state) {
+                (Some(d), Some(p)) => format!("{d} {p}"),
+                (d, _) => or_dash(d.as_ref()),
+            },
             if a.netns_alive { "alive" } else { "GONE" }.to_string(),
         ]);
     }

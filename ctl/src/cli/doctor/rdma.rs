@@ -47,6 +47,7 @@ pub fn findings(w: &Where, rails: &[Rail]) -> Vec<Finding> {
     let mut out = vec![mode(required), persisted(w)];
     for rail in wanting(rails) {
         out.extend(rail_devices(w, rail));
+        out.extend(pf_port(w, rail));
     }
     out
 }
@@ -118,5 +119,44 @@ fn rail_devices(w: &Where, rail: &Rail) -> Option<Finding> {
              rdma: required (set the rail's rdma to auto)",
         ),
         (n, _) => Finding::ok(id, format!("{n} of {vfs} VFs have one"), &expected),
+    })
+}
+
+/// The rail PF's own RDMA port: the VFs' ports come up only behind it (an
+/// InfiniBand port the subnet manager made ACTIVE, a RoCE port with link).
+fn pf_port(w: &Where, rail: &Rail) -> Option<Finding> {
+    let pf_device = w
+        .sysfs
+        .join("class/net")
+        .join(rail.pf.as_ref()?)
+        .join("device");
+    let device = list_dir(&pf_device.join("infiniband")).into_iter().next()?;
+    let ports = pf_device.join("infiniband").join(&device).join("ports");
+    let states: Vec<(String, railcni::net::ib_port::PortState)> = list_dir(&ports)
+        .into_iter()
+        .filter_map(|p| {
+            Some((
+                p.clone(),
+                railcni::net::ib_port::read(&ports, p.parse().ok()?)?,
+            ))
+        })
+        .collect();
+    if states.is_empty() {
+        return None;
+    }
+    let id = format!("{}/rdma-port", rail.name);
+    let found = (states.iter())
+        .map(|(p, s)| format!("{device} port {p} {}", s.word))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(match states.iter().all(|(_, s)| s.ready_for(None)) {
+        true => Finding::ok(id, found, "ACTIVE"),
+        false => Finding::broken(
+            id,
+            found,
+            "ACTIVE",
+            "InfiniBand: start or check the subnet manager (`ibstat`, `sminfo`; opensm or the UFM \
+             on the fabric); RoCE: the PF's link (`ip link`, the cable and switch port)",
+        ),
     })
 }

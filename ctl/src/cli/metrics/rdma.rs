@@ -32,6 +32,7 @@ pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
             let ours = |port: &String| r.hca_port().is_none_or(|p| p.to_string() == *port);
             for port in list_dir(&ports).iter().filter(|p| ours(p)) {
                 device_port(e, r, dev, port, &ports.join(port));
+                port_state(e, r, dev, port, &ports);
             }
         }
     }
@@ -66,6 +67,34 @@ fn qos(e: &mut Exposition, attached: &[&Record]) {
             e.sample("railcni_rdma_tos", help, Kind::Gauge, &labels, f64::from(c));
         }
     }
+}
+
+/// The port's state as the kernel numbers it (`enum ib_port_state`).
+fn port_state(e: &mut Exposition, r: &Record, dev: &str, port: &str, ports: &Path) {
+    let Some(state) = port
+        .parse()
+        .ok()
+        .and_then(|p| railcni::net::ib_port::read(ports, p))
+    else {
+        return;
+    };
+    let pod = pod_label(r);
+    let labels = [
+        ("network", r.network.as_str()),
+        ("ifname", r.ifname.as_str()),
+        ("pod", pod.as_str()),
+        ("rdma_device", dev),
+        ("port", port),
+    ];
+    let help = "The state of the attachment's RDMA port as the kernel numbers it: 1 DOWN, 2 INIT, \
+                3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER (ports/<p>/state); NCCL needs 4.";
+    e.sample(
+        "railcni_rdma_port_state",
+        help,
+        Kind::Gauge,
+        &labels,
+        f64::from(state.code),
+    );
 }
 
 fn device_port(e: &mut Exposition, r: &Record, dev: &str, port: &str, dir: &Path) {
