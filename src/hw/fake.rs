@@ -62,6 +62,11 @@ pub struct FakeState {
     /// appears, here as the first move by its kernel name arrives.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub udev_renames: bool,
+    /// Time the fake spent playing the kernel with ip(8) and /proc (the
+    /// IPoIB re-creation, a namespace's liveness), which a kernel spends
+    /// none of: benchmarks subtract it.
+    #[serde(default)]
+    pub played_us: u64,
     /// Devices registered and not yet renamed by udev.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub just_registered: Vec<String>,
@@ -308,7 +313,9 @@ impl Hardware for Recorder {
         let host = host_netns()?;
         let (from_ino, to_ino) = (inode(from.fd())?, inode(to)?);
         let was = state.rdma_devices.get(name).cloned();
+        let playing = std::time::Instant::now();
         let at = where_now(was.as_deref(), host);
+        state.played_us += micros(playing);
         if state.rdma_mode.as_deref() == Some("exclusive") && at != from_ino {
             return Err(no_device(
                 name,
@@ -325,7 +332,8 @@ impl Hardware for Recorder {
         state.calls.push(format!("move_rdma {name} {ns}"));
         self.save(&state)?;
         // The kernel re-creates an InfiniBand VF's IPoIB netdev.
-        match sysfs {
+        let playing = std::time::Instant::now();
+        let played = match sysfs {
             Some(sysfs) => super::fake_ipoib::recreate(
                 &sysfs,
                 name,
@@ -334,8 +342,16 @@ impl Hardware for Recorder {
                 super::fake_ipoib::Generation::named(state.ipoib_netns.as_deref()),
             ),
             None => Ok(()),
-        }
+        };
+        state.played_us += micros(playing);
+        self.save(&state)?;
+        played
     }
+}
+
+/// Microseconds since `t`.
+fn micros(t: std::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 impl Recorder {
