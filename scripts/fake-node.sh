@@ -12,6 +12,9 @@
 #                           0000:1<r>:00.0 (netdev pf<r>, mtu 9000, up with carrier) and VF i at
 #                           0000:1<r>:00.<i+2>, driver mlx5_core, net/pf<r>v<i>
 # and prints one line per VF: "<rail> <vf-index> <pci> <host-ifname>".
+# With vfs-per-rail 0 each rail's PF is a whole NIC instead (sriov_numvfs 0):
+# pf<r> is then itself one end of a veth, up in <prefix>-host at MTU 1500
+# with its peer r<r> in the fabric, and its line is "<rail> 0 <pf-pci> pf<r>".
 #
 # FAKE_NODE_FABRIC=<netns> joins an existing leaf namespace instead of creating
 # <prefix>-fabric, and FAKE_NODE_TAG=<t> prefixes the peer names (t r<r>v<i>) so
@@ -29,7 +32,7 @@ tag="${FAKE_NODE_TAG:-}"
 
 [ "$(id -u)" = 0 ] || { echo "fake-node.sh: needs root (network namespaces)" >&2; exit 1; }
 (( rails >= 1 && rails <= 8 )) || { echo "fake-node.sh: rails must be 1..8" >&2; exit 1; }
-(( vfs >= 1 && vfs <= 6 )) || { echo "fake-node.sh: vfs must be 1..6" >&2; exit 1; }
+(( vfs >= 0 && vfs <= 6 )) || { echo "fake-node.sh: vfs must be 0..6" >&2; exit 1; }
 
 # Write one PCI device the way the kernel lays it out.
 pci_dev() { # <bdf>
@@ -67,6 +70,12 @@ up() {
     # VF i is function i+2 of the PF's device: First VF Offset 2, VF Stride 1.
     echo 2 > "$root/devices/pci0000:00/$pf/sriov_offset"
     echo 1 > "$root/devices/pci0000:00/$pf/sriov_stride"
+    if ((vfs == 0)); then
+      ip -n "$host" link add "pf$r" type veth peer name "${tag}r${r}" netns "$fabric"
+      ip -n "$fabric" link set "${tag}r${r}" mtu 9000 up
+      ip -n "$host" link set "pf$r" up
+      echo "$r 0 $pf pf$r"
+    fi
     for ((i = 0; i < vfs; i++)); do
       local vf="0000:1$r:00.$((i + 2))" ifname="pf${r}v$i"
       pci_dev "$vf"

@@ -67,9 +67,49 @@ fn refused(field: &str, rule: String, why: String) -> Error {
     )
 }
 
-/// The rail's VFs are those of its PF.
-fn require_rail_pf(rail: &RailRules, network: &str, vf: &Vf) -> Result<()> {
+/// The PCI address of the whole PF the node file grants `network`, when
+/// `device_id` is that PF (`networks.<name>.wholeNic` with its `pf`): the
+/// only way a device that is not a VF is attached. Any other device goes
+/// the VF way (and a PF there is refused, as ever). A PF in a pod already
+/// is not on the host to be named: it is the grant's while a record of
+/// this network holds it (`recorded`), for ADD to replay or refuse as busy.
+pub fn granted_whole_nic(
+    node_file: &NodeFile,
+    network: &str,
+    sysfs: &crate::vf::Sysfs,
+    device_id: &str,
+    recorded: impl Fn(&str) -> bool,
+) -> Result<Option<String>> {
+    let Some(rail) = node_file.rules(network).filter(|r| r.whole_nic) else {
+        return Ok(None);
+    };
+    let asked = crate::pci::normalize(device_id)?;
     let Some(pf) = rail.pf.as_deref() else {
+        return Err(refused(
+            "deviceID",
+            format!("networks.{network}.wholeNic"),
+            format!("network {network} is a whole-NIC rail but names no pf"),
+        ));
+    };
+    match sysfs.pci_of_netdev(pf) {
+        Some(pci) if pci == asked => Ok(Some(pci)),
+        Some(pci) => Err(refused(
+            "deviceID",
+            format!("networks.{network}.pf"),
+            format!("{asked} is not {pf} ({pci}), the PF network {network} is granted whole"),
+        )),
+        None if recorded(&asked) => Ok(Some(asked)),
+        None => Err(Error::DeviceNotFound(format!(
+            "PF {pf}, which the node file grants network {network} whole, is not on this host \
+             (no /sys/class/net/{pf}/device); it is in a pod already, or gone"
+        ))),
+    }
+}
+
+/// The rail's VFs are those of its PF (a whole-NIC rail's device is its
+/// PF itself, checked by `granted_whole_nic`).
+fn require_rail_pf(rail: &RailRules, network: &str, vf: &Vf) -> Result<()> {
+    let Some(pf) = rail.pf.as_deref().filter(|_| !vf.whole) else {
         return Ok(());
     };
     if vf.pf_netdev.as_deref() == Some(pf) {

@@ -224,7 +224,7 @@ pub fn detach(node: &Node, a: &Attachment<'_>, release: &Release<'_>, pod: Pod<'
         a,
         release,
         pod,
-        vf: node.sysfs.resolve(a.pci).ok(),
+        vf: node.sysfs.resolve_recorded(a.pci).ok(),
         opened_pod: None,
         found_ns: None,
         host_nl: None,
@@ -270,7 +270,7 @@ pub fn holder_of(node: &Node, record: &Record) -> Result<Holder> {
     if let Some((_, pid)) = super::identity::held_by_process(record) {
         return Ok(Holder::Process(pid));
     }
-    let Ok(vf) = node.sysfs.resolve(&record.pci) else {
+    let Ok(vf) = node.sysfs.resolve_recorded(&record.pci) else {
         return Ok(Holder::Nobody);
     };
     let host_nl = Netlink::connect_in(&node.host)?;

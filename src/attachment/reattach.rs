@@ -122,7 +122,7 @@ fn in_pod(pod_nl: &Netlink, record: &Record) -> Result<Option<Link>> {
 /// ADD's kernel steps again, from the record.
 fn reattach_into_pod(node: &Node, record: &Record) -> Result<()> {
     let pci = &record.pci;
-    let vf = node.sysfs.resolve(pci)?;
+    let vf = node.sysfs.resolve_recorded(pci)?;
     let result = record.result.as_ref().ok_or_else(|| {
         Error::State(cni::IoFailure::plain(format!(
             "the record of VF {pci} holds no ADD result"

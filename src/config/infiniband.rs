@@ -19,3 +19,13 @@ pub(super) fn ethernet_fields(conf: &nad::Conf, mac: Option<Mac>) -> Vec<&'stati
         .chain(nad::ethernet_keys(conf))
         .collect()
 }
+
+/// The VF-setting fields the config sets, `mac` and `guid` (whichever way
+/// given) first: settings a PF makes for its VF, refused on a whole-NIC
+/// rail, which has no parent to make them.
+pub(super) fn vf_fields(conf: &nad::Conf, mac: Option<Mac>, guid: bool) -> Vec<&'static str> {
+    (mac.map(|_| "mac").into_iter())
+        .chain(guid.then_some("guid"))
+        .chain(nad::setting_keys(conf))
+        .collect()
+}

@@ -20,7 +20,7 @@ use crate::routing::RoutingConf;
 use crate::vf::settings::nad;
 use crate::vf::settings::VfSettings;
 use cni::Env;
-use infiniband::{ethernet_fields, parse_pkey};
+use infiniband::{ethernet_fields, parse_pkey, vf_fields};
 use raw::RawConf;
 use runtime::{pick_device, pick_guid, pick_mac};
 
@@ -73,6 +73,8 @@ pub struct NetConf {
     pub pkey: Option<u16>,
     /// The Ethernet-only fields this config sets (refused on InfiniBand VFs).
     pub ethernet_fields: Vec<&'static str>,
+    /// The VF-setting fields it sets (refused on a whole-NIC rail).
+    pub vf_fields: Vec<&'static str>,
     /// Where Multus wants the device-info file (runtimeConfig.CNIDeviceInfoFile).
     pub device_info_file: Option<PathBuf>,
     /// The config as received, handed unchanged to an external IPAM plugin.
@@ -121,6 +123,7 @@ impl NetConf {
             rdma_qos,
             pkey: parse_pkey(conf.pkey.as_deref())?,
             ethernet_fields: ethernet_fields(object, mac),
+            vf_fields: vf_fields(object, mac, vf.ib_guid().is_some()),
             requested_ips: cni::args::requested_ips(&raw, &env.args)?,
             routing,
             probes: crate::probe::Probes::parse(conf.checks.as_ref())?,

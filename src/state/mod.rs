@@ -259,6 +259,7 @@ mod tests {
             mac: Some(Mac([2, 0, 0, 0, 0, 1])),
             mtu: 1500,
             ifindex: 7,
+            up: None,
         }
     }
 

@@ -62,6 +62,8 @@ pub struct Record {
     /// The ADD result, replayed for a repeated ADD.
     pub result: Option<CniResult>,
     pub created_unix: u64,
+    /// A whole-NIC rail: the device is a PF moved into the pod itself.
+    pub whole_nic: bool,
 }
 
 impl Record {
@@ -122,6 +124,7 @@ impl Record {
             routing: None,
             phase: Phase::Adding,
             result: None,
+            whole_nic: false,
             created_unix: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -141,6 +144,7 @@ impl Record {
             mac: None,
             mtu: 1500,
             ifindex: 7,
+            up: None,
         };
         Record::new(
             "0000:3b:02.0",

@@ -74,6 +74,8 @@ pub struct RecordV1 {
     /// never changes a record.
     result: Option<Value>,
     created_unix: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    whole_nic: bool,
 }
 
 /// `rdmaQos`: `{"device", "port", "trafficClass": {"value", "before"},
@@ -224,6 +226,8 @@ struct HostLinkV1 {
     mac: Option<MacV1>,
     mtu: u32,
     ifindex: u32,
+    #[serde(default, rename = "adminUp", skip_serializing_if = "Option::is_none")]
+    admin_up: Option<bool>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -347,6 +351,7 @@ impl TryFrom<&Record> for RecordV1 {
                 mac: r.host.mac.map(|m| MacV1(m.0)),
                 mtu: r.host.mtu,
                 ifindex: r.host.ifindex,
+                admin_up: r.host.up,
             },
             pod_ifindex: r.pod_ifindex,
             ipam_type: r.ipam_type.clone(),
@@ -371,6 +376,7 @@ impl TryFrom<&Record> for RecordV1 {
             },
             result: r.result.as_ref().map(serde_json::to_value).transpose()?,
             created_unix: r.created_unix,
+            whole_nic: r.whole_nic,
         })
     }
 }
@@ -389,6 +395,7 @@ impl TryFrom<RecordV1> for Record {
                 mac: r.host.mac.map(|m| Mac(m.0)),
                 mtu: r.host.mtu,
                 ifindex: r.host.ifindex,
+                up: r.host.admin_up,
             },
             pod_ifindex: r.pod_ifindex,
             ipam_type: r.ipam_type,
@@ -416,6 +423,7 @@ impl TryFrom<RecordV1> for Record {
                 .map(serde_json::from_value::<CniResult>)
                 .transpose()?,
             created_unix: r.created_unix,
+            whole_nic: r.whole_nic,
         })
     }
 }

@@ -12,6 +12,9 @@ pub struct HostLink {
     pub mac: Option<Mac>,
     pub mtu: u32,
     pub ifindex: u32,
+    /// Up on the host before ADD (`None`: a record of a release that did
+    /// not say; left down, as then).
+    pub up: Option<bool>,
 }
 
 /// What an attachment's record says of its VF: enough to find it and
@@ -230,6 +233,11 @@ impl Home<'_> {
         }
         if link.mtu != host.mtu {
             nl.set_mtu(link.index, host.mtu)?;
+            changed = true;
+        }
+        // A whole PF the host had up (its link to the fabric) comes back up.
+        if host.up == Some(true) && (changed || !link.up) {
+            nl.set_up(link.index)?;
             changed = true;
         }
         Ok(changed)

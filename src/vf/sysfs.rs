@@ -28,6 +28,10 @@ pub struct Vf {
     pub pf_netdev: Option<String>,
     /// An InfiniBand VF: its netdev's `type` is 32 (ARPHRD_INFINIBAND).
     pub infiniband: bool,
+    /// Not a VF: a whole PF the node file grants a rail (`wholeNic`),
+    /// moved into the pod itself. `pf_pci` is its own address, `index` 0
+    /// and `pf_netdev` none: nothing is set on a parent.
+    pub whole: bool,
 }
 
 pub struct Sysfs {
@@ -54,7 +58,8 @@ impl Sysfs {
         }
         let pf_pci = link_target_name(&dev.join("physfn")).ok_or_else(|| {
             Error::DeviceNotFound(format!(
-                "PCI device {pci} is not an SR-IOV VF (no physfn link); railcni only moves VFs, never host devices"
+                "PCI device {pci} is not an SR-IOV VF (no physfn link); railcni moves VFs, and a whole \
+                 PF only where the node file grants it to the network (networks.<name>.wholeNic)"
             ))
         })?;
         let index = self.vf_index(&pf_pci, &pci)?;
@@ -72,7 +77,62 @@ impl Sysfs {
             pci,
             pf_pci,
             index,
+            whole: false,
         })
+    }
+
+    /// The PCI device at `pci` as a whole-NIC rail: a PF (or any device
+    /// with a netdev) moved into the pod itself. Only for a device the
+    /// node file grants (ADD checks the grant) or a record names.
+    pub fn resolve_whole(&self, pci: &str) -> Result<Vf> {
+        let pci = crate::pci::normalize(pci)?;
+        let dev = self.device(&pci);
+        if !dev.exists() {
+            return Err(Error::DeviceNotFound(format!(
+                "PCI device {pci} does not exist ({} is missing)",
+                dev.display()
+            )));
+        }
+        let netdevs = list_dir(&dev.join("net"));
+        let infiniband = (netdevs.first())
+            .is_some_and(|n| link_type(&dev.join("net").join(n)) == LinkType::InfiniBand);
+        Ok(Vf {
+            driver: link_target_name(&dev.join("driver")),
+            infiniband,
+            netdevs,
+            rdma_devices: list_dir(&dev.join("infiniband")),
+            pf_netdev: None,
+            pf_pci: pci.clone(),
+            pci,
+            index: 0,
+            whole: true,
+        })
+    }
+
+    /// The device an attachment record names: a VF, else (no physfn) the
+    /// whole PF a whole-NIC rail moved. DEL, re-attach and `status` read
+    /// records; only ADD decides what may be attached.
+    pub fn resolve_recorded(&self, pci: &str) -> Result<Vf> {
+        let pci = crate::pci::normalize(pci)?;
+        match link_target_name(&self.device(&pci).join("physfn")) {
+            Some(_) => self.resolve(&pci),
+            None => self.resolve_whole(&pci),
+        }
+    }
+
+    /// The PCI address of the netdev `ifname` as sysfs lists it on the
+    /// host (`class/net/<ifname>/device`).
+    pub fn pci_of_netdev(&self, ifname: &str) -> Option<String> {
+        link_target_name(&self.root.join("class/net").join(ifname).join("device"))
+    }
+
+    /// How many VFs the PF at `pci` has enabled (`sriov_numvfs`; 0 for a
+    /// device without SR-IOV).
+    pub fn numvfs(&self, pci: &str) -> u32 {
+        fs::read_to_string(self.device(pci).join("sriov_numvfs"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// The VF's index on its PF: the one its routing ID gives, confirmed by
@@ -187,7 +247,8 @@ impl Sysfs {
         self.root.join("bus/pci/drivers").join(driver)
     }
 
-    /// The PF netdev's MTU, the ceiling for the VF's.
+    /// The PF netdev's MTU, the ceiling for the VF's (none for a whole
+    /// PF: its own MTU is what ADD changes; the driver's maximum bounds it).
     pub fn pf_mtu(&self, vf: &Vf) -> Option<u32> {
         let pf_if = vf.pf_netdev.as_ref()?;
         let path = self.device(&vf.pf_pci).join("net").join(pf_if).join("mtu");

@@ -58,6 +58,10 @@ pub struct RailRules {
     pub allow: Option<Allow>,
     /// The rail's `rdmaQoS`, for the doctor's check of the PF's DCB.
     pub rdma_qos: Option<RailQos>,
+    /// A whole-NIC rail: `pf` itself, not one of its VFs, is moved into the
+    /// pod. Only the node file grants it (a NAD never can): ADD accepts
+    /// that PF's PCI address for this network and no other non-VF device.
+    pub whole_nic: bool,
 }
 
 /// A rail's `rdmaQoS` as the node file carries it.

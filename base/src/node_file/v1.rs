@@ -24,8 +24,9 @@ struct NodeFileV1 {
     version: Option<u32>,
 }
 
-/// One network's entry. `pf` … `rdmaQoS` are optional additions to v1: a
-/// build that predates them passes them over.
+/// One network's entry. `pf` … `rdmaQoS` and `wholeNic` are optional
+/// additions to v1: a build that predates them passes them over (and so
+/// refuses the PF, as a VF-only build must).
 #[derive(Serialize, Deserialize)]
 struct RailV1 {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,6 +48,9 @@ struct RailV1 {
     rdma: Option<String>,
     #[serde(default, rename = "rdmaQoS", skip_serializing_if = "Option::is_none")]
     rdma_qos: Option<RailQosV1>,
+    /// The rail is its PF itself, moved whole into the pod (`pf`).
+    #[serde(default, rename = "wholeNic", skip_serializing_if = "std::ops::Not::not")]
+    whole_nic: bool,
 }
 
 /// `allow` on disk: unknown keys are passed over (they allow nothing).
@@ -134,6 +138,7 @@ impl NodeFileV1 {
                     tos: q.tos,
                     tc: q.tc,
                 }),
+                whole_nic: rail.whole_nic,
             };
             file.insert(&name, prefix, rules);
         }
@@ -161,6 +166,7 @@ impl From<&NodeFile> for NodeFileV1 {
                         tc: q.tc,
                         tos: q.tos,
                     }),
+                    whole_nic: rules.whole_nic,
                 };
                 (name.clone(), rail)
             })

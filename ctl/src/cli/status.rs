@@ -61,6 +61,8 @@ pub struct AttachmentRow {
     pub network: String,
     pub vf: String,
     pub pf: Option<String>,
+    /// A whole-NIC rail: `vf` is a PF moved into the pod itself.
+    pub whole_nic: bool,
     pub host_name: String,
     pub ifname: String,
     pub container_id: String,
@@ -329,6 +331,7 @@ fn attachment_row(sysfs: &railcni::vf::Sysfs, state: &NodeState, r: &Record) -> 
         network: r.network.clone(),
         vf: r.pci.clone(),
         pf: sysfs.resolve(&r.pci).ok().and_then(|v| v.pf_netdev),
+        whole_nic: r.whole_nic,
         host_name: r.host.name.clone(),
         ifname: r.ifname.clone(),
         container_id: r.container_id.clone(),
@@ -497,7 +500,10 @@ fn attachments_table(r: &Report) -> comfy_table::Table {
             or_dash(a.address.as_ref()),
             a.pod.clone().unwrap_or_else(|| short(&a.container_id)),
             a.vf.clone(),
-            format!("{}@{}", a.host_name, or_dash(a.pf.as_ref())),
+            match a.whole_nic {
+                true => format!("{} (whole PF)", a.host_name),
+                false => format!("{}@{}", a.host_name, or_dash(a.pf.as_ref())),
+            },
             or_dash(a.table),
             match (&a.rdma_device, &a.rdma_port_state) {
                 (Some(d), Some(p)) => format!("{d} {p}"),

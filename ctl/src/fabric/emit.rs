@@ -61,6 +61,7 @@ fn rules_of(rail: &super::Rail) -> RailRules {
         dpdk: rail.dpdk,
         allow: rail.allow.clone(),
         rdma_qos: (rdma_qos != RailQos::default()).then_some(rdma_qos),
+        whole_nic: rail.whole_nic,
     }
 }
 

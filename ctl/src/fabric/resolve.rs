@@ -174,6 +174,7 @@ impl Plan {
                 )));
             }
             r.validate_families()?;
+            r.validate_whole_nic()?;
             if r.shared_subnet
                 .as_ref()
                 .is_some_and(|s| s.gateway.is_none())
@@ -203,6 +204,29 @@ impl Plan {
 }
 
 impl Rail {
+    /// A whole-NIC rail names its one PF (the same netdev name on every
+    /// node): that PF is what the node file grants. Planes split a PF's
+    /// VFs, so a whole PF has none.
+    pub(super) fn validate_whole_nic(&self) -> Result<()> {
+        if !self.whole_nic {
+            return Ok(());
+        }
+        if !matches!(self.pf, Some(super::Pf::One(_))) {
+            return Err(PlanError(format!(
+                "rail {}: wholeNic needs pf, the one PF netdev (the same name on every node) the \
+                 rail moves into the pod whole",
+                self.name
+            )));
+        }
+        if self.planes.is_some_and(|p| p > 1) {
+            return Err(PlanError(format!(
+                "rail {}: wholeNic and planes do not go together (a whole PF has no VFs to split)",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
     /// Routes of the other family than `cidr` belong to a dual-stack
     /// rail's IPv6 side (via its IPv6 gateway); without `cidr6` there is no
     /// gateway to route them by. `gatewayIndex6` needs `cidr6` too.

@@ -93,6 +93,11 @@ pub struct Rail {
     /// The rail's VFs are DPDK ones, bound to vfio-pci (for `railcnictl doctor`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dpdk: bool,
+    /// A whole-NIC rail: its `pf` itself is moved into the pod, not a VF
+    /// of it (the launch kit's host_device profile). Written into each
+    /// node file, the only place a PF is granted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_nic: bool,
     /// The most the rail's NADs may ask of a VF (`trust`, `spoofchkOff`,
     /// `vlans`, `maxTxRateMbps`), written into each node file, where the
     /// plugin enforces it; absent: no ceiling.

@@ -27,7 +27,18 @@ impl<'a> Intent<'a> {
         (node_file.ensure_ours(&ctx.node.settings)).map_err(railcni_ipam::IpamError::from)?;
         let namespace = ctx.env.args.pod_namespace.as_deref();
         crate::policy::admit_namespace(node_file, &ctx.conf.name, namespace)?;
-        let vf = ctx.node.sysfs.resolve(ctx.conf.require_device_id()?)?;
+        let device_id = ctx.conf.require_device_id()?;
+        let sysfs = &ctx.node.sysfs;
+        let network = &ctx.conf.name;
+        let recorded = |pci: &str| {
+            (ctx.node.store.load(pci).ok().flatten()).is_some_and(|r| r.network == *network)
+        };
+        let vf =
+            match crate::policy::granted_whole_nic(node_file, network, sysfs, device_id, recorded)?
+            {
+                Some(pci) => super::whole_nic::resolve(ctx, &pci)?,
+                None => ctx.node.sysfs.resolve(device_id)?,
+            };
         validate_link_type(ctx, &vf)?;
         // What the administrator's node file lets this NAD take.
         crate::policy::enforce_ceiling(node_file, &ctx.conf.name, &vf, &ctx.conf.vf)?;

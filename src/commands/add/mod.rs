@@ -15,6 +15,7 @@ mod rdma;
 mod report;
 mod steps;
 mod system;
+mod whole_nic;
 
 use cni::CniResult;
 

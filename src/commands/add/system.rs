@@ -690,12 +690,14 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: Held) ->
             mac: Mac::from_slice(&link.mac),
             mtu: link.mtu,
             ifindex: link.index,
+            up: Some(link.up),
         },
         None => HostLink {
             name: String::new(),
             mac: None,
             mtu: 0,
             ifindex: 0,
+            up: None,
         },
     };
     // The identity of the namespace ADD holds open, not what the path names.
@@ -713,5 +715,6 @@ fn new_record(ctx: &Ctx, intent: &Intent<'_>, link: Option<&Link>, pod: Held) ->
     record.pod = env.args.pod();
     record.pkey = vf.infiniband.then_some(ctx.conf.pkey).flatten();
     record.dpdk = link.is_none();
+    record.whole_nic = vf.whole;
     record
 }

@@ -133,6 +133,13 @@ pub fn parse(conf: &Conf, mac: Option<Mac>, guid: Option<Guid>) -> Result<VfSett
     Ok(out)
 }
 
+/// Every VF-setting key the config sets (what a PF sets for its VF).
+pub fn setting_keys(conf: &Conf) -> impl Iterator<Item = &'static str> + '_ {
+    (FIELDS.iter())
+        .flat_map(|f| f.keys.iter().copied())
+        .filter(|k| given(conf, k).is_some())
+}
+
 /// The Ethernet-only keys the config sets.
 pub fn ethernet_keys(conf: &Conf) -> impl Iterator<Item = &'static str> + '_ {
     (FIELDS.iter().filter(|f| f.ethernet_only))

@@ -19,7 +19,7 @@ use railcni::vf::Sysfs;
 pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
     qos(e, attached);
     for r in attached {
-        let Ok(vf) = sysfs.resolve(&r.pci) else {
+        let Ok(vf) = sysfs.resolve_recorded(&r.pci) else {
             continue;
         };
         for dev in &vf.rdma_devices {

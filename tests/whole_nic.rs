@@ -1,0 +1,160 @@
+//! Whole-NIC rails (#61): a PF the node file grants a network, moved into
+//! the pod itself, with everything a VF rail has, and back home as it was.
+//! The fake node's whole PF is one end of a veth (`fake-node.sh … 0`),
+//! described in the fake sysfs with `sriov_numvfs` 0. Needs root.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// The node file: rail1's PF `pf1` granted whole (`wholeNic`), or not.
+fn node_file(node: &Node, whole: bool) -> String {
+    let file = json!({"version": 1, "nodeName": "gpu-0", "networks": {"rail1": {
+        "prefix": "172.16.0.0/31", "gateway": "172.16.0.1", "pf": "pf1", "wholeNic": whole}}});
+    let path = node.dir.path().join("node.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn add(node: &Node, pod: &str, pci: &str, extra: Value, whole: bool) -> Req {
+    let mut c = conf("1.1.0", "rail1", pci, Node::embedded_ipam(1));
+    c["mtu"] = json!(9000);
+    for (k, v) in extra.as_object().unwrap() {
+        c[k] = v.clone();
+    }
+    let mut req = Req::new("ADD", "c1", pod, "net1", c);
+    req.env
+        .push(("RAILCNI_NODE_CONFIG".into(), node_file(node, whole)));
+    req
+}
+
+/// The PF on the host as it was: its name, up, MTU 1500; no record.
+fn assert_home(node: &Node, pf: &FakeVf, what: &str) {
+    let l = node
+        .link(&node.host(), &pf.ifname)
+        .unwrap_or_else(|| panic!("{what}: pf1 home"));
+    assert_eq!((l.mtu, l.up), (1500, true), "{what}: as it was");
+    assert!(!node.record_exists(&pf.pci), "{what}: no record");
+}
+
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_granted_pf_attaches_whole_and_goes_home_as_it_was() {
+    let node = Node::new(1, 0);
+    let pf = node.vfs[0].clone();
+    let pod = node.pod("pod");
+    let ns = Node::ns_of(&pod);
+    let req = add(&node, &pod, &pf.pci, json!({}), true);
+    let r = node.cni(&req).ok();
+    assert_eq!(r["ips"][0]["address"], "172.16.0.0/31", "{r}");
+    let net1 = link_in(&ns, "net1").expect("the PF in the pod as net1");
+    assert_eq!((net1.mtu, net1.up), (9000, true));
+    assert!(link_in(&node.host(), "pf1").is_none(), "gone from the host");
+    assert!(out(&format!("ip -n {ns} rule")).contains("from 172.16.0.0 lookup"));
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(
+            node.state_dir()
+                .join(format!("attachments/{}.json", pf.pci)),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["wholeNic"], true, "{record}");
+    assert_eq!(record["host"]["adminUp"], true, "{record}");
+    node.cni(&req.cmd("CHECK").with_conf(with_prev(&req.conf, &r)))
+        .ok();
+    let (_, text, _) = node.operator(&["status"]);
+    assert!(text.contains("pf1 (whole PF)"), "{text}");
+
+    node.cni(&req.cmd("DEL")).ok();
+    assert_home(&node, &pf, "after DEL");
+    assert!(link_in(&ns, "net1").is_none());
+    // A second DEL: nothing left to give back.
+    node.cni(&req.cmd("DEL")).ok();
+    // And it attaches again.
+    node.cni(&req).ok();
+    node.cni(&req.cmd("DEL")).ok();
+    assert_home(&node, &pf, "after the second round");
+}
+
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_pf_is_refused_unless_granted_and_fit_and_nothing_changes() {
+    let node = Node::new(1, 0);
+    let pf = node.vfs[0].clone();
+    let pod = node.pod("pod");
+    let details = |e: &Value| e["details"].as_str().unwrap_or("").to_string();
+
+    // Not granted: a PF is never a VF rail's device.
+    let e = node
+        .cni(&add(&node, &pod, &pf.pci, json!({}), false))
+        .err(102);
+    assert!(details(&e).contains("wholeNic"), "{e}");
+    assert_home(&node, &pf, "not granted");
+
+    // A VF setting made through a parent: a config error naming it.
+    for (field, value) in [
+        ("vlan", json!(100)),
+        ("spoofchk", json!("off")),
+        ("mac", json!("02:00:00:00:00:09")),
+    ] {
+        let e = node
+            .cni(&add(&node, &pod, &pf.pci, json!({field: value}), true))
+            .err(7);
+        assert!(
+            details(&e).contains(field) && details(&e).contains("whole PF"),
+            "{field}: {e}"
+        );
+        assert_home(&node, &pf, field);
+    }
+
+    // The host uses it: an address, then a route through it.
+    sh(&format!(
+        "ip -n {} addr add 192.0.2.1/24 dev pf1",
+        node.host()
+    ));
+    let e = node.cni(&add(&node, &pod, &pf.pci, json!({}), true)).err(7);
+    assert!(details(&e).contains("192.0.2.1/24"), "{e}");
+    sh(&format!("ip -n {} addr flush dev pf1", node.host()));
+    sh(&format!(
+        "ip -n {} route add 198.51.100.0/24 dev pf1",
+        node.host()
+    ));
+    let e = node.cni(&add(&node, &pod, &pf.pci, json!({}), true)).err(7);
+    assert!(details(&e).contains("198.51.100.0/24"), "{e}");
+    sh(&format!("ip -n {} route flush dev pf1", node.host()));
+
+    // VFs enabled on it.
+    let numvfs = node
+        .sysfs()
+        .join(format!("bus/pci/devices/{}/sriov_numvfs", pf.pci));
+    std::fs::write(&numvfs, "4\n").unwrap();
+    let e = node.cni(&add(&node, &pod, &pf.pci, json!({}), true)).err(7);
+    assert!(details(&e).contains("sriov_numvfs"), "{e}");
+    std::fs::write(&numvfs, "0\n").unwrap();
+    assert_home(&node, &pf, "refused");
+
+    // Fit again: it attaches.
+    let req = add(&node, &pod, &pf.pci, json!({}), true);
+    node.cni(&req).ok();
+    node.cni(&req.cmd("DEL")).ok();
+    assert_home(&node, &pf, "attached and detached");
+}
+
+/// A crash after the move (the pod dies without DEL, the kernel hands the
+/// PF back to the host under its pod name): `gc --apply` puts it back as
+/// it was (#61).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn gc_gives_a_dead_pods_pf_back_as_it_was() {
+    let node = Node::new(1, 0);
+    let pf = node.vfs[0].clone();
+    let pod = node.pod("pod");
+    let req = add(&node, &pod, &pf.pci, json!({}), true);
+    node.cni(&req).ok();
+    node.kill_pod(&pod, &[(&pf, "net1")]);
+    let (code, done) = node.operator_json(&["gc", "--apply"]);
+    assert_eq!(code, 0, "{done}");
+    assert_home(&node, &pf, "after gc");
+}
