@@ -164,6 +164,21 @@ nodes: {gpu-0: 0}",
         ),
     },
     Row {
+        name: "whole-NIC rails (wholeNic)",
+        node: "gpu-1",
+        from: From::Plan(
+            "rails:
+  - {name: rail1, cidr: 172.16.0.0/15, routes: [172.16.0.0/12], resourceName: nvidia.com/hostdev_rail_1, pf: pf1, wholeNic: true}
+  - {name: rail2, cidr: 172.18.0.0/15, routes: [172.16.0.0/12], resourceName: nvidia.com/hostdev_rail_2, pf: pf2, wholeNic: true}
+nodes: {gpu-0: 0, gpu-1: 1}",
+        ),
+    },
+    Row {
+        name: "launch kit Host Device RDMA profile (host_device), nv-ipam",
+        node: "cloud-dev-41",
+        from: From::LaunchKit("tests/fixtures/launch-kit/host-device.378fd36.yaml", "nv-ipam"),
+    },
+    Row {
         name: "launch kit Spectrum-X swplb, spectrum-x",
         node: SWPLB_NODE,
         from: From::LaunchKit(SWPLB, "spectrum-x"),
@@ -455,7 +470,10 @@ fn run_row(row: &Row) -> Result<Vec<String>, String> {
             nads.len()
         ));
     }
-    let node = Node::new(8, 1);
+    // Whole-NIC rails take the PFs themselves: a node whose PFs have no VFs.
+    let whole =
+        (emitted["networks"].as_object().into_iter().flatten()).any(|(_, n)| n["wholeNic"] == true);
+    let node = Node::new(8, if whole { 0 } else { 1 });
     install(&node, &plan, &node_name);
     let installed: Value =
         serde_json::from_str(&std::fs::read_to_string(node.node_config()).unwrap()).unwrap();

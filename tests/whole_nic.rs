@@ -158,3 +158,31 @@ fn gc_gives_a_dead_pods_pf_back_as_it_was() {
     assert_eq!(code, 0, "{done}");
     assert_home(&node, &pf, "after gc");
 }
+
+/// `doctor` knows a whole-NIC rail: no VFs is what it wants there, VFs
+/// enabled on the PF is the broken link (ADD would refuse it) (#61).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn doctor_wants_a_whole_nic_rails_pf_without_vfs() {
+    let node = Node::new(1, 0);
+    let pf = node.vfs[0].clone();
+    let file = node_file(&node, true);
+    let vfs = |node: &Node| {
+        let (_, report) = node.operator_json(&["doctor", "--node-file", &file]);
+        (report["checks"].as_array().unwrap().iter())
+            .find(|c| c["check"] == "rail1/vfs")
+            .cloned()
+            .unwrap_or_else(|| panic!("{report:#}"))
+    };
+    assert_eq!(vfs(&node)["result"], "ok");
+    let numvfs = node
+        .sysfs()
+        .join(format!("bus/pci/devices/{}/sriov_numvfs", pf.pci));
+    std::fs::write(&numvfs, "4\n").unwrap();
+    let broken = vfs(&node);
+    assert_eq!(broken["result"], "broken", "{broken}");
+    assert!(
+        broken["fix"].as_str().unwrap().contains("echo 0 >"),
+        "{broken}"
+    );
+}

@@ -49,7 +49,11 @@ struct RailV1 {
     #[serde(default, rename = "rdmaQoS", skip_serializing_if = "Option::is_none")]
     rdma_qos: Option<RailQosV1>,
     /// The rail is its PF itself, moved whole into the pod (`pf`).
-    #[serde(default, rename = "wholeNic", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        rename = "wholeNic",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     whole_nic: bool,
 }
 

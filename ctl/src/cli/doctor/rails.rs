@@ -21,6 +21,8 @@ pub struct Rail {
     pub dpdk: bool,
     /// The class the rail's RDMA traffic carries (`rdmaQoS.tc`, else `tos`).
     pub qos_class: Option<u8>,
+    /// A whole-NIC rail: its PF itself goes into the pod.
+    pub whole_nic: bool,
 }
 
 /// The rails the node file (or plan) names, in rail order.
@@ -36,6 +38,7 @@ pub fn expected(w: &Where) -> Vec<Rail> {
             rdma: RdmaPolicy::or_default_for(a.rdma, link_of(w, a.pf.as_deref())),
             dpdk: a.dpdk,
             qos_class: a.rdma_qos.and_then(|q| q.tc.or(q.tos)),
+            whole_nic: a.whole_nic,
         })
         .collect();
     rails.sort_by_key(|r| rail_order(&r.name));
@@ -62,6 +65,13 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
         )];
     };
     let dir = w.sysfs.join("class/net").join(pf);
+    if !dir.exists() && rail.whole_nic {
+        return vec![Finding::skipped(
+            id("pf"),
+            format!("{pf} is not on the host: a whole-NIC rail's PF is in its pod while attached (`railcnictl status`), or gone"),
+            "present, with a driver",
+        )];
+    }
     if !dir.exists() {
         return vec![Finding::broken(
             id("pf"),
@@ -88,6 +98,10 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
         "present, with a driver",
     )];
     out.push(link(&dir, pf, id("pf-link")));
+    if rail.whole_nic {
+        out.push(whole(&dir, pf, id("vfs")));
+        return out;
+    }
     out.push(mtu(&dir, pf, rail, id("pf-mtu")));
     out.push(numvfs(&dir, pf, id("vfs")));
     let vfs = vf_pcis(&dir.join("device"));
@@ -174,6 +188,21 @@ fn numvfs(dir: &Path, pf: &str, id: String) -> Finding {
             EXPECTED,
             format!("enable SR-IOV for {pf} in the NIC's firmware and BIOS, or correct the rail's `pf`"),
         ),
+    }
+}
+
+/// A whole-NIC rail's PF has no VFs: ADD refuses one with VFs enabled
+/// (they would lose their parent's link when it moves).
+fn whole(dir: &Path, pf: &str, id: String) -> Finding {
+    const EXPECTED: &str = "sriov_numvfs 0 (a whole-NIC rail)";
+    match read(&dir.join("device/sriov_numvfs")).and_then(|n| n.parse::<u32>().ok()) {
+        Some(n) if n > 0 => Finding::broken(
+            id,
+            format!("{n} VFs enabled on {pf}: ADD refuses a whole PF with VFs"),
+            EXPECTED,
+            format!("echo 0 > /sys/class/net/{pf}/device/sriov_numvfs (and drop {pf} from SR-IOV policies)"),
+        ),
+        _ => Finding::ok(id, format!("no VFs on {pf}: it goes whole to a pod"), EXPECTED),
     }
 }
 

@@ -46,7 +46,8 @@ pub fn findings(w: &Where, rails: &[Rail]) -> Vec<Finding> {
     }
     let mut out = vec![mode(required), persisted(w)];
     for rail in wanting(rails) {
-        out.extend(rail_devices(w, rail));
+        // A whole-NIC rail's device is its PF's (its port: `pf_port`).
+        out.extend(rail_devices(w, rail).filter(|_| !rail.whole_nic));
         out.extend(pf_port(w, rail));
     }
     out

@@ -132,6 +132,9 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
         }
         plan_rails.push(r);
     }
+    if is_host_device(&kit) {
+        whole_nics(&kit, &rails, &mut plan_rails, &mut unmapped)?;
+    }
     name_unmapped(&kit, layout, &mut unmapped);
     Ok(Imported {
         plan: Plan {
@@ -145,6 +148,45 @@ pub fn import(text: &str, layout: Layout) -> Result<Imported> {
         },
         unmapped,
     })
+}
+
+/// The Host Device RDMA profile (`profile.deployment: host_device`): each
+/// rail's PF goes whole into the pod.
+fn is_host_device(kit: &LaunchKit) -> bool {
+    (kit.profile.as_ref()).and_then(|p| p.deployment.as_deref()) == Some("host_device")
+}
+
+/// Each rail a whole-NIC rail of its one PF, its resource the Host Device
+/// profile's (`nvidia.com/<hostdev.resourceName>_rail_<rail>`, one PF per
+/// node in it). A rail of several PFs (planes) cannot be one PF.
+fn whole_nics(
+    kit: &LaunchKit,
+    rails: &[ImportedRail],
+    plan_rails: &mut [Rail],
+    unmapped: &mut Vec<String>,
+) -> Result<()> {
+    let base = (kit.hostdev.as_ref()).and_then(|h| h.resource_name.as_deref());
+    for (rail, r) in rails.iter().zip(plan_rails.iter_mut()) {
+        if rail.pfs.len() > 1 {
+            return Err(PlanError(format!(
+                "rail{}: profile.deployment host_device hands each rail's PF whole to a pod, but \
+                 this rail has {} PFs ({}); a whole-NIC rail is one PF",
+                rail.index,
+                rail.pfs.len(),
+                rail.pfs.join(", ")
+            )));
+        }
+        r.whole_nic = true;
+        r.resource_name = base.map(|b| format!("nvidia.com/{b}_rail_{}", rail.index));
+        if r.resource_name.is_none() {
+            unmapped.push(format!(
+                "rail{}: no Host Device resource name (the config has no hostdev.resourceName): set \
+                 the rail's resourceName in the plan (`--emit plan`)",
+                rail.index
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A group's east-west PFs by rail: (PCI address, netdev), sorted.

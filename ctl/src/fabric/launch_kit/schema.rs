@@ -23,8 +23,21 @@ pub(super) struct LaunchKit {
     pub(super) pod_namespace: Option<String>,
     #[serde(default)]
     pub(super) profile: Option<Profile>,
+    /// The Host Device profile's resource and network names.
+    #[serde(default)]
+    pub(super) hostdev: Option<Hostdev>,
     #[serde(flatten)]
     pub(super) rest: Rest,
+}
+
+/// `hostdev`: the Host Device RDMA profile's SR-IOV device plugin resource
+/// (`<resourceName>_rail_<N>` per rail, one PF each; the launch kit's
+/// `profiles/host-device-rdma/30-hostdevicenetwork.yaml` at 396bc00).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Hostdev {
+    #[serde(default)]
+    pub(super) resource_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -118,6 +131,10 @@ pub(super) const PF_DESCRIPTIVE: [&str; 8] = [
 pub(super) struct Profile {
     #[serde(default)]
     pub(super) spectrum_x: Option<ProfileSpectrumX>,
+    /// The deployment `l8k discover` saved (`sriov`, `host_device`, …):
+    /// `host_device` hands each rail's PF whole to the pod.
+    #[serde(default)]
+    pub(super) deployment: Option<String>,
 }
 
 /// `profile.spectrumX`: the Spectrum-X release and its multiplane mode

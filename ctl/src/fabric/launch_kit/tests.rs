@@ -117,3 +117,25 @@ fn nv_ipam_rails_are_named_by_the_sriov_resource() {
         "{resource}"
     );
 }
+
+/// The Host Device RDMA profile: each rail a whole-NIC rail of its PF,
+/// its resource the profile's, and the node files grant the PF (#61).
+#[test]
+fn a_host_device_profile_plans_whole_nic_rails() {
+    let imported = import(&fixture("host-device.378fd36.yaml"), Layout::NvIpam).unwrap();
+    let rails = &imported.plan.rails;
+    assert_eq!(rails.len(), 2);
+    for (rail, (n, pf)) in rails.iter().zip([(0, "enp3s0f0np0"), (1, "enp129s0np0")]) {
+        assert!(rail.whole_nic, "{}", rail.name);
+        assert_eq!(rail.pf, Some(Pf::One(pf.into())));
+        assert_eq!(
+            rail.resource_name.as_deref(),
+            Some(format!("nvidia.com/hostdev-resource_rail_{n}").as_str())
+        );
+    }
+    // The same config without the profile plans VF rails, as before.
+    let vf =
+        fixture("host-device.378fd36.yaml").replace("deployment: host_device", "deployment: sriov");
+    let imported = import(&vf, Layout::NvIpam).unwrap();
+    assert!(imported.plan.rails.iter().all(|r| !r.whole_nic));
+}
