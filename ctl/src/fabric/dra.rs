@@ -48,6 +48,15 @@ impl Resolved {
     /// Every object dra-driver-sriov needs for the plan's rails, as YAML.
     pub fn dra(&self, options: &DraOptions) -> Result<String, PlanError> {
         let networks = self.pod_rails();
+        if let Some(whole) = networks.iter().find(|r| r.whole_nic) {
+            // dra-driver-sriov (cd9404f) publishes SR-IOV VFs only.
+            return Err(PlanError(format!(
+                "rail {}: a whole-NIC rail (wholeNic) hands its PF itself to the pod, and \
+                 dra-driver-sriov publishes only SR-IOV VFs as devices: attach whole-NIC rails \
+                 through Multus (--emit nads, --emit pod) with the SR-IOV device plugin's PF pool",
+                whole.name
+            )));
+        }
         let mut docs = Vec::new();
         for rail in &networks {
             docs.push(device_attributes(rail));
@@ -395,5 +404,17 @@ mod tests {
     fn a_rail_without_its_pf_is_refused_by_name() {
         let e = emitted(&PLAN.replace(", pf: ens2f0np0", "")).unwrap_err();
         assert!(e.contains("rail rail2") && e.contains("pf"), "{e}");
+    }
+
+    /// dra-driver-sriov publishes VFs only: a plan with a whole-NIC rail
+    /// is refused for --emit dra, naming the rail and the way that works.
+    #[test]
+    fn a_whole_nic_rail_is_not_for_dra_driver_sriov() {
+        let plan = "rails:\n  - {name: rail1, cidr: 172.16.0.0/15, pf: pf1, wholeNic: true, resourceName: nvidia.com/hostdev_rail_1}\nnodes: {gpu-0: 0}";
+        let e = emitted(plan).unwrap_err();
+        assert!(
+            e.contains("rail rail1") && e.contains("only SR-IOV VFs"),
+            "{e}"
+        );
     }
 }
