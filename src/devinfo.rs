@@ -51,7 +51,11 @@ pub fn write(
         );
         return;
     }
-    let mut pci = json!({"pci-address": vf.pci, "pf-pci-address": vf.pf_pci});
+    let mut pci = json!({"pci-address": vf.pci});
+    // The spec's `pf-pci-address` is a VF's parent: a whole PF has none.
+    if !vf.whole {
+        pci["pf-pci-address"] = json!(vf.pf_pci);
+    }
     if let Some(dev) = rdma_device {
         pci["rdma-device"] = json!(dev);
     }

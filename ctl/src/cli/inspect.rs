@@ -27,6 +27,8 @@ pub struct Interface {
     pub ifname: String,
     pub network: String,
     pub vf: String,
+    /// A whole-NIC rail: `vf` is a PF moved into the pod itself.
+    pub whole_nic: bool,
     pub netns: Option<String>,
     /// The VF's RDMA device: moved into the pod, or serving it from the
     /// host (shared netns mode: `rdmaShared`).
@@ -82,6 +84,7 @@ fn inspect_one(r: &Record, places: &verify::RdmaPlaces<'_>) -> Interface {
         ifname: r.ifname.clone(),
         network: r.network.clone(),
         vf: r.pci.clone(),
+        whole_nic: r.whole_nic,
         netns: r.netns().map(str::to_string),
         rdma_device: r.hca().map(|(device, _)| device.to_string()),
         rdma_shared: r.hca().is_some_and(|(_, shared)| shared),
@@ -137,9 +140,10 @@ fn rdma_words(i: &Interface) -> String {
 fn print(r: &Report) {
     for i in &r.interfaces {
         println!(
-            "{} ({} VF {}) in {}  rdma {}",
+            "{} ({} {} {}) in {}  rdma {}",
             i.ifname,
             i.network,
+            if i.whole_nic { "whole PF" } else { "VF" },
             i.vf,
             or_dash(i.netns.as_ref()),
             rdma_words(i)

@@ -158,6 +158,8 @@ fn validate_link_type(ctx: &Ctx, vf: &Vf) -> Result<()> {
         }
         match ctx.conf.vf.ib_guid() {
             Some(g) => log_info!("setting GUID {g} on InfiniBand VF {}", vf.pci),
+            // A whole PF's GUID is its firmware's, not a parent's to set.
+            None if vf.whole => {}
             None => require_usable_guid(ctx, vf)?,
         }
     } else if ctx.conf.vf.ib_guid().is_some() {
