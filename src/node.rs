@@ -33,11 +33,7 @@ impl Node {
 
     /// Port `port` of VF `pci`'s RDMA device `device`, as the host sees it.
     pub fn roce_port(&self, pci: &str, device: &str, port: u32) -> crate::rdma_qos::RocePort {
-        crate::rdma_qos::RocePort {
-            device: device.to_string(),
-            port,
-            device_dir: self.sysfs.rdma_device_dir(pci, device),
-            configfs: self.settings.configfs_root.clone(),
-        }
+        let dir = self.sysfs.rdma_device_dir(pci, device);
+        crate::rdma_qos::RocePort::new(device, port, dir, &self.settings.configfs_root)
     }
 }

@@ -286,14 +286,9 @@ fn qos_again(node: &Node, record: &Record, vf: &crate::vf::Vf) -> Result<Option<
             log_warn!("VF {}: {}", vf.pci, e.details());
         }
     }
-    // The device's directory, found once for its port and its files.
     let device_dir = node.sysfs.rdma_device_dir(&vf.pci, device);
-    let at = rdma_qos::RocePort {
-        device: device.clone(),
-        port: crate::vf::sysfs::port_of(device_dir.as_deref(), &vf.netdev_names(&record.ifname)),
-        device_dir,
-        configfs: node.settings.configfs_root.clone(),
-    };
+    let port = crate::vf::sysfs::port_of(device_dir.as_deref(), &vf.netdev_names(&record.ifname));
+    let at = node.roce_port(&vf.pci, device, port);
     let mut fresh = rdma_qos::prepare(hw, &at, &old.asked(), false)?;
     // The same device still holding what railcni wrote was not remade:
     // what it held before railcni stays what DEL restores.

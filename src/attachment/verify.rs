@@ -216,12 +216,7 @@ fn compare_rdma(
     let (mut out, table) = places
         .sysfs
         .with_rdma_device_dir(pod, &record.pci, device, |dir| {
-            let at = RocePort {
-                device: device.to_string(),
-                port,
-                device_dir: dir.map(Path::to_path_buf),
-                configfs: places.configfs.to_path_buf(),
-            };
+            let at = RocePort::new(device, port, dir.map(Path::to_path_buf), places.configfs);
             let qos: Vec<_> = asked
                 .attrs()
                 .iter()

@@ -45,6 +45,13 @@ impl QosRecord {
             .and_then(|a| a.byte())
     }
 
+    /// The class the rail's RDMA traffic carries: the traffic class
+    /// railcni forces, else the ToS it gives rdma_cm (on RoCE v2 both are
+    /// the IP ToS byte).
+    pub fn class(&self) -> Option<u8> {
+        self.traffic_class().or(self.tos())
+    }
+
     /// rdma_cm's default ToS railcni sets, when it does.
     pub fn tos(&self) -> Option<u8> {
         self.applied

@@ -71,6 +71,14 @@ pub struct RailQos {
     pub tc: Option<u8>,
 }
 
+impl RailQos {
+    /// The class the rail's RDMA traffic carries: `tc`, else `tos` (on
+    /// RoCE v2 both are the IP ToS byte).
+    pub fn class(&self) -> Option<u8> {
+        self.tc.or(self.tos)
+    }
+}
+
 /// A rail's ceiling: a NAD is a namespaced object any namespace admin can
 /// write, the node file the administrator's. A present ceiling allows only
 /// what it names. The plan spells it with these keys, each checked (a

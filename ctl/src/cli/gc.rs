@@ -10,7 +10,7 @@ use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;
-use super::status::judged;
+use super::records::judged;
 use crate::cli::outcome::{emit, Outcome, Usage};
 use railcni::attachment::detach::{detach, Attachment, Pod, Release};
 use railcni::attachment::reattach::{locate, reattach, Reattach};

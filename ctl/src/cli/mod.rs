@@ -18,6 +18,7 @@ mod outcome;
 mod plan;
 mod plan_dir;
 mod probe;
+mod records;
 mod repair;
 mod status;
 mod table;

@@ -8,7 +8,7 @@ use railcni_ipam::store::Lease;
 use serde::Serialize;
 
 use super::node::NodeState;
-use super::status::{address_of, judged};
+use super::records::{address_of, judged};
 use crate::cli::outcome::{emit, Outcome, Usage};
 
 #[derive(Serialize)]
@@ -52,7 +52,7 @@ pub fn run(settings: &Settings, network: &str, json: bool) -> Result<Outcome, Us
                     address: l.address.to_string(),
                     container_id: l.container_id.clone(),
                     ifname: l.ifname.clone(),
-                    pod: super::status::pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
+                    pod: super::records::pod_of(l.pod_namespace.as_deref(), l.pod_name.as_deref()),
                     from: "lease file".into(),
                 });
             }
@@ -127,7 +127,7 @@ fn from_records(state: &NodeState, network: &str) -> (Vec<Lease>, Vec<Restored>)
                 (Some(n.to_string()), Some(p.to_string()))
             });
         // A dual-stack rail's record holds both addresses: one lease.
-        let address6 = super::status::addresses_of(r)
+        let address6 = super::records::addresses_of(r)
             .into_iter()
             .find(|a| a.addr().is_ipv6() && address.addr().is_ipv4())
             .map(|a| a.addr());

@@ -1,9 +1,9 @@
 //! `railcnictl status`: networks, leases and attachments on this node, joined,
 //! and the problems an operator must act on, each with the command that fixes it.
 
+use super::records::{address_of, judged, pod_of};
 use std::collections::BTreeSet;
 
-use base::liveness::Proof;
 use base::node_file::NodeFile;
 use base::Settings;
 use serde::Serialize;
@@ -429,31 +429,6 @@ fn readable(state: &NodeState, network: &str) -> bool {
         .iter()
         .find(|v| v.network == network)
         .is_none_or(|v| v.leases.is_ok())
-}
-
-pub fn pod_of(namespace: Option<&str>, name: Option<&str>) -> Option<String> {
-    Some(format!("{}/{}", namespace?, name?))
-}
-
-/// `Some(alive)` when the proof can tell, `None` when it carries none.
-pub fn judged(proof: &Proof, boot: Option<&str>) -> Option<bool> {
-    if proof.netns_id.is_none() && proof.boot_id.is_none() {
-        return None;
-    }
-    Some(proof.gone(boot).is_none())
-}
-
-/// The first address of the ADD result the record kept.
-pub fn address_of(r: &Record) -> Option<String> {
-    addresses_of(r).first().map(ToString::to_string)
-}
-
-/// Every address of the ADD result the record kept.
-pub fn addresses_of(r: &Record) -> Vec<ipnet::IpNet> {
-    r.result
-        .as_ref()
-        .map(|res| res.ips.iter().map(|ip| ip.address).collect())
-        .unwrap_or_default()
 }
 
 fn print(r: &Report) {

@@ -270,12 +270,7 @@ fn qos_to_set(
         return Ok(None);
     };
     let (device_dir, port) = place.unwrap_or((None, 1));
-    let at = RocePort {
-        device: device.to_string(),
-        port,
-        device_dir,
-        configfs: ctx.node.settings.configfs_root.clone(),
-    };
+    let at = RocePort::new(device, port, device_dir, &ctx.node.settings.configfs_root);
     let record = rdma_qos::prepare(ctx.node.hw.as_ref(), &at, asked, required)?;
     Ok(record.map(|record| PlannedQos { at, record }))
 }

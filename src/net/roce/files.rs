@@ -19,6 +19,22 @@ pub struct RocePort {
 }
 
 impl RocePort {
+    /// Port `port` of `device`, whose sysfs directory is `device_dir` as
+    /// the caller sees it (the host's, or a pod's view), under `configfs`.
+    pub fn new(
+        device: &str,
+        port: u32,
+        device_dir: Option<PathBuf>,
+        configfs: &std::path::Path,
+    ) -> Self {
+        RocePort {
+            device: device.to_string(),
+            port,
+            device_dir,
+            configfs: configfs.to_path_buf(),
+        }
+    }
+
     fn traffic_class_file(&self) -> Option<PathBuf> {
         let dir = self.device_dir.as_deref()?;
         Some(traffic_class::path(dir, self.port))

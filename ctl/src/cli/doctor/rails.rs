@@ -37,7 +37,7 @@ pub fn expected(w: &Where) -> Vec<Rail> {
             mtu: a.mtu.unwrap_or(DEFAULT_MTU),
             rdma: RdmaPolicy::or_default_for(a.rdma, link_of(w, a.pf.as_deref())),
             dpdk: a.dpdk,
-            qos_class: a.rdma_qos.and_then(|q| q.tc.or(q.tos)),
+            qos_class: a.rdma_qos.and_then(|q| q.class()),
             whole_nic: a.whole_nic,
         })
         .collect();

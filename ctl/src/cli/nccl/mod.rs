@@ -18,7 +18,7 @@ use base::Settings;
 use serde::Serialize;
 
 use super::node::NodeState;
-use super::status::address_of;
+use super::records::address_of;
 use super::table::{self, or_dash};
 use crate::cli::outcome::{emit, Outcome, Usage};
 use env::{Hca, NcclVersion};
@@ -125,8 +125,7 @@ fn row(r: &Record, (rail, plane): (usize, u8)) -> RailRow {
 }
 
 fn class_of(r: &Record) -> Option<u8> {
-    let qos = r.rdma_qos.as_ref()?;
-    qos.traffic_class().or(qos.tos())
+    r.rdma_qos.as_ref()?.class()
 }
 
 fn gid_index_of(r: &Record) -> Option<u32> {
