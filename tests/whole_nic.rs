@@ -66,6 +66,12 @@ fn a_granted_pf_attaches_whole_and_goes_home_as_it_was() {
         .ok();
     let (_, text, _) = node.operator(&["status"]);
     assert!(text.contains("pf1 (whole PF)"), "{text}");
+    let (_, metrics, _) = node.operator(&["metrics"]);
+    assert!(
+        (metrics.lines())
+            .any(|l| l.starts_with("railcni_interface_whole_nic{") && l.ends_with(" 1")),
+        "{metrics}"
+    );
 
     node.cni(&req.cmd("DEL")).ok();
     assert_home(&node, &pf, "after DEL");
@@ -253,6 +259,11 @@ fn an_infiniband_pf_goes_whole_in_the_kernels_order() {
         );
         let (_, text, _) = node.operator(&["inspect", "c1"]);
         assert!(text.contains("whole PF"), "{text}");
+        let (_, env, _) = node.operator(&["nccl-env", "c1"]);
+        assert!(
+            env.lines().any(|l| l == "NCCL_IB_HCA==mlx5_0:1"),
+            "{generation}: {env}"
+        );
         node.cni(&req.cmd("DEL")).ok();
         let home = node.link(&node.host(), &pf.ifname);
         assert_eq!(

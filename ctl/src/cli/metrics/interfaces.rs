@@ -146,4 +146,11 @@ fn one(e: &mut Exposition, r: &Record, link: &Link) {
         &labels,
         f64::from(link.mtu),
     );
+    e.sample(
+        "railcni_interface_whole_nic",
+        "Whether the rail's device (the vf label's PCI address) is a whole PF moved into the pod (1, a whole-NIC rail) or a VF (0).",
+        Kind::Gauge,
+        &labels,
+        if r.whole_nic { 1.0 } else { 0.0 },
+    );
 }
