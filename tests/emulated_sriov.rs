@@ -142,6 +142,14 @@ fn a_dual_stack_rail_and_a_dpdk_vf_on_real_vfs() {
     scenario("dual-dpdk");
 }
 
+/// A whole-NIC rail on a real igb PF: granted by the node file, moved
+/// whole into the pod, pinging the leaf, back home as it was (#61).
+#[test]
+#[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
+fn a_whole_nic_rail_on_a_real_pf() {
+    scenario("whole-nic");
+}
+
 #[test]
 #[ignore = "root: emulated SR-IOV node (QEMU igb guest); scripts/test.sh runs it"]
 fn vfs_a_driver_reload_tore_out_of_a_live_pod_are_reattached() {
