@@ -44,6 +44,8 @@ struct Bench {
     node: Node,
     before: LinkState,
     runs: usize,
+    /// A whole-NIC rail: the node file granting rail1 its PF whole.
+    whole_nic: Option<String>,
 }
 
 impl Bench {
@@ -58,13 +60,17 @@ impl Bench {
     }
 
     fn req(&mut self, command: &str, pod: &str) -> Req {
-        Req::new(
+        let mut req = Req::new(
             command,
             &format!("f{}", self.runs),
             pod,
             "net1",
             self.conf(),
-        )
+        );
+        if let Some(file) = &self.whole_nic {
+            req.env.push(("RAILCNI_NODE_CONFIG".into(), file.clone()));
+        }
+        req
     }
 
     /// Everything back as before, nothing left anywhere.
@@ -75,7 +81,8 @@ impl Bench {
             Some(l)
                 if l.name == self.before.name
                     && l.mac == self.before.mac
-                    && l.mtu == self.before.mtu => {}
+                    && l.mtu == self.before.mtu
+                    && l.up == self.before.up => {}
             other => left.push(format!("VF not home as before: {other:?}")),
         }
         let ns = Node::ns_of(pod);
@@ -224,17 +231,38 @@ impl Bench {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn no_fault_in_add_or_del_leaves_anything_behind() {
+    faults_leave_nothing(false);
+}
+
+/// The same on a whole-NIC rail (#61): the PF itself moved, and back on
+/// the host under its name, MAC, MTU and admin state however ADD or DEL
+/// was cut.
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn no_fault_in_a_whole_nic_add_or_del_leaves_anything_behind() {
+    faults_leave_nothing(true);
+}
+
+fn faults_leave_nothing(whole: bool) {
     assert!(
         Command::new("strace").arg("-V").output().is_ok(),
         "strace is needed (scripts/install-test-deps.sh installs it)"
     );
     let full = std::env::var("RAILCNI_FAULTS").is_ok_and(|v| v == "full");
-    let node = Node::new(1, 1);
+    let node = Node::new(1, if whole { 0 } else { 1 });
     let before = node.link(&node.host(), &node.vfs[0].ifname).unwrap();
+    let whole_nic = whole.then(|| {
+        let file = node.dir.path().join("node.json");
+        let grant = serde_json::json!({"version": 1, "nodeName": "gpu-0", "networks": {"rail1": {
+            "prefix": "172.16.0.0/31", "gateway": "172.16.0.1", "pf": "pf1", "wholeNic": true}}});
+        std::fs::write(&file, grant.to_string()).unwrap();
+        file.display().to_string()
+    });
     let mut bench = Bench {
         node,
         before,
         runs: 0,
+        whole_nic,
     };
     let mut report = Vec::new();
     let mut all = Tally::default();
