@@ -979,3 +979,39 @@ fn a_device_serving_the_pod_from_the_host_is_the_rails_hca() {
     assert_eq!(v["interfaces"][0]["rdmaShared"], true, "{v}");
     node.cni(&add.cmd("DEL")).ok();
 }
+
+/// A whole-NIC rail's RoCE PF takes `rdmaQoS` on its own RDMA device as a
+/// VF's does, and DEL gives back what the device held (#61).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_whole_pfs_device_takes_the_classes_and_gives_them_back() {
+    let node = Node::new(1, 0);
+    let pf = node.vfs[0].clone();
+    let dir = roce_device(&node, &pf, "mlx5_0", Some(""), Some("0"));
+    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let file = node.dir.path().join("node.json");
+    let grant = json!({"version": 1, "nodeName": "gpu-0", "networks": {"rail1": {
+        "prefix": "172.16.0.0/31", "gateway": "172.16.0.1", "pf": "pf1", "wholeNic": true}}});
+    std::fs::write(&file, grant.to_string()).unwrap();
+    let pod = node.pod("pod");
+    let mut add = qos_add(
+        &pf,
+        "c1",
+        &pod,
+        Node::embedded_ipam(1),
+        json!({"tos": 96, "tc": 96}),
+    );
+    add.env
+        .push(("RAILCNI_NODE_CONFIG".into(), file.display().to_string()));
+    let r = node.cni(&add).ok();
+    assert_eq!(r["interfaces"][0]["rdmaDevice"], "mlx5_0", "{r}");
+    assert_eq!(
+        (read(tc_file(&dir)), read(tos_file(&node, "mlx5_0"))),
+        ("96".into(), "96".into())
+    );
+    assert!(link_in(&Node::ns_of(&pod), "net1").is_some());
+    node.cni(&add.cmd("DEL")).ok();
+    assert_eq!(read(tc_file(&dir)), "-1", "unset again");
+    assert_eq!(read(tos_file(&node, "mlx5_0")), "0");
+    assert!(link_in(&node.host(), "pf1").is_some());
+}
