@@ -91,7 +91,12 @@ pub fn granted_whole_nic(
             format!("network {network} is a whole-NIC rail but names no pf"),
         ));
     };
-    match sysfs.pci_of_netdev(pf) {
+    // `pf` is the PF's netdev, or its PCI address: a PF bound to vfio-pci
+    // (DPDK) has no netdev to name it by.
+    let granted = crate::pci::normalize(pf)
+        .ok()
+        .or_else(|| sysfs.pci_of_netdev(pf));
+    match granted {
         Some(pci) if pci == asked => Ok(Some(pci)),
         Some(pci) => Err(refused(
             "deviceID",

@@ -880,18 +880,7 @@ fn an_ib_pod_is_reattached_after_a_driver_reload() {
         // The reload: the old netdev and device destroyed, new ones on the
         // host (the netdev under the host's name and a new ifindex, the
         // device as mlx5_7), the VF's GUID back to the driver's default.
-        let index = link_in(&ns, "net1").unwrap().ifindex;
-        let holder = format!("h{}", std::process::id() % 100_000_000);
-        sh(&format!(
-            "ip -n {} link add {holder} index {index} type veth peer name {holder}p",
-            node.host()
-        ));
-        sh(&format!(
-            "ip -n {ns} link set net1 netns {} name {}",
-            node.host(),
-            vf.ifname
-        ));
-        sh(&format!("ip -n {} link del {holder}", node.host()));
+        node.reload_netdev(&pod, "net1", &vf.ifname);
         let new_index = out(&format!(
             "ip -n {} -o link show {} | cut -d: -f1",
             node.host(),

@@ -788,19 +788,7 @@ fn a_reattach_after_a_driver_reload_sets_the_classes_again() {
     node.cni(&add).ok();
     // The reload: a new netdev (a new ifindex: the old one is taken, so the
     // kernel renumbers it) on the host, the device's QoS forgotten.
-    let index = link_in(&Node::ns_of(pod), "net1").unwrap().ifindex;
-    let holder = format!("h{}", std::process::id() % 100_000_000);
-    sh(&format!(
-        "ip -n {} link add {holder} index {index} type veth peer name {holder}p",
-        node.host()
-    ));
-    sh(&format!(
-        "ip -n {} link set net1 netns {} name {}",
-        Node::ns_of(pod),
-        node.host(),
-        vf.ifname
-    ));
-    sh(&format!("ip -n {} link del {holder}", node.host()));
+    node.reload_netdev(pod, "net1", &vf.ifname);
     node.reload_rdma_device("mlx5_2");
     std::fs::write(tc_file(dir), "").unwrap();
     std::fs::write(tos_file(node, "mlx5_2"), "0").unwrap();

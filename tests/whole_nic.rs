@@ -289,18 +289,7 @@ fn a_whole_pf_is_reattached_after_a_driver_reload() {
     node.cni(&req).ok();
     // The reload: the netdev back on the host under its name with a new
     // ifindex (the old one is taken, so the kernel renumbers it).
-    let index = link_in(&ns, "net1").unwrap().ifindex;
-    let holder = format!("h{}", std::process::id() % 100_000_000);
-    sh(&format!(
-        "ip -n {} link add {holder} index {index} type veth peer name {holder}p",
-        node.host()
-    ));
-    sh(&format!(
-        "ip -n {ns} link set net1 netns {} name {}",
-        node.host(),
-        pf.ifname
-    ));
-    sh(&format!("ip -n {} link del {holder}", node.host()));
+    node.reload_netdev(&pod, "net1", &pf.ifname);
     let (code, done) = node.operator_json(&["gc", "--apply"]);
     assert_eq!(code, 0, "{done}");
     let net1 = link_in(&ns, "net1").unwrap_or_else(|| panic!("re-attached: {done}"));
@@ -314,4 +303,59 @@ fn a_whole_pf_is_reattached_after_a_driver_reload() {
         "home as it was"
     );
     assert!(!node.record_exists(&pf.pci));
+}
+
+/// A whole PF bound to vfio-pci (DPDK) has no netdev: the node file grants
+/// it by its PCI address. ADD addresses it and moves nothing (the pod's
+/// DPDK application opens the device); DEL releases its address (#61).
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_vfio_bound_pf_granted_by_its_pci_address_is_addressed_not_moved() {
+    let node = Node::new(1, 0);
+    let pf = node.vfs[0].clone();
+    // Bound to vfio-pci: the driver link changes and the netdev is gone.
+    let dev = node.sysfs().join(format!("devices/pci0000:00/{}", pf.pci));
+    std::fs::remove_file(dev.join("driver")).unwrap();
+    std::fs::create_dir_all(node.sysfs().join("bus/pci/drivers/vfio-pci")).unwrap();
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/vfio-pci", dev.join("driver")).unwrap();
+    std::fs::remove_dir_all(dev.join("net")).unwrap();
+    sh(&format!("ip -n {} link del {}", node.host(), pf.ifname));
+    let file = node.dir.path().join("node.json");
+    let grant = json!({"version": 1, "nodeName": "gpu-0", "networks": {"rail1": {
+        "prefix": "172.16.0.0/31", "gateway": "172.16.0.1", "pf": pf.pci, "wholeNic": true}}});
+    std::fs::write(&file, grant.to_string()).unwrap();
+    let pod = node.pod("pod");
+    let mut req = Req::new(
+        "ADD",
+        "c1",
+        &pod,
+        "net1",
+        conf("1.1.0", "rail1", &pf.pci, Node::embedded_ipam(1)),
+    );
+    req.env
+        .push(("RAILCNI_NODE_CONFIG".into(), file.display().to_string()));
+    let r = node.cni(&req).ok();
+    assert_eq!(r["ips"][0]["address"], "172.16.0.0/31", "{r}");
+    assert_eq!(r["interfaces"][0]["pciID"], pf.pci.as_str());
+    assert!(
+        link_in(&Node::ns_of(&pod), "net1").is_none(),
+        "nothing moved"
+    );
+    node.cni(&req.cmd("DEL")).ok();
+    assert!(!leases_of(&node, "rail1").contains("\"c1\""), "released");
+    assert!(!node.record_exists(&pf.pci));
+    // Another PCI address is not the grant's.
+    let other = conf("1.1.0", "rail1", "0000:12:00.0", Node::embedded_ipam(1));
+    let mut refused = Req::new("ADD", "c2", &pod, "net1", other);
+    refused
+        .env
+        .push(("RAILCNI_NODE_CONFIG".into(), file.display().to_string()));
+    let e = node.cni(&refused).err(7);
+    assert!(
+        e["details"]
+            .as_str()
+            .unwrap_or("")
+            .contains("networks.rail1.pf"),
+        "{e}"
+    );
 }

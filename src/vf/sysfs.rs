@@ -63,22 +63,30 @@ impl Sysfs {
             ))
         })?;
         let index = self.vf_index(&pf_pci, &pci)?;
+        let pf_netdev = list_dir(&self.device(&pf_pci).join("net"))
+            .into_iter()
+            .next();
+        Ok(self.described(pci, pf_pci, index, pf_netdev))
+    }
+
+    /// A device as sysfs lists it: its driver, netdevs (and their link
+    /// type), RDMA devices, beside what the caller found of its parent.
+    fn described(&self, pci: String, pf_pci: String, index: u32, pf_netdev: Option<String>) -> Vf {
+        let dev = self.device(&pci);
         let netdevs = list_dir(&dev.join("net"));
         let infiniband = (netdevs.first())
             .is_some_and(|n| link_type(&dev.join("net").join(n)) == LinkType::InfiniBand);
-        Ok(Vf {
+        Vf {
             driver: link_target_name(&dev.join("driver")),
             infiniband,
             netdevs,
             rdma_devices: list_dir(&dev.join("infiniband")),
-            pf_netdev: list_dir(&self.device(&pf_pci).join("net"))
-                .into_iter()
-                .next(),
+            whole: pci == pf_pci,
+            pf_netdev,
             pci,
             pf_pci,
             index,
-            whole: false,
-        })
+        }
     }
 
     /// The PCI device at `pci` as a whole-NIC rail: a PF (or any device
@@ -93,20 +101,7 @@ impl Sysfs {
                 dev.display()
             )));
         }
-        let netdevs = list_dir(&dev.join("net"));
-        let infiniband = (netdevs.first())
-            .is_some_and(|n| link_type(&dev.join("net").join(n)) == LinkType::InfiniBand);
-        Ok(Vf {
-            driver: link_target_name(&dev.join("driver")),
-            infiniband,
-            netdevs,
-            rdma_devices: list_dir(&dev.join("infiniband")),
-            pf_netdev: None,
-            pf_pci: pci.clone(),
-            pci,
-            index: 0,
-            whole: true,
-        })
+        Ok(self.described(pci.clone(), pci, 0, None))
     }
 
     /// The device an attachment record names: a VF, else (no physfn) the

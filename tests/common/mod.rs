@@ -242,6 +242,23 @@ impl Node {
         std::fs::write(self.hardware_file(), state.to_string()).unwrap();
     }
 
+    /// A driver reload as the netdev side sees it: the netdev `ifname` of
+    /// the pod at `pod` comes back to the host as `host_name` with a new
+    /// ifindex (its old one is taken there, so the kernel renumbers it).
+    pub fn reload_netdev(&self, pod: &str, ifname: &str, host_name: &str) {
+        let ns = Node::ns_of(pod);
+        let index = link_in(&ns, ifname).unwrap().ifindex;
+        let holder = format!("h{}", std::process::id() % 100_000_000);
+        let host = self.host();
+        sh(&format!(
+            "ip -n {host} link add {holder} index {index} type veth peer name {holder}p"
+        ));
+        sh(&format!(
+            "ip -n {ns} link set {ifname} netns {host} name {host_name}"
+        ));
+        sh(&format!("ip -n {host} link del {holder}"));
+    }
+
     /// A driver reload as the RDMA subsystem sees it: the VF's RDMA device
     /// `name` is destroyed and a new one registered on the host (the fake
     /// forgets where the old one was moved).

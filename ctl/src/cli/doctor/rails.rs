@@ -64,6 +64,9 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
             "the rail's `pf` in the plan",
         )];
     };
+    if rail.whole_nic && is_pci_address(pf) {
+        return vec![granted_by_address(w, pf, id("pf"))];
+    }
     let dir = w.sysfs.join("class/net").join(pf);
     if !dir.exists() && rail.whole_nic {
         return vec![Finding::skipped(
@@ -187,6 +190,28 @@ fn numvfs(dir: &Path, pf: &str, id: String) -> Finding {
             format!("{pf} is not SR-IOV capable ({} is missing)", file.display()),
             EXPECTED,
             format!("enable SR-IOV for {pf} in the NIC's firmware and BIOS, or correct the rail's `pf`"),
+        ),
+    }
+}
+
+/// `0000:3b:00.0`: a whole-NIC rail's PF named by its PCI address (a PF
+/// bound to vfio-pci has no netdev).
+fn is_pci_address(pf: &str) -> bool {
+    let parts: Vec<&str> = pf.split([':', '.']).collect();
+    parts.len() == 4 && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// A whole-NIC rail's PF named by its PCI address: present, with its driver.
+fn granted_by_address(w: &Where, pci: &str, id: String) -> Finding {
+    const EXPECTED: &str = "present, with a driver";
+    let dir = w.sysfs.join("bus/pci/devices").join(pci);
+    match link_target_name(&dir.join("driver")) {
+        Some(driver) if dir.exists() => Finding::ok(id, format!("{pci}, driver {driver} (whole PF)"), EXPECTED),
+        _ => Finding::broken(
+            id,
+            format!("no PCI device {pci} with a driver ({} is missing)", dir.display()),
+            EXPECTED,
+            format!("find the rail's NIC with `lspci -k` and bind it (vfio-pci for DPDK), or correct the rail's `pf` ({pci})"),
         ),
     }
 }

@@ -32,7 +32,6 @@ pub fn export(e: &mut Exposition, sysfs: &Sysfs, attached: &[&Record]) {
             let ours = |port: &String| r.hca_port().is_none_or(|p| p.to_string() == *port);
             for port in list_dir(&ports).iter().filter(|p| ours(p)) {
                 device_port(e, r, dev, port, &ports.join(port));
-                port_state(e, r, dev, port, &ports);
             }
         }
     }
@@ -69,34 +68,6 @@ fn qos(e: &mut Exposition, attached: &[&Record]) {
     }
 }
 
-/// The port's state as the kernel numbers it (`enum ib_port_state`).
-fn port_state(e: &mut Exposition, r: &Record, dev: &str, port: &str, ports: &Path) {
-    let Some(state) = port
-        .parse()
-        .ok()
-        .and_then(|p| railcni::net::ib_port::read(ports, p))
-    else {
-        return;
-    };
-    let pod = pod_label(r);
-    let labels = [
-        ("network", r.network.as_str()),
-        ("ifname", r.ifname.as_str()),
-        ("pod", pod.as_str()),
-        ("rdma_device", dev),
-        ("port", port),
-    ];
-    let help = "The state of the attachment's RDMA port as the kernel numbers it: 1 DOWN, 2 INIT, \
-                3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER (ports/<p>/state); NCCL needs 4.";
-    e.sample(
-        "railcni_rdma_port_state",
-        help,
-        Kind::Gauge,
-        &labels,
-        f64::from(state.code),
-    );
-}
-
 fn device_port(e: &mut Exposition, r: &Record, dev: &str, port: &str, dir: &Path) {
     let pod = pod_label(r);
     let labels = [
@@ -106,6 +77,20 @@ fn device_port(e: &mut Exposition, r: &Record, dev: &str, port: &str, dir: &Path
         ("rdma_device", dev),
         ("port", port),
     ];
+    // The port's state as the kernel numbers it (`enum ib_port_state`).
+    let state = (port.parse().ok()).and_then(|p| railcni::net::ib_port::read(dir.parent()?, p));
+    if let Some(state) = state {
+        let help =
+            "The state of the attachment's RDMA port as the kernel numbers it: 1 DOWN, 2 INIT, \
+                    3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER (ports/<p>/state); NCCL needs 4.";
+        e.sample(
+            "railcni_rdma_port_state",
+            help,
+            Kind::Gauge,
+            &labels,
+            f64::from(state.code),
+        );
+    }
     let mut seen = BTreeSet::new();
     for sub in ["hw_counters", "counters"] {
         for file in list_dir(&dir.join(sub)) {
