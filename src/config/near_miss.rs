@@ -6,25 +6,11 @@
 
 use serde_json::{Map, Value};
 
-/// The top-level keys railcni reads or a runtime sets (the VF settings'
-/// come from `vf::settings::nad::FIELDS`).
-const READ: &[&str] = &[
+/// Top-level keys read elsewhere or set by a runtime: the spec's own, and
+/// the logger's (`base::log`). Those the config reads are `RawConf`'s
+/// (`raw::keys`), the VF settings' `vf::settings::nad::FIELDS`.
+const OTHERS: &[&str] = &[
     "cniVersion",
-    "name",
-    "type",
-    "deviceID",
-    "pciBusID",
-    "mtu",
-    "mac",
-    "ipam",
-    "prevResult",
-    "routing",
-    "checks",
-    "rdma",
-    "rdmaQoS",
-    "guid",
-    "pkey",
-    "runtimeConfig",
     "capabilities",
     "args",
     "dns",
@@ -38,7 +24,8 @@ pub fn near_misses(conf: &Map<String, Value>) -> Vec<(String, &'static str)> {
     let vf_keys = crate::vf::settings::nad::FIELDS
         .iter()
         .flat_map(|f| f.keys.iter().copied());
-    let known: Vec<&'static str> = READ.iter().copied().chain(vf_keys).collect();
+    let read = super::raw::keys().iter().copied();
+    let known: Vec<&'static str> = read.chain(OTHERS.iter().copied()).chain(vf_keys).collect();
     conf.keys()
         .filter(|k| !known.contains(&k.as_str()))
         .filter_map(|k| {

@@ -78,3 +78,79 @@ impl<'de> Deserialize<'de> for RawRuntimeConfig {
         })
     }
 }
+
+/// The top-level keys `RawConf` reads, as serde names them: asked of serde
+/// (its struct visitor names its fields), so the list of keys railcni
+/// reads has one home, this struct.
+pub(super) fn keys() -> &'static [&'static str] {
+    match RawConf::deserialize(FieldNames) {
+        Err(Named(fields)) => fields,
+        Ok(_) => &[],
+    }
+}
+
+/// A deserializer that answers a struct's request with its field names.
+struct FieldNames;
+
+/// What `FieldNames` gives back: the names, as the error it ends with.
+#[derive(Debug)]
+struct Named(&'static [&'static str]);
+
+impl std::fmt::Display for Named {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl std::error::Error for Named {}
+
+impl serde::de::Error for Named {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        Named(&[])
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for FieldNames {
+    type Error = Named;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Named> {
+        Err(Named(&[]))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Named> {
+        Err(Named(fields))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// serde's names, as a config spells them.
+    #[test]
+    fn the_keys_read_are_the_structs_fields_as_configs_spell_them() {
+        let keys = super::keys();
+        for key in [
+            "name",
+            "type",
+            "deviceID",
+            "pciBusID",
+            "mtu",
+            "rdmaQoS",
+            "prevResult",
+            "runtimeConfig",
+        ] {
+            assert!(keys.contains(&key), "{key} in {keys:?}");
+        }
+        assert!(!keys.contains(&"device_id"), "{keys:?}");
+    }
+}

@@ -96,7 +96,8 @@ impl crate::attr_set::Attr for VfAttr {
             VfAttr::Spoofchk(_) => "spoofchk",
             VfAttr::Trust(_) => "trust",
             VfAttr::LinkState(_) => "link_state",
-            VfAttr::Rate(_) => "rate",
+            // Both NAD keys: one attribute on the PF carries them.
+            VfAttr::Rate(_) => "min_tx_rate/max_tx_rate",
             VfAttr::IbGuid(_) => "guid",
         }
     }

@@ -109,7 +109,7 @@ mod tests {
                 "spoofchk",
                 "trust",
                 "link_state",
-                "rate",
+                "min_tx_rate/max_tx_rate",
                 "guid"
             ]
         );

@@ -198,7 +198,10 @@ fn numvfs(dir: &Path, pf: &str, id: String) -> Finding {
 /// bound to vfio-pci has no netdev).
 fn is_pci_address(pf: &str) -> bool {
     let parts: Vec<&str> = pf.split([':', '.']).collect();
-    parts.len() == 4 && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_hexdigit()))
+    parts.len() == 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// A whole-NIC rail's PF named by its PCI address: present, with its driver.
