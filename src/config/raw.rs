@@ -92,7 +92,7 @@ pub(super) fn keys() -> &'static [&'static str] {
 /// A deserializer that answers a struct's request with its field names.
 struct FieldNames;
 
-/// What `FieldNames` gives back: the names, as the error it ends with.
+/// What `FieldNames` answers: the names, as the error it ends with.
 #[derive(Debug)]
 struct Named(&'static [&'static str]);
 
