@@ -43,6 +43,11 @@ fn assert_home(node: &Node, pf: &FakeVf, what: &str) {
 fn a_granted_pf_attaches_whole_and_goes_home_as_it_was() {
     let node = Node::new(1, 0);
     let pf = node.vfs[0].clone();
+    // A persistent name udev gave the PF, which must come back with it.
+    sh(&format!(
+        "ip -n {} link property add dev pf1 altname enp17s0np0",
+        node.host()
+    ));
     let pod = node.pod("pod");
     let ns = Node::ns_of(&pod);
     let req = add(&node, &pod, &pf.pci, json!({}), true);
@@ -75,6 +80,11 @@ fn a_granted_pf_attaches_whole_and_goes_home_as_it_was() {
 
     node.cni(&req.cmd("DEL")).ok();
     assert_home(&node, &pf, "after DEL");
+    let shown = out(&format!("ip -n {} link show pf1", node.host()));
+    assert!(
+        shown.contains("altname enp17s0np0"),
+        "its altname back: {shown}"
+    );
     assert!(link_in(&ns, "net1").is_none());
     // A second DEL: nothing left to give back.
     node.cni(&req.cmd("DEL")).ok();
