@@ -142,7 +142,10 @@ impl NetNs {
         f()
     }
 
-    fn run_on_thread<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    /// Run `f` on a short-lived thread of its own that enters this
+    /// namespace: for work that changes its thread in other ways too (a
+    /// private mount namespace), which must never reach the caller's.
+    pub fn run_on_thread<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use nix::mount::{mount, MsFlags};
-use nix::sched::{setns, unshare, CloneFlags};
+use nix::sched::{unshare, CloneFlags};
 
 use super::NetNs;
 use crate::error::{Error, Result};
@@ -19,33 +19,25 @@ pub fn with_sysfs_of<T: Send>(pod: &NetNs, f: impl FnOnce(&Path) -> T + Send) ->
         errno,
         said: None,
     };
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                setns(pod.fd(), CloneFlags::CLONE_NEWNET)
-                    .map_err(|e| kernel("enter its network namespace", e))?;
-                unshare(CloneFlags::CLONE_NEWNS)
-                    .map_err(|e| kernel("make a mount namespace", e))?;
-                // Nothing mounted here may reach the host's mount table.
-                mount(
-                    None::<&str>,
-                    "/",
-                    None::<&str>,
-                    MsFlags::MS_REC | MsFlags::MS_SLAVE,
-                    None::<&str>,
-                )
-                .map_err(|e| kernel("make / a slave mount", e))?;
-                mount(
-                    Some("sysfs"),
-                    "/sys",
-                    Some("sysfs"),
-                    MsFlags::empty(),
-                    None::<&str>,
-                )
-                .map_err(|e| kernel("mount sysfs", e))?;
-                Ok(f(Path::new("/sys")))
-            })
-            .join()
-            .unwrap_or_else(|_| Err(Error::internal("reading a pod's sysfs panicked")))
+    pod.run_on_thread(|| {
+        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| kernel("make a mount namespace", e))?;
+        // Nothing mounted here may reach the host's mount table.
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_SLAVE,
+            None::<&str>,
+        )
+        .map_err(|e| kernel("make / a slave mount", e))?;
+        mount(
+            Some("sysfs"),
+            "/sys",
+            Some("sysfs"),
+            MsFlags::empty(),
+            None::<&str>,
+        )
+        .map_err(|e| kernel("mount sysfs", e))?;
+        Ok(f(Path::new("/sys")))
     })
 }
