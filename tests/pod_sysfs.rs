@@ -27,7 +27,7 @@ fn a_pods_sysfs_shows_what_only_its_namespace_holds() {
     });
     let mounts_after = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     sh(&format!("ip netns del {ns}"));
-    assert_eq!(seen.unwrap(), true, "the pod's sysfs lists {dev}");
+    assert!(seen.unwrap(), "the pod's sysfs lists {dev}");
     assert!(
         !Path::new("/sys/class/net").join(&dev).exists(),
         "the host's does not"
