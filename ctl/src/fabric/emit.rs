@@ -3,6 +3,7 @@
 //! ConfigMap, so a NAD's size does not grow with the cluster.
 
 use base::node_file::{NodeFile, NodePrefix, RailQos, RailRules};
+use railcni::rdma_qos::RoceAttr;
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -45,11 +46,12 @@ pub(super) fn yaml<T: Serialize>(docs: &[T]) -> Result<String, PlanError> {
 /// What the doctor checks a node against (the rail's PF, MTU, rdma, DPDK,
 /// RoCE QoS) and what the plugin holds its NADs to (the PF, the ceiling).
 fn rules_of(rail: &super::Rail) -> RailRules {
-    let qos = rail.rdma_qos.as_ref();
-    let qos_field = |key: &str| qos.and_then(|q| q.get(key)?.as_u64()?.try_into().ok());
+    // The plugin's own reading of `rdmaQoS` (the plan was checked by it).
+    let asked = railcni::rdma_qos::parse(rail.rdma_qos.as_ref()).unwrap_or_default();
+    let byte = |kind: RoceAttr| asked.get(&kind).and_then(|a| a.byte());
     let rdma_qos = RailQos {
-        tos: qos_field("tos"),
-        tc: qos_field("tc"),
+        tos: byte(RoceAttr::DefaultTos(0)),
+        tc: byte(RoceAttr::TrafficClass(None)),
     };
     RailRules {
         pf: match &rail.pf {
