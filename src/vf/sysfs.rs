@@ -121,6 +121,28 @@ impl Sysfs {
         link_target_name(&self.root.join("class/net").join(ifname).join("device"))
     }
 
+    /// The VFs of the PF netdev `pf` (its `virtfn<N>` links), by PCI
+    /// address in VF order.
+    pub fn vf_pcis_of(&self, pf: &str) -> Vec<String> {
+        let device = self.root.join("class/net").join(pf).join("device");
+        let mut links: Vec<(u32, String)> = list_dir(&device)
+            .into_iter()
+            .filter_map(|n| {
+                let index = n.strip_prefix("virtfn")?.parse().ok()?;
+                Some((index, link_target_name(&device.join(&n))?))
+            })
+            .collect();
+        links.sort();
+        links.into_iter().map(|(_, pci)| pci).collect()
+    }
+
+    /// The sysfs directory of the RDMA device `device` in this namespace's
+    /// view (`class/infiniband/<device>`), when it is there.
+    pub fn class_rdma_device_dir(&self, device: &str) -> Option<PathBuf> {
+        let dir = self.root.join("class/infiniband").join(device);
+        (!device.contains('/') && dir.is_dir()).then_some(dir)
+    }
+
     /// How many VFs the PF at `pci` has enabled (`sriov_numvfs`; 0 for a
     /// device without SR-IOV).
     pub fn numvfs(&self, pci: &str) -> u32 {

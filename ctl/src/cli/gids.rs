@@ -86,12 +86,12 @@ fn entry(g: &Gid) -> Entry {
 
 /// `class/infiniband/<dev>/ports` under the sysfs root.
 fn ports_dir(settings: &Settings, device: &str) -> Result<PathBuf, Usage> {
-    let dir = settings.sysfs_root.join("class/infiniband").join(device);
-    if device.contains('/') || !dir.exists() {
-        return Err(Usage(format!(
+    let sysfs = railcni::vf::Sysfs::new(&settings.sysfs_root);
+    let dir = sysfs.class_rdma_device_dir(device).ok_or_else(|| {
+        Usage(format!(
             "no RDMA device {device:?} in this namespace's {}; `rdma link` lists them",
             settings.sysfs_root.join("class/infiniband").display()
-        )));
-    }
+        ))
+    })?;
     Ok(dir.join("ports"))
 }

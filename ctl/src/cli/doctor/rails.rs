@@ -9,7 +9,7 @@ use super::place::Where;
 use crate::cli::node::rail_order;
 use base::rdma_policy::{LinkType, RdmaPolicy};
 use railcni::config::DEFAULT_MTU;
-use railcni::vf::sysfs::{link_target_name, link_type, list_dir, DPDK_DRIVERS};
+use railcni::vf::sysfs::{link_target_name, link_type, DPDK_DRIVERS};
 
 /// What a rail needs on this node (the node file's or plan's word).
 pub struct Rail {
@@ -107,7 +107,7 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
     }
     out.push(mtu(&dir, pf, rail, id("pf-mtu")));
     out.push(numvfs(&dir, pf, id("vfs")));
-    let vfs = vf_pcis(&dir.join("device"));
+    let vfs = railcni::vf::Sysfs::new(&w.sysfs).vf_pcis_of(pf);
     if !vfs.is_empty() {
         out.push(drivers(w, &vfs, rail, id("vf-drivers")));
         out.push(free(&vfs, held, id("free-vfs")));
@@ -232,19 +232,6 @@ fn whole(dir: &Path, pf: &str, id: String) -> Finding {
         ),
         _ => Finding::ok(id, format!("no VFs on {pf}: it goes whole to a pod"), EXPECTED),
     }
-}
-
-/// The PCI addresses of the PF's VFs (`virtfn<N>`), in VF order.
-pub fn vf_pcis(pf_device: &Path) -> Vec<String> {
-    let mut links: Vec<(u32, String)> = list_dir(pf_device)
-        .into_iter()
-        .filter_map(|n| {
-            let index = n.strip_prefix("virtfn")?.parse().ok()?;
-            Some((index, link_target_name(&pf_device.join(&n))?))
-        })
-        .collect();
-    links.sort();
-    links.into_iter().map(|(_, pci)| pci).collect()
 }
 
 fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Finding {

@@ -9,6 +9,7 @@ use base::rdma_policy::RdmaPolicy;
 use railcni::hw;
 use railcni::net::rdma::RdmaNetnsMode;
 use railcni::vf::sysfs::list_dir;
+use railcni::vf::Sysfs;
 
 /// Rails whose pods use RDMA: not `rdma: off`, not DPDK.
 fn wanting(rails: &[Rail]) -> impl Iterator<Item = &Rail> {
@@ -19,17 +20,10 @@ fn wanting(rails: &[Rail]) -> impl Iterator<Item = &Rail> {
 
 /// (VFs with an RDMA device, VFs) of a rail's PF.
 fn devices(w: &Where, rail: &Rail) -> Option<(usize, usize)> {
-    let pf_device = w
-        .sysfs
-        .join("class/net")
-        .join(rail.pf.as_ref()?)
-        .join("device");
-    let vfs = super::rails::vf_pcis(&pf_device);
-    let with = vfs
-        .iter()
-        .filter(|pci| {
-            !list_dir(&w.sysfs.join("bus/pci/devices").join(pci).join("infiniband")).is_empty()
-        })
+    let sysfs = Sysfs::new(&w.sysfs);
+    let vfs = sysfs.vf_pcis_of(rail.pf.as_ref()?);
+    let with = (vfs.iter())
+        .filter(|pci| !sysfs.rdma_devices(pci).is_empty())
         .count();
     Some((with, vfs.len()))
 }
@@ -126,13 +120,10 @@ fn rail_devices(w: &Where, rail: &Rail) -> Option<Finding> {
 /// The rail PF's own RDMA port: the VFs' ports come up only behind it (an
 /// InfiniBand port the subnet manager made ACTIVE, a RoCE port with link).
 fn pf_port(w: &Where, rail: &Rail) -> Option<Finding> {
-    let pf_device = w
-        .sysfs
-        .join("class/net")
-        .join(rail.pf.as_ref()?)
-        .join("device");
-    let device = list_dir(&pf_device.join("infiniband")).into_iter().next()?;
-    let ports = pf_device.join("infiniband").join(&device).join("ports");
+    let sysfs = Sysfs::new(&w.sysfs);
+    let pci = sysfs.pci_of_netdev(rail.pf.as_ref()?)?;
+    let device = sysfs.rdma_devices(&pci).into_iter().next()?;
+    let ports = sysfs.rdma_ports(&pci, &device)?;
     let states: Vec<(String, railcni::net::ib_port::PortState)> = list_dir(&ports)
         .into_iter()
         .filter_map(|p| {
