@@ -238,19 +238,20 @@ fn put_in_pod(
 /// rebind), named now by its PCI address and moved into the pod; its name
 /// (`None`: it has not come back).
 fn move_device_again(node: &Node, record: &Record, pod: &NetNs) -> Result<Option<String>> {
-    let Some(device) = node.sysfs.rdma_devices(&record.pci).into_iter().next() else {
+    let moved = node.move_rdma_device_of(&record.pci, pod.fd(), |device| {
+        if record.rdma_device.as_deref() != Some(device) {
+            log_info!(
+                "VF {}'s RDMA device is {device} now (it was {:?})",
+                record.pci,
+                record.rdma_device
+            );
+        }
+        Ok(())
+    })?;
+    if moved.is_none() {
         log_warn!("VF {}: its RDMA device has not come back", record.pci);
-        return Ok(None);
-    };
-    node.hw.move_rdma_device(&device, &node.host, pod.fd())?;
-    if record.rdma_device.as_ref() != Some(&device) {
-        log_info!(
-            "VF {}'s RDMA device is {device} now (it was {:?})",
-            record.pci,
-            record.rdma_device
-        );
     }
-    Ok(Some(device))
+    Ok(moved)
 }
 
 /// The record with `rdmaQoS` for the new RDMA device, its traffic class

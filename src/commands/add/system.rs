@@ -296,30 +296,14 @@ impl<'a> KernelAttach<'a> {
     /// name. A name that vanished between the read and the move is read
     /// again, a few times.
     fn move_rdma_by_pci(&mut self) -> Result<String> {
-        let (ctx, vf) = (self.ctx, &self.intent.vf);
-        let mut tries = 0;
-        let device = loop {
-            let device =
-                (ctx.node.sysfs.rdma_devices(&vf.pci).into_iter().next()).ok_or_else(|| {
-                    Error::DeviceNotFound(format!(
-                        "InfiniBand VF {} has no RDMA device in sysfs after its rebind",
-                        vf.pci
-                    ))
-                })?;
-            self.note_rdma_device(&device)?;
-            let host = &ctx.node.host;
-            match ctx
-                .node
-                .hw
-                .move_rdma_device(&device, host, self.sockets.pod.fd())
-            {
-                Err(Error::DeviceNotFound(why)) if tries < 3 => {
-                    log_info!("{why}; reading VF {}'s RDMA device again", vf.pci);
-                    tries += 1;
-                }
-                moved => break moved.map(|()| device)?,
-            }
-        };
+        let (ctx, pod) = (self.ctx, self.sockets.pod);
+        let pci = self.intent.vf.pci.clone();
+        let moved = (ctx.node).move_rdma_device_of(&pci, pod.fd(), |d| self.note_rdma_device(d))?;
+        let device = moved.ok_or_else(|| {
+            Error::DeviceNotFound(format!(
+                "InfiniBand VF {pci} has no RDMA device in sysfs after its rebind"
+            ))
+        })?;
         // Named and moved: another rebind may start.
         self.rebinding = None;
         Ok(device)

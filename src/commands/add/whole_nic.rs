@@ -10,6 +10,7 @@
 use crate::commands::ctx::Ctx;
 use crate::error::{Error, Result};
 use crate::net::Netlink;
+use crate::vf::home::find_in_host;
 use crate::vf::Vf;
 
 /// The granted PF at `pci`, checked.
@@ -42,14 +43,7 @@ pub fn resolve(ctx: &Ctx, pci: &str) -> Result<Vf> {
 /// link-local, which the kernel gives every link) or a route through it.
 fn refuse_host_use(ctx: &Ctx, pf: &Vf) -> Result<()> {
     let nl = Netlink::connect_in(&ctx.node.host)?;
-    let mut link = None;
-    for name in &pf.netdevs {
-        if let Some(l) = nl.link_by_name(name)? {
-            link = Some(l);
-            break;
-        }
-    }
-    let Some(link) = link else {
+    let Some(link) = find_in_host(&nl, &pf.pci, &pf.netdevs, None)? else {
         return Ok(()); // not on the host: the move's own lookup says so
     };
     let used = |why: String| {
