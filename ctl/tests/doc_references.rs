@@ -9,7 +9,11 @@
 //!   `Error::DetachIncomplete`): its modules exist and each name after
 //!   them is defined or named there;
 //! - `railcni …` / `railcni-ipam …`: the CNI binaries take no subcommand
-//!   (that is `railcnictl`'s, whose command lines `doc_examples.rs` checks).
+//!   (that is `railcnictl`'s, whose command lines `doc_examples.rs` checks);
+//! - a type-like name alone (`VfSettings`, `NetworkAttachmentDefinition`):
+//!   some file of the tree other than a doc names it (a definition, the
+//!   manifests that hold a Kubernetes kind, the code that reads an upstream
+//!   field), so a doc naming a type that was deleted or renamed is flagged.
 //!
 //! Placeholders (`<node>`, `*`, `…`, `$VAR`) and absolute paths (the node's
 //! `/etc/cni/…`) are not references to this tree and are skipped.
@@ -321,7 +325,49 @@ struct Tally {
     paths: usize,
     rust: usize,
     commands: usize,
+    names: usize,
     wrong: Vec<String>,
+}
+
+/// `VfSettings`, `ResourceClaimTemplate`: one identifier that starts with a
+/// capital and is not all capitals (`EPERM`, `ACTIVE` are words, not types).
+fn is_type_like(span: &str) -> bool {
+    span.starts_with(|c: char| c.is_ascii_uppercase())
+        && span.chars().any(|c| c.is_ascii_lowercase())
+        && span.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Every identifier written in a file of the tree that is not Markdown
+/// (sources, tests, manifests, scripts, fixtures): where a name a doc gives
+/// has to live.
+fn tree_words(root: &Path) -> BTreeSet<String> {
+    let mut words = BTreeSet::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_some_and(|e| e == "md") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue; // not text
+            };
+            words.extend(
+                text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| is_type_like(w))
+                    .map(str::to_string),
+            );
+        }
+    }
+    words
 }
 
 /// The doctor's finding names (`cni/state`, `kernel/iommu`): string literals
@@ -340,6 +386,7 @@ fn finding_names(root: &Path) -> BTreeSet<String> {
 fn check_docs(root: &Path) -> Tally {
     let sources = all_sources(root);
     let findings = finding_names(root);
+    let words = tree_words(root);
     let mut t = Tally::default();
     let mut seen = BTreeSet::new();
     for file in support::markdown_docs(root) {
@@ -363,6 +410,10 @@ fn check_docs(root: &Path) -> Tally {
                 continue;
             }
             let mut verdicts = Vec::new();
+            if is_type_like(span) {
+                t.names += 1;
+                verdicts.push((words.contains(span), "a name no file of the tree has"));
+            }
             for expand in expand_groups(span) {
                 if let Some(ok) = check_rust_path(root, &expand, &sources) {
                     t.rust += 1;
@@ -465,10 +516,11 @@ fn every_rust_path_a_source_comment_names_exists() {
 fn every_path_rust_name_and_command_in_the_docs_exists() {
     let t = check_docs(&repo());
     assert!(
-        t.paths >= 100 && t.rust >= 40,
-        "only {} paths and {} Rust paths found: is the scan still finding them?",
+        t.paths >= 100 && t.rust >= 40 && t.names >= 20,
+        "only {} paths, {} Rust paths and {} type names found: is the scan still finding them?",
         t.paths,
-        t.rust
+        t.rust,
+        t.names
     );
     assert!(
         t.wrong.is_empty(),
@@ -476,11 +528,12 @@ fn every_path_rust_name_and_command_in_the_docs_exists() {
         t.wrong.join("\n")
     );
     eprintln!(
-        "{} references resolve: {} paths, {} Rust paths, {} command words",
-        t.paths + t.rust + t.commands,
+        "{} references resolve: {} paths, {} Rust paths, {} command words, {} type names",
+        t.paths + t.rust + t.commands + t.names,
         t.paths,
         t.rust,
-        t.commands
+        t.commands,
+        t.names
     );
 }
 
@@ -533,21 +586,22 @@ fn drift_is_found_when_there_is_some() {
     std::fs::write(
         root.join("README.md"),
         "`src/hw/` `src/vf/settings/mod.rs` `vf::settings::restore` `vf::settings::VfSettings::attrs` \
-         `Error::DetachIncomplete` `scripts/bench.sh --quick` `railcni` [ipam](docs/ipam.md) `std::fs::write` `/etc/cni/net.d`\n",
+         `Error::DetachIncomplete` `scripts/bench.sh --quick` `railcni` [ipam](docs/ipam.md) `std::fs::write` `/etc/cni/net.d` \
+         `VfSettings` `EPERM`\n",
     )
     .unwrap();
     std::fs::write(root.join("docs/ipam.md"), "nothing here\n").unwrap();
     let t = check_docs(root);
     assert!(t.wrong.is_empty(), "{:?}", t.wrong);
     assert_eq!(
-        (t.paths, t.rust),
-        (4, 3),
-        "src/hw/, the mod.rs, bench.sh, the link; three Rust paths"
+        (t.paths, t.rust, t.names),
+        (4, 3, 1),
+        "src/hw/, the mod.rs, bench.sh, the link; three Rust paths; VfSettings"
     );
     std::fs::write(
         root.join("docs/ipam.md"),
         "`src/hw/kernel.rs` `vf::settings::put_back` `hw::Hardware::gone` `Error::Gone` `Error::Corrupt` `railcni\ninstall` \
-         `scripts/bench.sh --slow` [x](docs/nothing.md)\n\n```sh\nrailcni install  # a fenced block is not a span\n```\n",
+         `scripts/bench.sh --slow` [x](docs/nothing.md) `VfSetting`\n\n```sh\nrailcni install  # a fenced block is not a span\n```\n",
     )
     .unwrap();
     let wrong = check_docs(root).wrong;
@@ -560,11 +614,12 @@ fn drift_is_found_when_there_is_some() {
         "railcni install",
         "scripts/bench.sh --slow",
         "(docs/nothing.md)",
+        "VfSetting",
     ] {
         let named = |w: &String| {
             w.contains(&format!("`{bad}`")) || (bad.starts_with('(') && w.contains(bad))
         };
         assert!(wrong.iter().any(named), "{bad} not found in {wrong:?}");
     }
-    assert_eq!(wrong.len(), 8, "{wrong:?}");
+    assert_eq!(wrong.len(), 9, "{wrong:?}");
 }
