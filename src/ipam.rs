@@ -104,7 +104,7 @@ impl<'a> NetworkIpam<'a> {
             ipam_conf,
             statics,
             self.settings,
-            &node_file(self.node_file, self.settings)?.prefixes,
+            &node_file(self.node_file, self.settings)?.prefixes(),
             device,
         )?;
         Ok(self.loaded.get_or_init(|| loaded))

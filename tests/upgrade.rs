@@ -193,7 +193,7 @@ fn state_from_a_newer_release_is_refused_naming_both_versions() {
 #[test]
 fn the_v1_node_file_still_reads() {
     let file = base::node_file::NodeFile::load(&Path::new(FIXTURES).join("v1/node.json")).unwrap();
-    assert_eq!(file.prefixes.node_name.as_deref(), Some("gpu-0"));
+    assert_eq!(file.node_name.as_deref(), Some("gpu-0"));
     let state = tempfile::tempdir().unwrap();
     let settings = base::Settings {
         node_config: Path::new(FIXTURES).join("v1/node.json"),

@@ -128,7 +128,7 @@ impl Ipam {
             ipam_conf,
             None,
             settings,
-            &node_file.prefixes,
+            &node_file.prefixes(),
             None,
         )
     }

@@ -139,7 +139,7 @@ fn run(request: &Request, settings: &base::Settings) -> Result<Option<Value>, Ip
         ipam_conf,
         statics,
         settings,
-        &node_file.prefixes,
+        &node_file.prefixes(),
         device_of(conf),
     )?;
     match request.verb {

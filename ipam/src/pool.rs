@@ -446,7 +446,7 @@ mod tests {
 
     /// A node file's text as the IPAM sees it.
     fn node_prefixes(text: &[u8]) -> NodePrefixes {
-        base::node_file::NodeFile::parse(text).unwrap().prefixes
+        base::node_file::NodeFile::parse(text).unwrap().prefixes()
     }
 
     fn all(u: &Usable) -> Vec<IpAddr> {

@@ -62,7 +62,7 @@ impl NodeFile {
     /// without a stamp, or one this machine cannot compare, is logged.
     pub fn ensure_ours(&self, settings: &Settings) -> Result<(), NodeFileError> {
         let path = &settings.node_config;
-        if self.prefixes.networks.is_empty() {
+        if self.networks.is_empty() {
             return Ok(()); // no file: nothing in it to hand out
         }
         match self.stamp(path, &settings.machine_id_path)? {

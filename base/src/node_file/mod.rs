@@ -1,7 +1,7 @@
 //! `/etc/cni/railcni/node.json`: this node's prefix per network and the
 //! rules its administrator set for each rail. One type (`types`), written by
 //! the planner and the installer, read by the plugin's policy, the IPAM
-//! (which sees `prefixes` only) and the doctor. `v1` is the file format,
+//! (which sees `NodeFile::prefixes` only) and the doctor. `v1` is the file format,
 //! converted both ways, so renaming a field in memory never changes a
 //! file; `machine` is the stamp that ties a file to the machine it was
 //! written for.
@@ -14,7 +14,8 @@ use std::path::Path;
 
 pub use machine::{machine_id, Stamp};
 pub use types::{
-    Allow, NodeFile, NodeFileError, NodePrefix, NodePrefixes, RailQos, RailRules, VERSION,
+    Allow, NodeFile, NodeFileError, NodeNetwork, NodePrefix, NodePrefixes, RailQos, RailRules,
+    VERSION,
 };
 
 impl NodeFile {

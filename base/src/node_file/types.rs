@@ -20,13 +20,24 @@ pub struct NodeFile {
     /// by the installer; absent in files written before the stamp or by
     /// hand.
     pub machine_id: Option<String>,
-    /// The node's name and its prefixes: all the IPAM reads.
-    pub prefixes: NodePrefixes,
-    /// Per network, what the administrator holds its NADs and VFs to.
-    pub rails: BTreeMap<String, RailRules>,
+    /// The node's name (`nodeName`), which the IPAM may take its own from.
+    pub node_name: Option<String>,
+    /// Per network, its prefix and its rules: one entry holds both, so no
+    /// network has one without the other.
+    pub networks: BTreeMap<String, NodeNetwork>,
 }
 
-/// The node's name and its prefix and gateway per network.
+/// One network of the node file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeNetwork {
+    /// This node's prefix and gateway on it: all the IPAM reads.
+    pub prefix: NodePrefix,
+    /// What the administrator holds its NADs and VFs to.
+    pub rules: RailRules,
+}
+
+/// The node's name and its prefix and gateway per network: the IPAM's view
+/// of a node file (`NodeFile::prefixes`), or a file of its own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodePrefixes {
     pub node_name: Option<String>,
@@ -155,13 +166,27 @@ impl std::error::Error for NodeFileError {}
 impl NodeFile {
     /// Adds a network: its prefix and its rules.
     pub fn insert(&mut self, network: &str, prefix: NodePrefix, rules: RailRules) {
-        self.prefixes.networks.insert(network.to_string(), prefix);
-        self.rails.insert(network.to_string(), rules);
+        (self.networks).insert(network.to_string(), NodeNetwork { prefix, rules });
     }
 
     /// The rules of `network`, if the file names it.
     pub fn rules(&self, network: &str) -> Option<&RailRules> {
-        self.rails.get(network)
+        self.networks.get(network).map(|n| &n.rules)
+    }
+
+    /// Each network's rules, by name.
+    pub fn rails(&self) -> impl Iterator<Item = (&String, &RailRules)> {
+        self.networks.iter().map(|(name, n)| (name, &n.rules))
+    }
+
+    /// The node's name and prefixes, as the IPAM reads them.
+    pub fn prefixes(&self) -> NodePrefixes {
+        NodePrefixes {
+            node_name: self.node_name.clone(),
+            networks: (self.networks.iter())
+                .map(|(name, n)| (name.clone(), n.prefix.clone()))
+                .collect(),
+        }
     }
 
     /// The namespaces `network`'s rule admits, listed, when it does not

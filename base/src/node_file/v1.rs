@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::types::{Allow, NodeFile, NodePrefix, NodePrefixes, RailQos, RailRules, VERSION};
+use super::types::{Allow, NodeFile, NodePrefix, RailQos, RailRules, VERSION};
 use crate::rdma_policy::RdmaPolicy;
 
 #[derive(Serialize, Deserialize)]
@@ -112,11 +112,8 @@ impl NodeFileV1 {
     fn into_node_file(self) -> Result<NodeFile, String> {
         let mut file = NodeFile {
             machine_id: self.machine_id,
-            prefixes: NodePrefixes {
-                node_name: self.node_name,
-                networks: BTreeMap::new(),
-            },
-            rails: BTreeMap::new(),
+            node_name: self.node_name,
+            networks: BTreeMap::new(),
         };
         for (name, rail) in self.networks {
             let rdma = match rail.rdma.as_deref() {
@@ -152,10 +149,9 @@ impl NodeFileV1 {
 
 impl From<&NodeFile> for NodeFileV1 {
     fn from(file: &NodeFile) -> Self {
-        let no_rules = RailRules::default();
-        let networks = (file.prefixes.networks.iter())
-            .map(|(name, p)| {
-                let rules = file.rails.get(name).unwrap_or(&no_rules);
+        let networks = (file.networks.iter())
+            .map(|(name, network)| {
+                let (p, rules) = (&network.prefix, &network.rules);
                 let rail = RailV1 {
                     allow: rules.allow.as_ref().map(AllowV1::from),
                     dpdk: rules.dpdk,
@@ -178,7 +174,7 @@ impl From<&NodeFile> for NodeFileV1 {
         NodeFileV1 {
             machine_id: file.machine_id.clone(),
             networks,
-            node_name: file.prefixes.node_name.clone(),
+            node_name: file.node_name.clone(),
             version: Some(VERSION),
         }
     }
@@ -218,8 +214,8 @@ mod tests {
     fn a_file_without_a_version_is_version_1_and_a_newer_one_is_named() {
         let v1 = br#"{"nodeName":"gpu-0","networks":{"rail1":{"prefix":"172.16.0.0/31","gateway":"172.16.0.1"}}}"#;
         let file = NodeFile::parse(v1).unwrap();
-        assert_eq!(file.prefixes.node_name.as_deref(), Some("gpu-0"));
-        let rail1 = &file.prefixes.networks["rail1"];
+        assert_eq!(file.node_name.as_deref(), Some("gpu-0"));
+        let rail1 = &file.networks["rail1"].prefix;
         assert_eq!(rail1.gateway, "172.16.0.1".parse().ok());
         assert_eq!(file.rules("rail1"), Some(&RailRules::default()));
         let stamped = br#"{"version":1,"nodeName":"gpu-0","networks":{}}"#;
@@ -248,7 +244,7 @@ mod tests {
         assert_eq!((allow.trust, &allow.vlans[..]), (true, &[100, 200][..]));
         assert_eq!(allow.namespaces, None);
         assert!(file.rules("dpdk1").unwrap().dpdk);
-        let p1 = &file.prefixes.networks["rail2-p1"];
+        let p1 = &file.networks["rail2-p1"].prefix;
         assert_eq!(p1.prefix6, "fd02:18:0:8000::2/127".parse().ok());
         assert_eq!(file.to_text(), text);
     }
@@ -266,6 +262,27 @@ mod tests {
         let file = NodeFile::parse(newer_key).unwrap();
         let allow = file.rules("r").unwrap().allow.clone().unwrap();
         assert_eq!((allow.vlans, allow.trust), (vec![5], false));
+    }
+
+    /// Every network the file holds is written with its prefix and its
+    /// rules, and the IPAM's view names the same networks.
+    #[test]
+    fn every_network_is_written_with_its_rules() {
+        let mut file = NodeFile::default();
+        for (name, pf) in [("rail1", "ens1f0"), ("rail2", "ens2f0")] {
+            let rules = RailRules {
+                pf: Some(pf.into()),
+                whole_nic: name == "rail2",
+                ..RailRules::default()
+            };
+            let prefix = NodePrefix::new("10.0.0.0/31".parse().unwrap(), None);
+            file.insert(name, prefix, rules);
+        }
+        let read = NodeFile::parse(file.to_text().as_bytes()).unwrap();
+        assert_eq!(read, file);
+        assert_eq!(read.rules("rail2").map(|r| r.whole_nic), Some(true));
+        let seen: Vec<_> = read.prefixes().networks.into_keys().collect();
+        assert_eq!(seen, ["rail1", "rail2"]);
     }
 
     #[test]

@@ -25,7 +25,7 @@ impl NodeState {
             ))
         })?;
         let node_file = NodeFile::load(&settings.node_config).unwrap_or_default();
-        let node = (node_file.prefixes.node_name(settings)).unwrap_or_else(|| "?".into());
+        let node = (node_file.prefixes().node_name(settings)).unwrap_or_else(|| "?".into());
         Ok(NodeState {
             node,
             node_file,

@@ -42,10 +42,10 @@ pub fn refresh(
     // Stamped for this machine: a copy on another one is refused by ADD.
     file.machine_id = base::node_file::machine_id(&settings.machine_id_path);
     let text = file.to_text();
-    if file.prefixes.node_name.as_deref() != Some(node) {
+    if file.node_name.as_deref() != Some(node) {
         return Err(Usage(format!(
             "the plan's node file names node {:?}, not {node}",
-            file.prefixes.node_name
+            file.node_name
         )));
     }
     let old = std::fs::read_to_string(to.node_file).ok();
@@ -151,8 +151,9 @@ fn no_leased_prefix_moves(
     settings: &Settings,
 ) -> Result<(), Usage> {
     let held = railcni_ipam::stores(settings);
-    for (rail, was) in &old.prefixes.networks {
-        let now = new.prefixes.networks.get(rail);
+    for (rail, was) in &old.networks {
+        let was = &was.prefix;
+        let now = new.networks.get(rail).map(|n| &n.prefix);
         let moved = now.is_none_or(|n| n.prefix != was.prefix || n.prefix6 != was.prefix6);
         let leases = (held.iter())
             .find(|v| &v.network == rail)

@@ -137,8 +137,10 @@ impl Resolved {
         if !self.nodes.iter().any(|n| n == node) {
             return Err(PlanError(format!("node {node:?} is not in the plan")));
         }
-        let mut file = NodeFile::default();
-        file.prefixes.node_name = Some(node.to_string());
+        let mut file = NodeFile {
+            node_name: Some(node.to_string()),
+            ..NodeFile::default()
+        };
         let ipv4_rail = |name: &str| {
             (self.plan.rails.iter()).any(|r| r.name == name && r.cidr.addr().is_ipv4())
         };
@@ -147,19 +149,17 @@ impl Resolved {
         // IPv6-only rail's is its `prefix`.
         let (sixes, firsts): (Vec<_>, Vec<_>) =
             ours().partition(|a| a.prefix.addr().is_ipv6() && ipv4_rail(&a.rail));
-        let networks = &mut file.prefixes.networks;
         for a in firsts {
-            networks.insert(a.rail.clone(), NodePrefix::new(a.prefix, a.gateway));
+            let rules = (self.plan.rails.iter())
+                .find(|r| r.name == a.rail)
+                .map(rules_of)
+                .unwrap_or_default();
+            file.insert(&a.rail, NodePrefix::new(a.prefix, a.gateway), rules);
         }
         for a in sixes {
-            if let Some(entry) = networks.get_mut(&a.rail) {
-                entry.prefix6 = Some(a.prefix);
-                entry.gateway6 = a.gateway;
-            }
-        }
-        for rail in &self.plan.rails {
-            if file.prefixes.networks.contains_key(&rail.name) {
-                file.rails.insert(rail.name.clone(), rules_of(rail));
+            if let Some(entry) = file.networks.get_mut(&a.rail) {
+                entry.prefix.prefix6 = Some(a.prefix);
+                entry.prefix.gateway6 = a.gateway;
             }
         }
         Ok(file)
@@ -418,7 +418,7 @@ mod tests {
         let node = r.node_file_json("gpu-0");
         let file = base::node_file::NodeFile::parse(node.to_string().as_bytes()).unwrap();
         for plane in ["rail1-p0", "rail1-p1"] {
-            let allow = file.rails[plane].allow.clone().unwrap();
+            let allow = file.networks[plane].rules.allow.clone().unwrap();
             assert_eq!(
                 (allow.vlans, allow.max_tx_rate_mbps),
                 (vec![100, 200], Some(25000))
@@ -429,14 +429,14 @@ mod tests {
             );
         }
         assert_eq!(
-            file.rails["rail2"].allow, None,
+            file.networks["rail2"].rules.allow, None,
             "no ceiling asked, none written"
         );
         // Who may attach a rail reaches its node file entry too.
         let ruled = plan.replace("maxTxRateMbps: 25000", "namespaces: [storage-team]");
         let r = Plan::parse(&ruled).unwrap().resolve().unwrap();
         let file = r.node_file("gpu-0").unwrap();
-        let allow = file.rails["rail1-p1"].allow.clone().unwrap();
+        let allow = file.networks["rail1-p1"].rules.allow.clone().unwrap();
         assert_eq!(allow.namespaces, Some(vec!["storage-team".to_string()]));
         assert!(allow.admits(Some("storage-team")) && !allow.admits(Some("default")));
         // A ceiling key the planner does not know is a plan error, not silence.
@@ -457,7 +457,10 @@ mod tests {
         assert_eq!(node["networks"]["rail2"]["rdma"], "off");
         // The plugin and the IPAM read the node file as before.
         let file = base::node_file::NodeFile::parse(node.to_string().as_bytes()).unwrap();
-        assert_eq!(file.rails["rail1-p1"].pf.as_deref(), Some("ens1f1np1"));
+        assert_eq!(
+            file.networks["rail1-p1"].rules.pf.as_deref(),
+            Some("ens1f1np1")
+        );
         for (bad, says) in [
             (
                 plan.replace("[ens1f0np0, ens1f1np1]", "[ens1f0np0]"),
@@ -551,7 +554,7 @@ mod tests {
         // What the plugin reads back from the node file.
         let read = base::node_file::NodeFile::parse(file.to_string().as_bytes()).unwrap();
         assert_eq!(
-            read.rails["rail1-p0"].rdma_qos,
+            read.networks["rail1-p0"].rules.rdma_qos,
             Some(base::node_file::RailQos {
                 tos: Some(96),
                 tc: Some(96)

@@ -10,7 +10,8 @@ pub fn findings(w: &Where, records: &[Record]) -> Vec<Finding> {
     let Ok(file) = &w.expected else {
         return Vec::new();
     };
-    let ruled = (file.rails.iter())
+    let ruled = file
+        .rails()
         .filter_map(|(name, rules)| Some((name, rules.allow.as_ref()?.namespaces.as_ref()?)));
     ruled
         .map(|(rail, namespaces)| {

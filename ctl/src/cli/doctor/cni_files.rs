@@ -174,7 +174,7 @@ fn node_file(w: &Where) -> Finding {
     );
     match &w.expected {
         Err(why) => Finding::broken("cni/node-file", why.clone(), &expected, fix),
-        Ok(file) => match (&file.prefixes.node_name, entries_refused(file)) {
+        Ok(file) => match (&file.node_name, entries_refused(file)) {
             // ADD's own check of each entry: a file it would refuse is broken here.
             (Some(name), Some(why)) if *name == w.node => Finding::broken(
                 "cni/node-file",
@@ -187,7 +187,7 @@ fn node_file(w: &Where) -> Finding {
                 format!(
                     "{}: node {name}, {} networks",
                     w.source,
-                    file.prefixes.networks.len()
+                    file.networks.len()
                 ),
                 &expected,
             ),
@@ -209,8 +209,10 @@ fn node_file(w: &Where) -> Finding {
 /// The first entry of the node file that ADD would refuse whatever the
 /// NAD says (`railcni_ipam::pool::check_node_entry`), in its words.
 fn entries_refused(file: &base::node_file::NodeFile) -> Option<String> {
-    (file.prefixes.networks.iter())
-        .find_map(|(network, entry)| railcni_ipam::pool::check_node_entry(network, entry).err())
+    (file.networks.iter())
+        .find_map(|(name, network)| {
+            railcni_ipam::pool::check_node_entry(name, &network.prefix).err()
+        })
         .map(|e| e.to_string())
 }
 

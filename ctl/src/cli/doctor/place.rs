@@ -60,7 +60,7 @@ impl Where {
         }
         let node = NodeFile::load(&settings.node_config)
             .unwrap_or_default()
-            .prefixes
+            .prefixes()
             .node_name(&settings)
             .unwrap_or_else(|| "?".into());
         let (expected, source) = match plan {
