@@ -5,7 +5,8 @@
 //! it lives in, the proof a record and a lease carry), `netns_cookie` (the
 //! namespace identity the kernel never reuses), `stats` (call counts
 //! for `railcnictl metrics`), `fnv` (the lease file's hash), `node_file`
-//! (the node file, its one type) and `rdma_policy` (a rail's `rdma`).
+//! (the node file, its one type), `rdma_policy` (a rail's `rdma`) and
+//! `sysfs_layout` (where sysfs keeps what railcni reads).
 
 pub mod files;
 pub mod fnv;
@@ -17,5 +18,6 @@ pub mod plugin;
 pub mod rdma_policy;
 pub mod settings;
 pub mod stats;
+pub mod sysfs_layout;
 
 pub use settings::Settings;

@@ -21,10 +21,7 @@ pub struct Master {
 impl Master {
     /// The PF of VF `pci` (sysfs under `sysfs_root`) and its addresses now.
     pub fn of_vf(sysfs_root: &Path, pci: &str) -> Result<Self, IpamError> {
-        let net = sysfs_root
-            .join("bus/pci/devices")
-            .join(pci)
-            .join("physfn/net");
+        let net = base::sysfs_layout::SysfsLayout::new(sysfs_root).pf_netdevs_of_vf(pci);
         let name = std::fs::read_dir(&net)
             .ok()
             .and_then(|mut entries| entries.find_map(|e| e.ok()?.file_name().into_string().ok()))

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use base::rdma_policy::LinkType;
+use base::sysfs_layout::SysfsLayout;
 
 /// Drivers that leave a VF without a netdev (DPDK / userspace I/O).
 pub const DPDK_DRIVERS: &[&str] = &["vfio-pci", "uio_pci_generic", "igb_uio"];
@@ -35,16 +36,34 @@ pub struct Vf {
 }
 
 pub struct Sysfs {
-    root: PathBuf,
+    layout: SysfsLayout,
 }
 
 impl Sysfs {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Sysfs { root: root.into() }
+        Sysfs {
+            layout: SysfsLayout::new(root),
+        }
     }
 
-    fn device(&self, pci: &str) -> PathBuf {
-        self.root.join("bus/pci/devices").join(pci)
+    /// A PCI device's directory (`bus/pci/devices/<pci>`).
+    pub fn device(&self, pci: &str) -> PathBuf {
+        self.layout.pci_device(pci)
+    }
+
+    /// A netdev's directory as this namespace sees it (`class/net/<name>`).
+    pub fn netdev_dir(&self, name: &str) -> PathBuf {
+        self.layout.netdev(name)
+    }
+
+    /// The PCI device directory of the netdev `name` (its `device` link).
+    pub fn netdev_device_dir(&self, name: &str) -> PathBuf {
+        self.layout.netdev_device(name)
+    }
+
+    /// Where this namespace's RDMA devices are listed (`class/infiniband`).
+    pub fn rdma_class_dir(&self) -> PathBuf {
+        self.layout.rdma_devices()
     }
 
     pub fn resolve(&self, pci: &str) -> Result<Vf> {
@@ -118,13 +137,13 @@ impl Sysfs {
     /// The PCI address of the netdev `ifname` as sysfs lists it on the
     /// host (`class/net/<ifname>/device`).
     pub fn pci_of_netdev(&self, ifname: &str) -> Option<String> {
-        link_target_name(&self.root.join("class/net").join(ifname).join("device"))
+        link_target_name(&self.layout.netdev_device(ifname))
     }
 
     /// The VFs of the PF netdev `pf` (its `virtfn<N>` links), by PCI
     /// address in VF order.
     pub fn vf_pcis_of(&self, pf: &str) -> Vec<String> {
-        let device = self.root.join("class/net").join(pf).join("device");
+        let device = self.layout.netdev_device(pf);
         let mut links: Vec<(u32, String)> = list_dir(&device)
             .into_iter()
             .filter_map(|n| {
@@ -139,7 +158,7 @@ impl Sysfs {
     /// The sysfs directory of the RDMA device `device` in this namespace's
     /// view (`class/infiniband/<device>`), when it is there.
     pub fn class_rdma_device_dir(&self, device: &str) -> Option<PathBuf> {
-        let dir = self.root.join("class/infiniband").join(device);
+        let dir = self.layout.rdma_device(device);
         (!device.contains('/') && dir.is_dir()).then_some(dir)
     }
 
@@ -214,7 +233,7 @@ impl Sysfs {
     pub fn rdma_ports(&self, pci: &str, dev: &str) -> Option<PathBuf> {
         [
             self.device(pci).join("infiniband").join(dev).join("ports"),
-            self.root.join("class/infiniband").join(dev).join("ports"),
+            self.layout.rdma_device(dev).join("ports"),
         ]
         .into_iter()
         .find(|p| p.is_dir())
@@ -222,7 +241,7 @@ impl Sysfs {
 
     /// Whether this is the kernel's own `/sys` (not a test tree).
     pub fn is_kernels(&self) -> bool {
-        self.root == Path::new(base::settings::DEFAULT_SYSFS_ROOT)
+        self.layout.root() == Path::new(base::settings::DEFAULT_SYSFS_ROOT)
     }
 
     /// The sysfs directory of the VF's RDMA device `dev` as the host sees
@@ -230,7 +249,7 @@ impl Sysfs {
     pub fn rdma_device_dir(&self, pci: &str, dev: &str) -> Option<PathBuf> {
         [
             self.device(pci).join("infiniband").join(dev),
-            self.root.join("class/infiniband").join(dev),
+            self.layout.rdma_device(dev),
         ]
         .into_iter()
         .find(|p| p.is_dir())
@@ -261,7 +280,7 @@ impl Sysfs {
 
     /// The directory of a PCI driver (`bus/pci/drivers/<driver>`).
     pub fn driver_dir(&self, driver: &str) -> PathBuf {
-        self.root.join("bus/pci/drivers").join(driver)
+        self.layout.pci_driver(driver)
     }
 
     /// The PF netdev's MTU, the ceiling for the VF's (none for a whole

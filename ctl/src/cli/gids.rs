@@ -90,7 +90,7 @@ fn ports_dir(settings: &Settings, device: &str) -> Result<PathBuf, Usage> {
     let dir = sysfs.class_rdma_device_dir(device).ok_or_else(|| {
         Usage(format!(
             "no RDMA device {device:?} in this namespace's {}; `rdma link` lists them",
-            settings.sysfs_root.join("class/infiniband").display()
+            sysfs.rdma_class_dir().display()
         ))
     })?;
     Ok(dir.join("ports"))

@@ -2,7 +2,7 @@
 //! to the driver the rail needs) and how many are free, from sysfs.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::finding::Finding;
 use super::place::Where;
@@ -30,7 +30,8 @@ pub fn expected(w: &Where) -> Vec<Rail> {
     let Ok(file) = &w.expected else {
         return Vec::new();
     };
-    let mut rails: Vec<Rail> = (file.rails.iter())
+    let mut rails: Vec<Rail> = file
+        .rails()
         .map(|(name, a)| Rail {
             name: name.clone(),
             pf: a.pf.clone(),
@@ -49,7 +50,7 @@ pub fn expected(w: &Where) -> Vec<Rail> {
 /// there counts as Ethernet.
 fn link_of(w: &Where, pf: Option<&str>) -> LinkType {
     pf.map_or(LinkType::Ethernet, |pf| {
-        link_type(&w.sysfs.join("class/net").join(pf))
+        link_type(&railcni::vf::Sysfs::new(&w.sysfs).netdev_dir(pf))
     })
 }
 
@@ -67,7 +68,8 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
     if rail.whole_nic && is_pci_address(pf) {
         return vec![granted_by_address(w, pf, id("pf"))];
     }
-    let dir = w.sysfs.join("class/net").join(pf);
+    let sysfs = railcni::vf::Sysfs::new(&w.sysfs);
+    let dir = sysfs.netdev_dir(pf);
     if !dir.exists() && rail.whole_nic {
         return vec![Finding::skipped(
             id("pf"),
@@ -87,7 +89,8 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
             ),
         )];
     }
-    let driver = link_target_name(&dir.join("device/driver"));
+    let device = sysfs.netdev_device_dir(pf);
+    let driver = link_target_name(&device.join("driver"));
     let layer = match link_type(&dir) {
         LinkType::InfiniBand => "InfiniBand",
         LinkType::Ethernet => "Ethernet",
@@ -102,14 +105,14 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
     )];
     out.push(link(&dir, pf, id("pf-link")));
     if rail.whole_nic {
-        out.push(whole(&dir, pf, id("vfs")));
+        out.push(whole(&device, pf, id("vfs")));
         return out;
     }
     out.push(mtu(&dir, pf, rail, id("pf-mtu")));
-    out.push(numvfs(&dir, pf, id("vfs")));
-    let vfs = railcni::vf::Sysfs::new(&w.sysfs).vf_pcis_of(pf);
+    out.push(numvfs(&device, pf, id("vfs")));
+    let vfs = sysfs.vf_pcis_of(pf);
     if !vfs.is_empty() {
-        out.push(drivers(w, &vfs, rail, id("vf-drivers")));
+        out.push(drivers(&sysfs, &vfs, rail, id("vf-drivers")));
         out.push(free(&vfs, held, id("free-vfs")));
     }
     out
@@ -170,10 +173,11 @@ fn mtu(dir: &Path, pf: &str, rail: &Rail, id: String) -> Finding {
     }
 }
 
-fn numvfs(dir: &Path, pf: &str, id: String) -> Finding {
+/// `device`: the PF's PCI device directory.
+fn numvfs(device: &Path, pf: &str, id: String) -> Finding {
     const EXPECTED: &str = "sriov_numvfs > 0";
-    let file = dir.join("device/sriov_numvfs");
-    let total = read(&dir.join("device/sriov_totalvfs")).unwrap_or_else(|| "?".into());
+    let file = device.join("sriov_numvfs");
+    let total = read(&device.join("sriov_totalvfs")).unwrap_or_else(|| "?".into());
     match read(&file).and_then(|n| n.parse::<u32>().ok()) {
         Some(n) if n > 0 => Finding::ok(id, format!("{n} of {total} VFs enabled on {pf}"), EXPECTED),
         Some(_) => Finding::broken(
@@ -207,7 +211,7 @@ fn is_pci_address(pf: &str) -> bool {
 /// A whole-NIC rail's PF named by its PCI address: present, with its driver.
 fn granted_by_address(w: &Where, pci: &str, id: String) -> Finding {
     const EXPECTED: &str = "present, with a driver";
-    let dir = w.sysfs.join("bus/pci/devices").join(pci);
+    let dir = railcni::vf::Sysfs::new(&w.sysfs).device(pci);
     match link_target_name(&dir.join("driver")) {
         Some(driver) if dir.exists() => Finding::ok(id, format!("{pci}, driver {driver} (whole PF)"), EXPECTED),
         _ => Finding::broken(
@@ -221,9 +225,9 @@ fn granted_by_address(w: &Where, pci: &str, id: String) -> Finding {
 
 /// A whole-NIC rail's PF has no VFs: ADD refuses one with VFs enabled
 /// (they would lose their parent's link when it moves).
-fn whole(dir: &Path, pf: &str, id: String) -> Finding {
+fn whole(device: &Path, pf: &str, id: String) -> Finding {
     const EXPECTED: &str = "sriov_numvfs 0 (a whole-NIC rail)";
-    match read(&dir.join("device/sriov_numvfs")).and_then(|n| n.parse::<u32>().ok()) {
+    match read(&device.join("sriov_numvfs")).and_then(|n| n.parse::<u32>().ok()) {
         Some(n) if n > 0 => Finding::broken(
             id,
             format!("{n} VFs enabled on {pf}: ADD refuses a whole PF with VFs"),
@@ -234,13 +238,13 @@ fn whole(dir: &Path, pf: &str, id: String) -> Finding {
     }
 }
 
-fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Finding {
+fn drivers(sysfs: &railcni::vf::Sysfs, vfs: &[String], rail: &Rail, id: String) -> Finding {
     let expected = if rail.dpdk {
         "all bound to vfio-pci (DPDK)"
     } else {
         "all bound to a netdev driver"
     };
-    let driver_of = |pci: &String| link_target_name(&pci_dir(w, pci).join("driver"));
+    let driver_of = |pci: &String| sysfs.driver(pci);
     let bound: Vec<(String, Option<String>)> =
         vfs.iter().map(|p| (p.clone(), driver_of(p))).collect();
     let wrong = |d: &Option<String>| match d.as_deref() {
@@ -277,10 +281,6 @@ fn drivers(w: &Where, vfs: &[String], rail: &Rail, id: String) -> Finding {
         Some(d) => format!("VF {pci} is bound to {d}"),
     };
     Finding::broken(id, format!("{found}; {what}"), expected, fix)
-}
-
-fn pci_dir(w: &Where, pci: &str) -> PathBuf {
-    w.sysfs.join("bus/pci/devices").join(pci)
 }
 
 fn free(vfs: &[String], held: &[String], id: String) -> Finding {
