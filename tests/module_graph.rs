@@ -1,6 +1,8 @@
-//! The house: in every crate, the top-level modules' `crate::` references
-//! (product code, not test modules) form no circle, so each module can be
-//! read and tested from the bottom up. (The `cni` crate's args → error →
+//! The house: in every crate, the modules' references (product code, not
+//! test modules) form no circle among siblings at any depth (the top-level
+//! modules, `cli`'s children, `cli::agent`'s), every `crate::`, `super::`,
+//! `self::` and child path resolved to the module it names, so each module
+//! can be read and tested from the bottom up. (The `cni` crate's args → error →
 //! version → env → args circle and the plugin's config → vf arrow were
 //! removed; this keeps them out.) And no import runs upward: no module
 //! takes an item through the crate root, or from a parent that uses it in
@@ -13,31 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Top-level module → the top-level modules it names through `crate::`.
-fn graph(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for path in support::rust_files(root) {
-        let rel = path.strip_prefix(root).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
-            continue;
-        }
-        for (via, name) in imported(&parse(&path)) {
-            let is_module = root.join(format!("{name}.rs")).exists() || root.join(&name).is_dir();
-            if via == "crate" && name != module && is_module {
-                out.entry(module.clone()).or_default().insert(name);
-            }
-        }
-    }
-    out
-}
 
 /// A circle through `graph`, if there is one.
 fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
@@ -70,19 +47,6 @@ fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     starts
         .iter()
         .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
-}
-
-#[test]
-fn no_crate_has_a_circle_among_its_modules() {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for root in ROOTS {
-        let g = graph(&here.join(root));
-        assert!(
-            !g.is_empty() || root == "ctl/src",
-            "{root}: no references found: is the scan broken?"
-        );
-        assert_eq!(circle(&g), None, "{root}: {g:?}");
-    }
 }
 
 #[test]
@@ -234,10 +198,9 @@ fn uses_child(parent: Option<&syn::File>, child: &str) -> bool {
     v.found
 }
 
-/// Every `crate::…` path of a file's product code as its segments (use
-/// trees flattened), for the items named below a module that is an
-/// ancestor of the file.
-fn crate_paths(file: &syn::File) -> Vec<Vec<String>> {
+/// Every path of a file's product code as its segments (use trees
+/// flattened, paths in code, macro arguments that parse as expressions).
+fn code_paths(file: &syn::File) -> Vec<Vec<String>> {
     struct Paths(Vec<Vec<String>>);
     impl Paths {
         fn tree(&mut self, t: &syn::UseTree, mut at: Vec<String>) {
@@ -277,13 +240,165 @@ fn crate_paths(file: &syn::File) -> Vec<Vec<String>> {
                 .push(path.segments.iter().map(|s| s.ident.to_string()).collect());
             syn::visit::visit_path(self, path);
         }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            let args = m.parse_body_with(
+                syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+            );
+            for e in args.into_iter().flatten() {
+                syn::visit::visit_expr(self, &e);
+            }
+        }
     }
     let mut p = Paths(Vec::new());
     syn::visit::Visit::visit_file(&mut p, file);
-    p.0.into_iter()
+    p.0
+}
+
+/// Every `crate::…` path of a file's product code, without `crate`.
+fn crate_paths(file: &syn::File) -> Vec<Vec<String>> {
+    code_paths(file)
+        .into_iter()
         .filter(|segs| segs.first().is_some_and(|s| s == "crate"))
         .map(|segs| segs[1..].to_vec())
         .collect()
+}
+
+/// The module a path written in module `here` names: `crate::`,
+/// `super::` (any number), `self::` or a child module's name, followed as
+/// far as the segments name modules with files. `None` for a path that
+/// leaves the crate or names no module of it.
+fn resolve(root: &Path, here: &[String], segs: &[String]) -> Option<Vec<String>> {
+    let mut base: Vec<String> = here.to_vec();
+    let mut rest = segs;
+    match rest.first().map(String::as_str) {
+        Some("crate") => {
+            base.clear();
+            rest = &rest[1..];
+        }
+        Some("self") => rest = &rest[1..],
+        Some("super") => {
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop()?;
+                rest = &rest[1..];
+            }
+        }
+        Some(child) => {
+            let mut next = base.clone();
+            next.push(child.to_string());
+            file_of(root, &next)?;
+        }
+        None => return None,
+    }
+    for s in rest {
+        let mut next = base.clone();
+        next.push(s.clone());
+        match file_of(root, &next) {
+            Some(_) => base = next,
+            None => break,
+        }
+    }
+    Some(base)
+}
+
+/// Per parent module, the arrows among its children: a file below child
+/// `a` naming a module below its sibling `b` is `a → b` under their
+/// nearest common parent. (A module naming its own descendant is a parent
+/// running its child; one naming its ancestor is `upward_imports`'.)
+fn sibling_graphs(root: &Path) -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
+    let mut out: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in support::rust_files(root) {
+        let here = module_of(file.strip_prefix(root).unwrap());
+        if here.len() == 1 && (here[0] == "lib" || here[0] == "main") {
+            continue;
+        }
+        for segs in code_paths(&parse(&file)) {
+            let Some(there) = resolve(root, &here, &segs) else {
+                continue;
+            };
+            let common = here.iter().zip(&there).take_while(|(a, b)| a == b).count();
+            if common == here.len() || common == there.len() {
+                continue; // the same module, a descendant or an ancestor
+            }
+            (out.entry(here[..common].to_vec()).or_default())
+                .entry(here[common].clone())
+                .or_default()
+                .insert(there[common].clone());
+        }
+    }
+    out
+}
+
+/// Every circle among sibling modules, at any depth, as
+/// `parent: a -> b -> a` (`crate` for the top level).
+fn sibling_circles(root: &Path) -> Vec<String> {
+    sibling_graphs(root)
+        .iter()
+        .filter_map(|(parent, g)| {
+            let level = if parent.is_empty() {
+                "crate".to_string()
+            } else {
+                parent.join("::")
+            };
+            Some(format!("{level}: {}", circle(g)?.join(" -> ")))
+        })
+        .collect()
+}
+
+#[test]
+fn no_circle_among_sibling_modules_at_any_depth() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut levels = 0;
+    for root in ROOTS {
+        let graphs = sibling_graphs(&here.join(root));
+        levels += graphs.len();
+        let circles = sibling_circles(&here.join(root));
+        assert!(circles.is_empty(), "{root}: {circles:?}");
+    }
+    assert!(
+        levels >= 20,
+        "only {levels} parent modules with arrows: is the scan broken?"
+    );
+}
+
+#[test]
+fn a_circle_between_nested_siblings_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("cli/agent")).unwrap();
+    std::fs::write(root.join("lib.rs"), "mod cli;\nmod vf;\n").unwrap();
+    std::fs::write(root.join("vf.rs"), "pub fn resolve() {}\n").unwrap();
+    std::fs::write(root.join("cli/mod.rs"), "mod agent;\nmod status;\n").unwrap();
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "pub fn table() { crate::vf::resolve(); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("cli/agent/mod.rs"),
+        "mod serve;\npub fn run() { serve::go(); }\n",
+    )
+    .unwrap();
+    // A grandchild of agent takes status's table: agent → status, no circle.
+    std::fs::write(
+        root.join("cli/agent/serve.rs"),
+        "use super::super::status;\npub fn go() { status::table(); }\n",
+    )
+    .unwrap();
+    assert_eq!(sibling_circles(root), Vec::<String>::new());
+    // status runs the agent back, in a macro's argument: a circle under cli.
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "pub fn table() { println!(\"{:?}\", crate::cli::agent::run()); }\n",
+    )
+    .unwrap();
+    assert_eq!(sibling_circles(root), ["cli: agent -> status -> agent"]);
+    // Test code does not count.
+    std::fs::write(
+        root.join("cli/status.rs"),
+        "pub fn table() {}\n#[cfg(test)]\nmod tests { fn t() { super::super::agent::run(); } }\n",
+    )
+    .unwrap();
+    assert_eq!(sibling_circles(root), Vec::<String>::new());
 }
 
 /// The module path of the file at `rel` (`cli/agent/passes.rs` →
