@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::{Condvar, Mutex};
 
+use common::vm::verdict;
 use common::*;
 
 /// How many guests run at once: `RAILCNI_VM_GUESTS`, else 2. Each guest is
@@ -84,44 +85,6 @@ fn scenario(name: &str) -> String {
     }
     println!("{stdout}");
     stdout.into_owned()
-}
-
-/// A scenario passed: it reached its end (`vm_finish`'s summary line, which
-/// a scenario that stopped early, or a guest that died, never prints), the
-/// summary counts the checks printed, and none failed. The number passed.
-fn verdict(stdout: &str) -> Result<usize, String> {
-    let passed = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-    let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("not ok")).collect();
-    let summary = stdout
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("emulated-sriov: "))
-        .ok_or_else(|| {
-            format!("it ended early: no summary after {passed} checks, failed: {failed:#?}")
-        })?;
-    let expected = format!("{passed} passed, {} failed", failed.len());
-    if summary != expected {
-        return Err(format!(
-            "its summary says {summary:?}, its checks {expected:?}"
-        ));
-    }
-    if !failed.is_empty() || passed == 0 {
-        return Err(format!("{passed} checks passed, failed: {failed:#?}"));
-    }
-    Ok(passed)
-}
-
-/// The verdict on outputs a scenario can leave (needs nothing but itself).
-#[test]
-fn a_scenario_that_ends_early_fails() {
-    let whole = "# guest up\nok 1 - a\nok 2 - b\nemulated-sriov: 2 passed, 0 failed\n";
-    assert_eq!(verdict(whole), Ok(2));
-    let early = "# guest up\nok 1 - a\nok 2 - b\n";
-    assert!(verdict(early).unwrap_err().contains("ended early"));
-    let miscounted = "ok 1 - a\nemulated-sriov: 2 passed, 0 failed\n";
-    assert!(verdict(miscounted).is_err());
-    let failing = "ok 1 - a\nnot ok 2 - b\nemulated-sriov: 1 passed, 1 failed\n";
-    assert!(verdict(failing).unwrap_err().contains("not ok 2"));
 }
 
 #[test]

@@ -642,11 +642,6 @@ fn a_guid_rebind_waits_for_the_nodes_rebind_lock() {
     assert_eq!(guid_of(&node), ORIGINAL, "restored, under the lock");
 }
 
-/// The inode of the namespace at `path`, as the fake records a move.
-fn ns_inode(path: &str) -> String {
-    format!("ns:{}", Node::inode_of(path))
-}
-
 /// The RDMA device the fake sysfs lists under `vf` now.
 fn device_of(node: &Node, vf: &FakeVf) -> String {
     let dir = node
@@ -685,11 +680,17 @@ fn a_device_udev_renames_after_its_rebind_is_found_again_by_pci() {
         "{calls}"
     );
     assert_eq!(r["interfaces"][0]["rdmaDevice"], renamed.as_str(), "{r}");
-    assert_eq!(node.hardware()["rdmaDevices"][&renamed], ns_inode(&pod));
+    assert_eq!(
+        node.hardware()["rdmaDevices"][&renamed],
+        Node::ns_inode(&pod)
+    );
     assert!(link_in(&Node::ns_of(&pod), "net1").is_some());
     node.cni(&add.cmd("DEL")).ok();
     let host = format!("/var/run/netns/{}", node.host());
-    assert_eq!(node.hardware()["rdmaDevices"][&renamed], ns_inode(&host));
+    assert_eq!(
+        node.hardware()["rdmaDevices"][&renamed],
+        Node::ns_inode(&host)
+    );
     assert!(link_in(&node.host(), &vf.ifname).is_some(), "VF home");
     assert_eq!(guid_of(&node), ORIGINAL);
     assert!(!node.record_exists(&vf.pci));
@@ -799,7 +800,7 @@ fn ib_pods_attach_and_detach_at_once(n: u32, rounds: u32) {
                 assert!(under_vf.is_dir(), "round {round}: {device} is {}'s", vf.pci);
                 assert_eq!(
                     state["rdmaDevices"][&device],
-                    ns_inode(pod),
+                    Node::ns_inode(pod),
                     "round {round}: {device}"
                 );
                 assert!(
@@ -825,7 +826,7 @@ fn ib_pods_attach_and_detach_at_once(n: u32, rounds: u32) {
                             .sysfs()
                             .join(format!("bus/pci/devices/{}/infiniband/{d}", vf.pci))
                             .is_dir())
-                        .all(|(_, ns)| *ns == json!(ns_inode(&host))),
+                        .all(|(_, ns)| *ns == json!(Node::ns_inode(&host))),
                     "round {round}: {}'s device home: {moved}",
                     vf.pci
                 );
@@ -911,7 +912,7 @@ fn an_ib_pod_is_reattached_after_a_driver_reload() {
         assert_eq!(guid_of(&node), GUID, "{generation}: set again");
         assert_eq!(
             node.hardware()["rdmaDevices"]["mlx5_7"],
-            ns_inode(&pod),
+            Node::ns_inode(&pod),
             "{generation}"
         );
         let record: Value = serde_json::from_slice(
@@ -931,7 +932,7 @@ fn an_ib_pod_is_reattached_after_a_driver_reload() {
         let host = format!("/var/run/netns/{}", node.host());
         assert_eq!(
             node.hardware()["rdmaDevices"]["mlx5_7"],
-            ns_inode(&host),
+            Node::ns_inode(&host),
             "{generation}"
         );
         assert!(
@@ -1051,7 +1052,7 @@ fn a_rollback_after_the_move_brings_everything_home_for_both_generations() {
         let host = format!("/var/run/netns/{}", node.host());
         assert_eq!(
             node.hardware()["rdmaDevices"]["mlx5_4"],
-            ns_inode(&host),
+            Node::ns_inode(&host),
             "{generation}"
         );
         let home = node.link(&node.host(), &vf.ifname);

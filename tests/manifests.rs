@@ -2,26 +2,16 @@
 //! privileged or can gain privileges, every one drops ALL capabilities and
 //! runs on a read-only root with the runtime's seccomp profile (that the
 //! agent listens on loopback only, kube-rbac-proxy serves it over TLS and
-//! the ServiceMonitor scrapes https with a token is tests/prometheus.rs's,
-//! which also runs them). And every object of
-//! deploy/*.yaml validates against the schema its consumer uses
-//! (scripts/validate-k8s.py: the Kubernetes schemas, strict; upstream CRDs
-//! in tests/fixtures/crds/), which refuses an unknown field, a wrong type
-//! and a wrong kind.
+//! the ServiceMonitor scrapes https with a token is checked here too;
+//! tests/prometheus.rs runs them). Claims select only attributes that
+//! exist. That every object validates against its consumer's schema is
+//! tests/manifest_schemas.rs's (it needs kubernetes-validate). Needs
+//! nothing but the tree.
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::*;
-use serde_json::Value;
-
-fn deploy(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("deploy")
-        .join(name)
-}
+use common::deploy::{deploy, emit, ONE_PLANE, TWO_PLANES};
+use serde_json::{json, Value};
 
 fn objects(name: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(deploy(name)).unwrap();
@@ -37,20 +27,6 @@ fn daemonset_pod() -> Value {
         .find(|o| o["kind"] == "DaemonSet")
         .unwrap()["spec"]["template"]["spec"]
         .clone()
-}
-
-/// validate-k8s.py over `files`: (passed, what it printed).
-fn validate(files: &[&Path]) -> (bool, String) {
-    let out = Command::new(script("validate-k8s.py"))
-        .args(files)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
 }
 
 #[test]
@@ -118,172 +94,6 @@ fn host_paths_are_read_only_where_nothing_writes_them() {
     );
     assert_ne!(pod["hostPID"], true);
     assert_ne!(pod["hostIPC"], true);
-}
-
-#[test]
-#[ignore = "Kubernetes schemas: python3 kubernetes-validate, which scripts/test.sh installs and runs it"]
-fn every_shipped_object_validates_against_its_schema() {
-    let files = ["daemonset.yaml", "rbac.yaml", "servicemonitor.yaml"].map(deploy);
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let (ok, out) = validate(&refs);
-    assert!(ok, "{out}");
-    // Every object was checked, the ServiceMonitor against its CRD.
-    assert_eq!(out.matches(": valid").count(), 8, "{out}");
-}
-
-/// The validator is strict: each kind of mistake in a copy of a shipped
-/// manifest is refused, naming the field.
-#[test]
-#[ignore = "Kubernetes schemas: python3 kubernetes-validate, which scripts/test.sh installs and runs it"]
-fn the_validator_refuses_an_unknown_field_a_wrong_type_and_a_wrong_kind() {
-    let dir = tempfile::Builder::new()
-        .prefix("railcni-manifests-")
-        .tempdir()
-        .unwrap();
-    let ds = std::fs::read_to_string(deploy("daemonset.yaml")).unwrap();
-    let sm = std::fs::read_to_string(deploy("servicemonitor.yaml")).unwrap();
-    let cases = [
-        (
-            "unknown-field.yaml",
-            ds.replacen(
-                "      hostNetwork: true",
-                "      hostNetwork: true\n      hostNetwrok: true",
-                1,
-            ),
-            "hostNetwrok",
-        ),
-        (
-            "wrong-type.yaml",
-            ds.replacen("          image: railcni:latest", "          image: 7", 1),
-            "image",
-        ),
-        (
-            "wrong-kind.yaml",
-            ds.replacen("kind: DaemonSet", "kind: DaemonSets", 1),
-            "DaemonSets",
-        ),
-        (
-            "crd-unknown-field.yaml",
-            sm.replacen("scheme: https", "scheme: https\n      schem: https", 1),
-            "schem",
-        ),
-        (
-            "crd-wrong-type.yaml",
-            sm.replacen("scheme: https", "scheme: [https]", 1),
-            "scheme",
-        ),
-    ];
-    for (file, text, named) in cases {
-        let path = dir.path().join(file);
-        std::fs::write(&path, &text).unwrap();
-        let (ok, out) = validate(&[&path]);
-        assert!(!ok, "{file} passed:\n{out}");
-        assert!(
-            out.lines()
-                .any(|l| l.contains("INVALID") && l.contains(named)),
-            "{file}: the refusal does not name {named}:\n{out}"
-        );
-    }
-}
-
-const ONE_PLANE: &str = "rails:\n\
-    - {name: rail0, cidr: 172.16.0.0/15, pf: ens1f0np0, mtu: 9000, resourceName: nvidia.com/rail_0}\n\
-    - {name: rail1, cidr: 172.18.0.0/15, pf: ens2f0np0, mtu: 9000, cidr6: 'fd02:0001::/40', perNodePrefix6: 64}\n\
-    - {name: storage0, cidr: 10.200.0.0/16, role: storage, pf: ens9f0np0}\n\
-    nodes: [gpu-0, gpu-1, gpu-2]\n";
-
-const TWO_PLANES: &str = "rails:\n\
-    - {name: rail0, cidr: 172.16.0.0/15, planes: 2, pf: [eth_r0_p0, eth_r0_p1], mtu: 9000}\n\
-    - {name: rail1, cidr: 172.18.0.0/15, planes: 2, pf: [eth_r1_p0, eth_r1_p1], mtu: 9000}\n\
-    nodes: {gpu-0: 0, gpu-1: 1}\n";
-
-/// `railcnictl plan` of `plan` with `args`: its stdout, written to `dir/name`.
-fn emit(dir: &Path, name: &str, plan: &str, args: &[&str]) -> PathBuf {
-    let plan_file = dir.join(format!("{name}.plan.yaml"));
-    std::fs::write(&plan_file, plan).unwrap();
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(&path, plan_emit(&plan_file, args)).unwrap();
-    path
-}
-
-/// Everything `plan` emits as Kubernetes objects, for a one-plane, a
-/// two-plane and a GPU-paired plan and the plans imported from the launch
-/// kit's configs, validates against the schema its
-/// consumer uses: the NADs and DRA objects against their CRDs.
-#[test]
-#[ignore = "Kubernetes schemas: python3 kubernetes-validate, which scripts/test.sh installs and runs it"]
-fn every_emit_validates_against_its_consumers_schema() {
-    let dir = tempfile::Builder::new()
-        .prefix("railcni-emits-")
-        .tempdir()
-        .unwrap();
-    let mut files = Vec::new();
-    for (plan_name, plan) in [("one-plane", ONE_PLANE), ("two-planes", TWO_PLANES)] {
-        for (emit_name, args) in [
-            ("nads", &["--emit", "nads"][..]),
-            ("configmap", &["--emit", "configmap"]),
-            ("pod", &["--emit", "pod"]),
-            ("dra", &["--emit", "dra"]),
-            ("dra-gpu", &["--emit", "dra", "--pair-gpus"]),
-        ] {
-            files.push(emit(
-                dir.path(),
-                &format!("{plan_name}-{emit_name}"),
-                plan,
-                args,
-            ));
-        }
-    }
-    // And the plans imported from NVIDIA's launch kit configs.
-    let kit = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/launch-kit");
-    for (config, layout) in [
-        ("cluster-config.yaml", "nv-ipam"),
-        ("spectrum-x-two-planes.yaml", "spectrum-x"),
-        ("spectrum-x-two-planes.yaml", "spectrum-x-ipv6"),
-    ] {
-        // A multi-plane Spectrum-X rail has no resource of its own: its
-        // NADs and pod are refused (tests/plan.rs), not emitted.
-        let multi_plane = config.starts_with("spectrum-x-two-planes");
-        let emits: &[&str] = if multi_plane {
-            &["configmap", "dra"]
-        } else {
-            &["nads", "configmap", "pod", "dra"]
-        };
-        for emit in emits.iter().copied() {
-            let out = Command::new(ctl())
-                .args(["plan", "--from-launch-kit"])
-                .arg(kit.join(config))
-                .args(["--layout", layout, "--emit", emit])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let path = dir
-                .path()
-                .join(format!("kit-{config}-{layout}-{emit}.yaml"));
-            std::fs::write(&path, &out.stdout).unwrap();
-            files.push(path);
-        }
-    }
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let (ok, out) = validate(&refs);
-    assert!(ok, "{out}");
-    for kind in [
-        "NetworkAttachmentDefinition",
-        "SriovResourcePolicy",
-        "DeviceAttributes",
-        "ResourceClaimTemplate",
-        "ConfigMap",
-        "Pod",
-    ] {
-        assert!(
-            out.contains(&format!(": {kind} ")),
-            "no {kind} was checked:\n{out}"
-        );
-    }
 }
 
 /// The CEL of every emitted claim names only attributes that exist: those
@@ -363,24 +173,134 @@ fn claims_select_only_attributes_the_driver_or_the_emitted_attributes_give() {
     }
 }
 
-/// The examples the repository shows (cni-conf/, and cni-conf/generated/,
-/// which tests/plan.rs holds to what `plan` writes) validate too.
+/// The DaemonSet runs the agent after installing, on loopback only, with
+/// kube-rbac-proxy serving its /metrics over TLS on the node's address to
+/// scrapers the API authorizes; the ServiceMonitor scrapes the proxy with
+/// its token; deploy/rbac.yaml gives the proxy what it asks the API.
 #[test]
-#[ignore = "Kubernetes schemas: python3 kubernetes-validate, which scripts/test.sh installs and runs it"]
-fn the_example_objects_validate() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cni-conf");
-    let files: Vec<PathBuf> = [
-        "rail1-nad.yaml",
-        "nv-ipam-cidrpool.yaml",
-        "generated/nads.yaml",
-        "generated/configmap.yaml",
-        "generated/pod.yaml",
-        "generated/dra.yaml",
-    ]
-    .iter()
-    .map(|f| root.join(f))
-    .collect();
-    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let (ok, out) = validate(&refs);
-    assert!(ok, "{out}");
+fn the_manifests_run_and_expose_the_agent() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let ds: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(format!("{root}/deploy/daemonset.yaml")).unwrap(),
+    )
+    .unwrap();
+    let spec = &ds["spec"]["template"]["spec"];
+    assert_eq!(spec["initContainers"][0]["name"], "install");
+    let agent = &spec["containers"][0];
+    assert_eq!(agent["command"], json!(["/railcnictl", "agent"]));
+    assert_eq!(agent["args"][0], "--listen");
+    let listen: std::net::SocketAddr = agent["args"][1].as_str().unwrap().parse().unwrap();
+    assert!(listen.ip().is_loopback(), "the agent listens on {listen}");
+    assert!(
+        agent["ports"].is_null(),
+        "the agent exposes no port of its own"
+    );
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(agent[probe]["httpGet"]["host"], "127.0.0.1", "{probe}");
+        assert_eq!(agent[probe]["httpGet"]["port"], listen.port(), "{probe}");
+    }
+    // The doctor's checks read the host's CNI dirs and modprobe.d at their own paths.
+    for path in ["/opt/cni/bin", "/etc/cni/net.d", "/etc/modprobe.d"] {
+        let mount = agent["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == path)
+            .unwrap_or_else(|| panic!("the agent does not mount {path}"));
+        assert_eq!(mount["readOnly"], true, "{path}");
+        let volume = spec["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap();
+        assert_eq!(volume["hostPath"]["path"], path);
+    }
+    // The proxy: TLS on the node's address, upstream the agent's loopback.
+    let proxy = spec["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "kube-rbac-proxy")
+        .expect("a kube-rbac-proxy container");
+    let args: Vec<&str> = proxy["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        args.contains(&"--secure-listen-address=[$(NODE_IP)]:9476"),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&format!("--upstream=http://{listen}/").as_str()),
+        "{args:?}"
+    );
+    assert_eq!(
+        proxy["env"][0]["valueFrom"]["fieldRef"]["fieldPath"],
+        "status.podIP"
+    );
+    let sc = &proxy["securityContext"];
+    assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(
+        (
+            sc["allowPrivilegeEscalation"].clone(),
+            sc["readOnlyRootFilesystem"].clone()
+        ),
+        (json!(false), json!(true))
+    );
+    assert_eq!(sc["runAsNonRoot"], true);
+    assert_eq!(proxy["ports"][0]["name"], "https");
+    assert!(
+        ds["spec"]["template"]["metadata"]["annotations"]
+            .get("prometheus.io/scrape")
+            .is_none(),
+        "no unauthenticated scrape is advertised"
+    );
+    // Its ServiceAccount may create TokenReviews and SubjectAccessReviews.
+    let text = std::fs::read_to_string(format!("{root}/deploy/rbac.yaml")).unwrap();
+    let rbac: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let account = rbac.iter().find(|d| d["kind"] == "ServiceAccount").unwrap();
+    assert_eq!(spec["serviceAccountName"], account["metadata"]["name"]);
+    let binding = rbac
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRoleBinding"
+                && d["subjects"][0]["name"] == account["metadata"]["name"]
+        })
+        .unwrap();
+    let role = rbac
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == binding["roleRef"]["name"])
+        .unwrap();
+    let rules = role["rules"].to_string();
+    assert!(
+        rules.contains("tokenreviews") && rules.contains("subjectaccessreviews"),
+        "{rules}"
+    );
+    let reader = rbac.iter().find(|d| {
+        d["kind"] == "ClusterRole" && d["rules"][0]["nonResourceURLs"] == json!(["/metrics"])
+    });
+    assert!(reader.is_some(), "a role a scraper needs: get /metrics");
+    let text = std::fs::read_to_string(format!("{root}/deploy/servicemonitor.yaml")).unwrap();
+    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let monitor = docs.iter().find(|d| d["kind"] == "ServiceMonitor").unwrap();
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["port"], "https");
+    assert_eq!(endpoint["scheme"], "https");
+    assert!(endpoint["bearerTokenFile"]
+        .as_str()
+        .unwrap()
+        .ends_with("serviceaccount/token"));
+    let service = docs.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "https");
+    assert_eq!(
+        monitor["spec"]["selector"]["matchLabels"],
+        ds["spec"]["selector"]["matchLabels"]
+    );
 }

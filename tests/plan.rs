@@ -1,16 +1,18 @@
 //! `railcnictl plan`: the checked-in examples are exactly what it generates,
-//! an nv-ipam CIDRPool imports without renumbering, and its output drives
-//! the plugin on the fake fabric: 8 rails × 2 nodes, every pod gets its
-//! planned address and jumbo frames cross every rail. Needs root (fabric).
+//! an nv-ipam CIDRPool and the launch kit's configs import as written, bad
+//! plans are refused naming the problem, and the plan-to-ADD table
+//! (`common::plan_rows`) holds every layout and addressing key. Needs
+//! nothing but the tree; its output on the fake fabric is
+//! `tests/plan_on_fabric.rs`'s.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::fabric::Fabric;
+use common::plan_rows::{From, ROWS, STATICS};
 use common::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn plan(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(ctl())
@@ -115,165 +117,6 @@ fn bad_plans_are_usage_errors_naming_the_problem() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("overlaps"));
     let (success, _, err) = plan(&["cni-conf/plan.yaml", "--emit", "node-file"]);
     assert!(!success && err.contains("--node"), "{err}");
-}
-
-#[test]
-#[ignore = "root: fake node; scripts/test.sh runs it"]
-fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
-    let fabric = Fabric::up_with(8);
-    // A plan for this fabric: its 8 rails, nodes gpu-0 and gpu-1.
-    let plan_file = fabric.dir.path().join("plan.yaml");
-    let rails: String = (1..=8)
-        .map(|r| {
-            format!(
-                "  - {{name: rail{r}, cidr: 172.{}.0.0/15, routes: [172.16.0.0/12], mtu: 9000}}\n",
-                14 + 2 * r
-            )
-        })
-        .collect();
-    std::fs::write(
-        &plan_file,
-        format!("rails:\n{rails}nodes: {{gpu-0: 0, gpu-1: 1}}\n"),
-    )
-    .unwrap();
-    let p = plan_file.to_str().unwrap();
-    let nads = ok(&[p, "--emit", "nads"]);
-    let configs = nad_configs(&nads);
-    assert_eq!(configs.len(), 8);
-    let planned: Vec<Value> = serde_json::from_str(&ok(&[p, "--emit", "json"])).unwrap();
-
-    let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
-    for (node, pod) in &pods {
-        // The installer's job: this node's file, nodeName inside.
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
-        std::fs::write(&node_file, ok(&[p, "--emit", "node-file", "--node", node])).unwrap();
-        for rail in 1..=8u32 {
-            let mut conf = configs[rail as usize - 1].clone();
-            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
-            let r = fabric
-                .cni_on("ADD", node, pod, rail, &conf, Some(&node_file))
-                .ok();
-            let want = planned
-                .iter()
-                .find(|a| a["node"] == *node && a["rail"] == format!("rail{rail}"))
-                .unwrap();
-            assert_eq!(r["ips"][0]["address"], want["prefix"], "{node} rail{rail}");
-            assert_eq!(r["ips"][0]["gateway"], want["gateway"], "{node} rail{rail}");
-        }
-    }
-    for rail in 1..=8u32 {
-        let (a, b) = (
-            &fabric.vf("gpu-0", rail).address,
-            &fabric.vf("gpu-1", rail).address,
-        );
-        assert!(
-            sh_ok(&format!(
-                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
-                pods[0].1
-            )),
-            "rail{rail}: {a} -> {b} with 9000-byte frames"
-        );
-    }
-    for (node, pod) in &pods {
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
-        for rail in (1..=8u32).rev() {
-            let mut conf = configs[rail as usize - 1].clone();
-            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
-            fabric
-                .cni_on("DEL", node, pod, rail, &conf, Some(&node_file))
-                .ok();
-        }
-    }
-}
-
-/// A 2-plane rail: `railcnictl plan` makes `rail1-p0` and `rail1-p1`, each
-/// with half of the rail's cidr, and their NADs and node files attach one
-/// VF per plane (net1, net2: rail-major) on both nodes of the fabric, whose
-/// leaf serves each plane's /31s; jumbo frames cross each plane.
-#[test]
-#[ignore = "root: fake node; scripts/test.sh runs it"]
-fn a_two_plane_rail_attaches_one_vf_per_plane() {
-    let fabric = Fabric::up_with(2);
-    let plan_file = fabric.dir.path().join("plan.yaml");
-    std::fs::write(
-        &plan_file,
-        "rails:\n  - {name: rail1, cidr: 172.16.0.0/14, planes: 2, routes: [172.16.0.0/12], mtu: 9000, resourceName: nvidia.com/rail1}\n\
-         nodes: {gpu-0: 0, gpu-1: 1}\n",
-    )
-    .unwrap();
-    let p = plan_file.to_str().unwrap();
-    let nads = ok(&[p, "--emit", "nads"]);
-    let docs: Vec<Value> = nads
-        .split("---\n")
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| serde_yaml_ng::from_str(d).unwrap())
-        .collect();
-    let names: Vec<&str> = docs
-        .iter()
-        .map(|d| d["metadata"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["rail1-p0", "rail1-p1"]);
-    assert_eq!(
-        docs[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
-        "nvidia.com/rail1-p1"
-    );
-    let pod: Value =
-        serde_yaml_ng::from_str(ok(&[p, "--emit", "pod"]).trim_start_matches("---\n")).unwrap();
-    let networks: Value = serde_json::from_str(
-        pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(
-        networks,
-        json!([{"name": "rail1-p0", "interface": "net1"}, {"name": "rail1-p1", "interface": "net2"}])
-    );
-    let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
-    for (node, pod) in &pods {
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
-        std::fs::write(&node_file, ok(&[p, "--emit", "node-file", "--node", node])).unwrap();
-        for plane in 0..2u32 {
-            let mut conf: Value =
-                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
-                    .unwrap();
-            // The fabric's VF of "rail" plane+1 stands in for the NIC's plane port.
-            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
-            let r = fabric
-                .cni_on("ADD", node, pod, plane + 1, &conf, Some(&node_file))
-                .ok();
-            assert_eq!(
-                r["ips"][0]["address"],
-                format!("{}/31", fabric.vf(node, plane + 1).address),
-                "{node} p{plane}"
-            );
-        }
-    }
-    for plane in 1..=2u32 {
-        let (a, b) = (
-            &fabric.vf("gpu-0", plane).address,
-            &fabric.vf("gpu-1", plane).address,
-        );
-        assert!(
-            sh_ok(&format!(
-                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
-                pods[0].1
-            )),
-            "plane {plane}: {a} -> {b}"
-        );
-    }
-    for (node, pod) in &pods {
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
-        for plane in (0..2u32).rev() {
-            let mut conf: Value =
-                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
-                    .unwrap();
-            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
-            fabric
-                .cni_on("DEL", node, pod, plane + 1, &conf, Some(&node_file))
-                .ok();
-        }
-    }
 }
 
 const LAUNCH_KIT: &str = "tests/fixtures/launch-kit";
@@ -482,5 +325,148 @@ fn a_launch_kit_config_that_cannot_be_a_plan_is_refused_naming_why() {
         ]);
         assert!(!success, "{name} was imported");
         assert!(err.contains(said), "{name}: {err}");
+    }
+}
+
+/// The table holds every `--layout` the launch-kit import takes, and every
+/// plan key that decides addresses is used by some hand-written row (the
+/// others are named here as not deciding them).
+#[test]
+fn every_layout_and_addressing_key_is_in_the_table() {
+    let help = ctl_in(repo(), &["plan", "--help"]);
+    let layouts: Vec<&str> = help
+        .split("--layout")
+        .nth(1)
+        .and_then(|rest| rest.split("[default:").next())
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert!(!layouts.is_empty(), "{help}");
+    for layout in &layouts {
+        for file in ["cluster-config.yaml", "spectrum-x-swplb"] {
+            let listed = ROWS.iter().any(
+                |r| matches!(r.from, From::LaunchKit(f, l) if f.contains(file) && l == *layout),
+            );
+            // nv-ipam needs the config's nvIpam section, which swplb has not.
+            assert!(
+                listed || (*layout == "nv-ipam" && file != "cluster-config.yaml"),
+                "launch-kit layout {layout} of {file} is not in the table"
+            );
+        }
+    }
+    const NOT_ADDRESSING: &[&str] = &[
+        "name",
+        "cidr",
+        "role",
+        "resourceName",
+        "mtu",
+        "checks",
+        "rdma",
+        "pf",
+        "dpdk",
+        "rdmaQos",
+        "planeCidrs",
+        "perNodePrefix",
+        "routes",
+    ];
+    let schema = std::fs::read_to_string(repo().join("ctl/src/fabric/schema.rs")).unwrap();
+    let file = syn::parse_file(&schema).unwrap();
+    let rail = file
+        .items
+        .iter()
+        .find_map(|i| match i {
+            syn::Item::Struct(s) if s.ident == "Rail" => Some(s),
+            _ => None,
+        })
+        .unwrap();
+    for field in &rail.fields {
+        let skipped = field.attrs.iter().any(|a| {
+            a.path().is_ident("serde")
+                && quote_of(a).contains("skip")
+                && !quote_of(a).contains("skip_serializing_if")
+        });
+        if skipped {
+            continue;
+        }
+        let key = camel(&field.ident.as_ref().unwrap().to_string());
+        let used = ROWS
+            .iter()
+            .any(|r| matches!(r.from, From::Plan(p) if p.contains(&format!("{key}:"))))
+            || STATICS.contains(&format!("{key}:"));
+        assert!(
+            used || NOT_ADDRESSING.contains(&key.as_str()),
+            "plan key {key} is in no row of the plan-to-ADD table: add a layout using it"
+        );
+    }
+}
+
+fn quote_of(a: &syn::Attribute) -> String {
+    match &a.meta {
+        syn::Meta::List(l) => l.tokens.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn camel(snake: &str) -> String {
+    let mut out = String::new();
+    let mut up = false;
+    for c in snake.chars() {
+        if c == '_' {
+            up = true;
+        } else if up {
+            out.push(c.to_ascii_uppercase());
+            up = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// NADs without a resource name are what Multus cannot use (#59): an
+/// import's are refused naming the key, a hand-written plan's are said on
+/// stderr (dra-driver-sriov needs none).
+#[test]
+fn nads_that_lack_a_resource_name_are_said_or_refused() {
+    let out = Command::new(ctl())
+        .args([
+            "plan",
+            "--from-cidrpool",
+            "cni-conf/nv-ipam-cidrpool.yaml",
+            "--emit",
+            "nads",
+        ])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rail1") && err.contains("resourceName"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let work = tempfile::tempdir().unwrap();
+    let plan = work.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "rails:\n  - {name: rail1, cidr: 172.16.0.0/15}\nnodes: {gpu-0: 0}\n",
+    )
+    .unwrap();
+    for emit in ["nads", "pod"] {
+        let out = Command::new(ctl())
+            .args(["plan", plan.to_str().unwrap(), "--emit", emit])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(
+            err.contains("rails rail1 have no SR-IOV resource name")
+                && err.contains("resourceName"),
+            "{emit}: {err}"
+        );
     }
 }

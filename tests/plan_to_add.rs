@@ -6,8 +6,8 @@
 //! through railcni-ipam alone (as another main plugin would call it). Each
 //! answers 0, each address lies in the node's prefix, the gateway and the
 //! routes are the plan's, and nothing is left. A launch-kit layout or a
-//! plan key added later must join the table, or
-//! `every_layout_and_addressing_key_is_in_the_table` fails. Needs root.
+//! plan key added later must join the table (`common::plan_rows`), or
+//! `plan.rs`'s `every_layout_and_addressing_key_is_in_the_table` fails. Needs root.
 
 mod common;
 
@@ -15,194 +15,10 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::plan_rows::{From, Row, ROWS};
 use common::*;
 use ipnet::IpNet;
 use serde_json::{json, Value};
-
-/// Where a row's plan comes from.
-enum From {
-    /// A hand-written plan (YAML), its rails' `pf`s the fake node's.
-    Plan(&'static str),
-    /// `--from-cidrpool FILE`.
-    CidrPool(&'static str),
-    /// `--from-launch-kit FILE --layout LAYOUT`.
-    LaunchKit(&'static str, &'static str),
-}
-
-struct Row {
-    name: &'static str,
-    from: From,
-    /// The node whose rails are attached.
-    node: &'static str,
-}
-
-const ROWS: &[Row] = &[
-    Row {
-        name: "per-node /31",
-        node: "gpu-1",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 172.16.0.0/15, routes: [172.16.0.0/12], resourceName: nvidia.com/rail1, pf: pf1}
-  - {name: rail2, cidr: 172.18.0.0/15, routes: [172.16.0.0/12], resourceName: nvidia.com/rail2, pf: pf2}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "per-node /28, gatewayIndex 14",
-        node: "gpu-1",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 172.16.0.0/16, perNodePrefix: 28, gatewayIndex: 14, resourceName: nvidia.com/rail1, pf: pf1}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "IPv6 /127",
-        node: "gpu-0",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 'fd00:16::/48', perNodePrefix: 127, resourceName: nvidia.com/rail1, pf: pf1}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "IPv6 /64",
-        node: "gpu-1",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 'fd02::/40', perNodePrefix: 64, resourceName: nvidia.com/rail1, pf: pf1}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "dual stack, IPv6 routes, gatewayIndex6",
-        node: "gpu-1",
-        from: From::Plan(
-            "rails:
-  - name: rail1
-    cidr: 172.16.0.0/15
-    cidr6: 'fd02::/40'
-    perNodePrefix6: 64
-    gatewayIndex6: 3
-    routes: [172.16.0.0/12, 'fd02::/16']
-    resourceName: nvidia.com/rail1
-    pf: pf1
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "shared subnet, IPv4",
-        node: "gpu-1",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 172.16.0.0/16, perNodePrefix: 27, sharedSubnet: {gateway: 172.16.255.254}, resourceName: nvidia.com/rail1, pf: pf1}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "shared subnet, IPv6",
-        node: "gpu-0",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 'fd00:16::/64', perNodePrefix: 120, sharedSubnet: {gateway: 'fd00:16::ffff:fffe'}, resourceName: nvidia.com/rail1, pf: pf1}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "two planes",
-        node: "gpu-0",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 172.16.0.0/14, planes: 2, resourceName: nvidia.com/rail1, pf: [pf1, pf2]}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "static allocation beside indexes (an indexed node)",
-        node: "gpu-0",
-        from: From::Plan(STATICS),
-    },
-    Row {
-        name: "static allocation beside indexes (the static node)",
-        node: "gpu-9",
-        from: From::Plan(STATICS),
-    },
-    Row {
-        name: "allow rules",
-        node: "gpu-0",
-        from: From::Plan(
-            "rails:
-  - name: rail1
-    cidr: 172.16.0.0/15
-    resourceName: nvidia.com/rail1
-    pf: pf1
-    allow: {namespaces: [training], vlans: [100], trust: true}
-nodes: {gpu-0: 0}",
-        ),
-    },
-    Row {
-        name: "CIDRPool import",
-        node: "worker-gpu-1",
-        from: From::CidrPool("cni-conf/nv-ipam-cidrpool.yaml"),
-    },
-    Row {
-        name: "launch kit, nv-ipam",
-        node: "cloud-dev-41",
-        from: From::LaunchKit("tests/fixtures/launch-kit/cluster-config.yaml", "nv-ipam"),
-    },
-    Row {
-        name: "launch kit, spectrum-x",
-        node: "cloud-dev-41",
-        from: From::LaunchKit("tests/fixtures/launch-kit/cluster-config.yaml", "spectrum-x"),
-    },
-    Row {
-        name: "launch kit, spectrum-x-ipv6",
-        node: "cloud-dev-41",
-        from: From::LaunchKit(
-            "tests/fixtures/launch-kit/cluster-config.yaml",
-            "spectrum-x-ipv6",
-        ),
-    },
-    Row {
-        name: "whole-NIC rails (wholeNic)",
-        node: "gpu-1",
-        from: From::Plan(
-            "rails:
-  - {name: rail1, cidr: 172.16.0.0/15, routes: [172.16.0.0/12], resourceName: nvidia.com/hostdev_rail_1, pf: pf1, wholeNic: true}
-  - {name: rail2, cidr: 172.18.0.0/15, routes: [172.16.0.0/12], resourceName: nvidia.com/hostdev_rail_2, pf: pf2, wholeNic: true}
-nodes: {gpu-0: 0, gpu-1: 1}",
-        ),
-    },
-    Row {
-        name: "launch kit Host Device RDMA profile (host_device), nv-ipam",
-        node: "cloud-dev-41",
-        from: From::LaunchKit("tests/fixtures/launch-kit/host-device.378fd36.yaml", "nv-ipam"),
-    },
-    Row {
-        name: "launch kit Spectrum-X swplb, spectrum-x",
-        node: SWPLB_NODE,
-        from: From::LaunchKit(SWPLB, "spectrum-x"),
-    },
-    Row {
-        name: "launch kit Spectrum-X swplb, spectrum-x-ipv6",
-        node: SWPLB_NODE,
-        from: From::LaunchKit(SWPLB, "spectrum-x-ipv6"),
-    },
-];
-
-const STATICS: &str = "rails:
-  - name: rail1
-    cidr: 172.16.0.0/15
-    cidr6: 'fd02::/40'
-    perNodePrefix6: 64
-    resourceName: nvidia.com/rail1
-    pf: pf1
-    staticAllocations:
-      - {nodeName: gpu-9, prefix: 172.16.1.0/31, gateway: 172.16.1.1, prefix6: 'fd02:0:0:ff::/64', gateway6: 'fd02:0:0:ff::2'}
-nodes: {gpu-0: 0, gpu-1: 1}";
-
-const SWPLB: &str = "tests/fixtures/launch-kit/spectrum-x-swplb.378fd36.yaml";
-const SWPLB_NODE: &str = "";
 
 /// The plan's YAML, ready to emit from on the fake node: an import's
 /// written out (`--emit plan`), its rails' PFs renamed to the fake node's
@@ -248,20 +64,6 @@ fn plan_text(from: &From) -> String {
         }
     }
     serde_yaml_ng::to_string(&plan).unwrap()
-}
-
-fn ctl_in(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(ctl())
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "railcnictl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// `railcnictl install` from the plan's ConfigMap, as the DaemonSet runs
@@ -599,103 +401,6 @@ fn every_layout_the_planner_writes_attaches_checks_and_detaches() {
     );
 }
 
-/// The table holds every `--layout` the launch-kit import takes, and every
-/// plan key that decides addresses is used by some hand-written row (the
-/// others are named here as not deciding them).
-#[test]
-fn every_layout_and_addressing_key_is_in_the_table() {
-    let help = ctl_in(repo(), &["plan", "--help"]);
-    let layouts: Vec<&str> = help
-        .split("--layout")
-        .nth(1)
-        .and_then(|rest| rest.split("[default:").next())
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- "))
-        .map(|l| l.split(':').next().unwrap())
-        .collect();
-    assert!(!layouts.is_empty(), "{help}");
-    for layout in &layouts {
-        for file in ["cluster-config.yaml", "spectrum-x-swplb"] {
-            let listed = ROWS.iter().any(
-                |r| matches!(r.from, From::LaunchKit(f, l) if f.contains(file) && l == *layout),
-            );
-            // nv-ipam needs the config's nvIpam section, which swplb has not.
-            assert!(
-                listed || (*layout == "nv-ipam" && file != "cluster-config.yaml"),
-                "launch-kit layout {layout} of {file} is not in the table"
-            );
-        }
-    }
-    const NOT_ADDRESSING: &[&str] = &[
-        "name",
-        "cidr",
-        "role",
-        "resourceName",
-        "mtu",
-        "checks",
-        "rdma",
-        "pf",
-        "dpdk",
-        "rdmaQos",
-        "planeCidrs",
-        "perNodePrefix",
-        "routes",
-    ];
-    let schema = std::fs::read_to_string(repo().join("ctl/src/fabric/schema.rs")).unwrap();
-    let file = syn::parse_file(&schema).unwrap();
-    let rail = file
-        .items
-        .iter()
-        .find_map(|i| match i {
-            syn::Item::Struct(s) if s.ident == "Rail" => Some(s),
-            _ => None,
-        })
-        .unwrap();
-    for field in &rail.fields {
-        let skipped = field.attrs.iter().any(|a| {
-            a.path().is_ident("serde")
-                && quote_of(a).contains("skip")
-                && !quote_of(a).contains("skip_serializing_if")
-        });
-        if skipped {
-            continue;
-        }
-        let key = camel(&field.ident.as_ref().unwrap().to_string());
-        let used = ROWS
-            .iter()
-            .any(|r| matches!(r.from, From::Plan(p) if p.contains(&format!("{key}:"))))
-            || STATICS.contains(&format!("{key}:"));
-        assert!(
-            used || NOT_ADDRESSING.contains(&key.as_str()),
-            "plan key {key} is in no row of the plan-to-ADD table: add a layout using it"
-        );
-    }
-}
-
-fn quote_of(a: &syn::Attribute) -> String {
-    match &a.meta {
-        syn::Meta::List(l) => l.tokens.to_string(),
-        _ => String::new(),
-    }
-}
-
-fn camel(snake: &str) -> String {
-    let mut out = String::new();
-    let mut up = false;
-    for c in snake.chars() {
-        if c == '_' {
-            up = true;
-        } else if up {
-            out.push(c.to_ascii_uppercase());
-            up = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `allow.namespaces` holds whichever main plugin calls railcni-ipam
 /// (#59): a pod of a namespace the rail does not admit gets the same
 /// config error from railcni-ipam under another plugin as from railcni,
@@ -731,52 +436,6 @@ fn railcni_ipam_refuses_a_namespace_the_rail_does_not_admit() {
     }
     assert_eq!(from_railcni["details"], from_ipam["details"]);
     left_nothing(&node, "rail1").unwrap();
-}
-
-/// NADs without a resource name are what Multus cannot use (#59): an
-/// import's are refused naming the key, a hand-written plan's are said on
-/// stderr (dra-driver-sriov needs none).
-#[test]
-fn nads_that_lack_a_resource_name_are_said_or_refused() {
-    let out = Command::new(ctl())
-        .args([
-            "plan",
-            "--from-cidrpool",
-            "cni-conf/nv-ipam-cidrpool.yaml",
-            "--emit",
-            "nads",
-        ])
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("rail1") && err.contains("resourceName"),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty());
-
-    let work = tempfile::tempdir().unwrap();
-    let plan = work.path().join("plan.yaml");
-    std::fs::write(
-        &plan,
-        "rails:\n  - {name: rail1, cidr: 172.16.0.0/15}\nnodes: {gpu-0: 0}\n",
-    )
-    .unwrap();
-    for emit in ["nads", "pod"] {
-        let out = Command::new(ctl())
-            .args(["plan", plan.to_str().unwrap(), "--emit", emit])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{err}");
-        assert!(
-            err.contains("rails rail1 have no SR-IOV resource name")
-                && err.contains("resourceName"),
-            "{emit}: {err}"
-        );
-    }
 }
 
 /// One rule for a node file's entry: what ADD refuses, `doctor` fails,

@@ -5,35 +5,9 @@
 
 mod common;
 
+use common::strace::{disk_use, DiskUse};
 use common::*;
 use serde_json::{json, Value};
-
-fn leases(node: &Node, network: &str) -> String {
-    std::fs::read_to_string(
-        node.state_dir()
-            .join("ipam")
-            .join(format!("{network}.leases.json")),
-    )
-    .unwrap_or_default()
-}
-
-/// ADD of container `name` on `vf` as net1 of rail1, with the embedded /31.
-fn rail1_add(name: &str, pod: &str, vf: &FakeVf) -> Req {
-    Req::new(
-        "ADD",
-        name,
-        pod,
-        "net1",
-        conf("1.0.0", "rail1", &vf.pci, Node::embedded_ipam(1)),
-    )
-}
-
-fn address(result: &Value) -> String {
-    result["ips"][0]["address"]
-        .as_str()
-        .unwrap_or("")
-        .to_string()
-}
 
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
@@ -41,13 +15,13 @@ fn a_missed_del_never_strands_the_address_of_the_same_vf() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
-    let add_old = rail1_add("old", &old, vf);
+    let add_old = rail1("old", &old, vf);
     let first = node.cni(&add_old).ok();
     assert_eq!(address(&first), "172.16.0.0/31");
     node.kill_pod(&old, &[(vf, "net1")]);
 
     let new = node.pod("new");
-    let add_new = rail1_add("new", &new, vf);
+    let add_new = rail1("new", &new, vf);
     let second = node.cni(&add_new).ok();
     assert_eq!(
         address(&second),
@@ -55,7 +29,7 @@ fn a_missed_del_never_strands_the_address_of_the_same_vf() {
         "the /31's only address, again"
     );
     assert_eq!(addresses_in(&Node::ns_of(&new), "net1"), ["172.16.0.0/31"]);
-    let held = leases(&node, "rail1");
+    let held = leases_of(&node, "rail1");
     assert!(
         held.contains("\"new\"") && !held.contains("\"old\""),
         "{held}"
@@ -64,7 +38,7 @@ fn a_missed_del_never_strands_the_address_of_the_same_vf() {
     // The dead pod's late DEL succeeds and takes nothing from the new one.
     node.cni(&add_old.cmd("DEL")).ok();
     assert!(link_in(&Node::ns_of(&new), "net1").is_some());
-    assert!(leases(&node, "rail1").contains("\"new\""));
+    assert!(leases_of(&node, "rail1").contains("\"new\""));
     node.cni(
         &add_new
             .cmd("CHECK")
@@ -79,12 +53,12 @@ fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
-    let add_old = rail1_add("old", &old, vf0);
+    let add_old = rail1("old", &old, vf0);
     node.cni(&add_old).ok();
     node.kill_pod(&old, &[(vf0, "net1")]);
 
     let new = node.pod("new");
-    let add_new = rail1_add("new", &new, vf1);
+    let add_new = rail1("new", &new, vf1);
     let reply = node.cni(&add_new);
     assert!(
         reply.stderr.contains("reclaimed")
@@ -100,7 +74,7 @@ fn a_missed_del_never_strands_the_address_for_another_vf_of_the_pool() {
     node.cni(&add_old.cmd("DEL")).ok();
     assert!(!node.record_exists(&vf0.pci));
     assert!(link_in(&node.host(), &vf0.ifname).is_some(), "old VF home");
-    assert!(leases(&node, "rail1").contains("\"new\""));
+    assert!(leases_of(&node, "rail1").contains("\"new\""));
 }
 
 #[test]
@@ -109,12 +83,12 @@ fn after_a_reboot_the_old_boots_leases_are_reclaimed_even_if_a_path_survives() {
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let old = node.pod("old");
-    let add_old = rail1_add("old", &old, vf0);
+    let add_old = rail1("old", &old, vf0);
     node.cni(&add_old).ok();
     node.reboot("boot-2");
 
     let new = node.pod("new");
-    let add_new = rail1_add("new", &new, vf1);
+    let add_new = rail1("new", &new, vf1);
     let reply = node.cni(&add_new);
     assert!(
         reply.stderr.contains("reclaimed") && reply.stderr.contains("earlier boot"),
@@ -132,14 +106,14 @@ fn a_live_pods_lease_is_never_taken() {
     let node = Node::new(1, 2);
     let (vf0, vf1) = (&node.vfs[0], &node.vfs[1]);
     let a = node.pod("a");
-    node.cni(&rail1_add("a", &a, vf0)).ok();
+    node.cni(&rail1("a", &a, vf0)).ok();
     let b = node.pod("b");
-    let e = node.cni(&rail1_add("b", &b, vf1)).err(110);
+    let e = node.cni(&rail1("b", &b, vf1)).err(110);
     assert!(
         e["details"].as_str().unwrap_or("").contains("exhausted"),
         "{e}"
     );
-    assert!(leases(&node, "rail1").contains("\"a\""));
+    assert!(leases_of(&node, "rail1").contains("\"a\""));
     assert!(
         link_in(&node.host(), &vf1.ifname).is_some(),
         "nothing moved"
@@ -273,7 +247,7 @@ fn del_behind_a_held_lease_lock_answers_try_again() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
-    let add = rail1_add("p", &pod, vf);
+    let add = rail1("p", &pod, vf);
     node.cni(&add).ok();
 
     let lock = std::fs::File::options()
@@ -294,67 +268,14 @@ fn del_behind_a_held_lease_lock_answers_try_again() {
     );
     assert!(node.record_exists(&vf.pci), "kept for the retry");
     assert!(
-        leases(&node, "rail1").contains("\"p\""),
+        leases_of(&node, "rail1").contains("\"p\""),
         "the lease is still held"
     );
 
     lock.unlock().unwrap();
     node.cni(&del).ok();
     assert!(!node.record_exists(&vf.pci));
-    assert!(!leases(&node, "rail1").contains("\"p\""));
-}
-
-/// What a CNI call did to the disk, from its strace.
-#[derive(Debug, Default, PartialEq)]
-struct DiskUse {
-    /// Calls that wait for the disk.
-    syncs: usize,
-    /// Existing files replaced by `RENAME_EXCHANGE` (no writeback started).
-    exchanges: usize,
-    /// Plain renames over a target not first found missing: on ext4 each
-    /// starts writing the new file out (`auto_da_alloc`).
-    renames_over_existing: usize,
-}
-
-/// The quoted path arguments of an strace line, in order.
-fn quoted(line: &str) -> Vec<&str> {
-    line.split('"').skip(1).step_by(2).collect()
-}
-
-fn disk_use(trace: &str) -> DiskUse {
-    let mut found_missing = std::collections::HashSet::new();
-    let mut usage = DiskUse::default();
-    for line in trace.lines() {
-        let call = line.split_whitespace().nth(1).unwrap_or("");
-        let ok = line.trim_end().ends_with("= 0");
-        let target = quoted(line).get(1).map(|t| t.to_string());
-        if [
-            "fsync(",
-            "fdatasync(",
-            "syncfs(",
-            "sync(",
-            "sync_file_range(",
-        ]
-        .iter()
-        .any(|c| call.starts_with(c))
-        {
-            usage.syncs += 1;
-        } else if line.contains("RENAME_EXCHANGE") {
-            match (ok, target) {
-                (true, _) => usage.exchanges += 1,
-                (false, Some(t)) if line.contains("ENOENT") => {
-                    found_missing.insert(t);
-                }
-                _ => {}
-            }
-        } else if call.starts_with("rename")
-            && ok
-            && !target.is_some_and(|t| found_missing.remove(&t))
-        {
-            usage.renames_over_existing += 1;
-        }
-    }
-    usage
+    assert!(!leases_of(&node, "rail1").contains("\"p\""));
 }
 
 /// One call run under strace, tracing only `filter` (an `-e` expression).
@@ -381,25 +302,6 @@ fn traced(node: &Node, req: &Req) -> (Reply, DiskUse) {
     (reply, disk_use(&trace))
 }
 
-#[test]
-fn disk_use_reads_strace_lines() {
-    let trace = r#"
-7 renameat2(AT_FDCWD, "/s/.a.json.1.tmp", AT_FDCWD, "/s/a.json", RENAME_EXCHANGE) = -1 ENOENT (No such file or directory)
-7 rename("/s/.a.json.1.tmp", "/s/a.json") = 0
-7 fdatasync(3)                      = 0
-7 renameat2(AT_FDCWD, "/s/.a.json.2.tmp", AT_FDCWD, "/s/a.json", RENAME_EXCHANGE) = 0
-7 rename("/s/.b.json.1.tmp", "/s/b.json") = 0
-"#;
-    assert_eq!(
-        disk_use(trace),
-        DiskUse {
-            syncs: 1,
-            exchanges: 1,
-            renames_over_existing: 1
-        }
-    );
-}
-
 /// ADD and DEL wait for the disk nowhere and start no writeback: every
 /// state file is replaced without a sync (see "No ADD or DEL waits for the
 /// disk" in docs/architecture.md for why that is safe), existing ones by exchange.
@@ -409,7 +311,7 @@ fn an_add_and_a_del_never_wait_for_the_disk_nor_start_writing_to_it() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let pod = node.pod("p");
-    let add = rail1_add("p", &pod, vf);
+    let add = rail1("p", &pod, vf);
     // The first ADD and DEL leave a lease file that the next ones replace.
     node.cni(&add).ok();
     node.cni(&add.cmd("DEL")).ok();
@@ -436,7 +338,7 @@ fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
     let node = Node::new(1, 1);
     let vf = &node.vfs[0];
     let old = node.pod("old");
-    let add_old = rail1_add("old", &old, vf);
+    let add_old = rail1("old", &old, vf);
     node.cni(&add_old).ok();
     node.kill_pod(&old, &[(vf, "net1")]);
     node.reboot("boot-2");
@@ -452,7 +354,7 @@ fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
         .unwrap();
 
     let new = node.pod("new");
-    let reply = node.cni(&rail1_add("new", &new, vf));
+    let reply = node.cni(&rail1("new", &new, vf));
     assert!(
         reply.stderr.contains("an OS crash left it"),
         "{}",
@@ -471,29 +373,6 @@ fn a_record_torn_by_an_os_crash_is_set_aside_after_the_reboot() {
     );
 }
 
-/// A runtime that stopped reading: railcni's reply fails to write, and it
-/// exits with an error instead of being killed by SIGPIPE (std's start-up
-/// ignores SIGPIPE; a C `main` would have to do it itself).
-#[test]
-fn a_runtime_that_stopped_reading_gets_an_exit_not_a_kill() {
-    use std::io::Write;
-    use std::os::unix::process::ExitStatusExt;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(PLUGIN)
-        .env("CNI_COMMAND", "VERSION")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(br#"{"cniVersion":"1.0.0"}"#).unwrap();
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert_eq!(status.signal(), None, "{status:?}");
-}
-
 /// The rail's MTU is the pod's as ADD answers, the link is up, and DEL
 /// gives the VF back with its own MTU.
 #[test]
@@ -508,7 +387,7 @@ fn the_rail_mtu_is_set_in_the_pod_and_the_host_mtu_restored() {
         Some(9000),
         "the stand-in starts below the rail MTU"
     );
-    let add = rail1_add("p", &pod, vf);
+    let add = rail1("p", &pod, vf);
     assert_eq!(node.cni(&add).ok()["interfaces"][0]["mtu"], 9000);
     let inside = link_in(&Node::ns_of(&pod), "net1").map(|l| (l.mtu, l.up));
     assert_eq!(inside, Some((9000, true)));
@@ -528,7 +407,7 @@ fn each_vfs_settings_land_on_its_own_index() {
     let node = Node::new(1, 6);
     let pod = node.pod("p");
     for (index, vf) in node.vfs.iter().enumerate() {
-        let mut add = rail1_add("p", &pod, vf);
+        let mut add = rail1("p", &pod, vf);
         add.conf["trust"] = serde_json::json!("on");
         node.cni(&add).ok();
         let vfs = node.hardware()["vfs"].clone();

@@ -176,11 +176,6 @@ fn a_refused_setting_is_named_with_its_driver_and_nothing_is_left_changed() {
     assert!(!stderr.contains("undo step failed"), "{stderr}");
 }
 
-fn ns_inode(path: &str) -> String {
-    use std::os::unix::fs::MetadataExt;
-    format!("ns:{}", std::fs::metadata(path).unwrap().ino())
-}
-
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn rdma_required_without_a_device_fails_and_leaves_nothing() {
@@ -230,7 +225,10 @@ fn rdma_device_follows_the_vf_in_exclusive_mode() {
     let r = node.cni(&add).ok();
     assert_eq!(r["interfaces"][0]["rdmaDevice"], "mlx5_2");
     assert_eq!(r["interfaces"][0]["pciID"], node.vfs[0].pci.as_str());
-    assert_eq!(node.hardware()["rdmaDevices"]["mlx5_2"], ns_inode(&pod));
+    assert_eq!(
+        node.hardware()["rdmaDevices"]["mlx5_2"],
+        Node::ns_inode(&pod)
+    );
     let info: Value =
         serde_json::from_slice(&std::fs::read(devinfo.join("rail1-c1-net1.json")).unwrap())
             .unwrap();
@@ -241,7 +239,7 @@ fn rdma_device_follows_the_vf_in_exclusive_mode() {
     let host_ns = format!("/var/run/netns/{}", node.host());
     assert_eq!(
         node.hardware()["rdmaDevices"]["mlx5_2"],
-        ns_inode(&host_ns),
+        Node::ns_inode(&host_ns),
         "back in the host namespace"
     );
 }
@@ -268,13 +266,16 @@ fn an_exclusive_devices_del_works_from_the_pod_and_after_the_pod_died() {
         node.cni(&add).ok();
         assert_eq!(
             node.hardware()["rdmaDevices"][format!("mlx5_{i}")],
-            ns_inode(&pod)
+            Node::ns_inode(&pod)
         );
         adds.push((pod, add));
     }
     // Pod 0: DEL from inside its namespace, twice.
     node.cni(&adds[0].1.cmd("DEL")).ok();
-    assert_eq!(node.hardware()["rdmaDevices"]["mlx5_0"], ns_inode(&host_ns));
+    assert_eq!(
+        node.hardware()["rdmaDevices"]["mlx5_0"],
+        Node::ns_inode(&host_ns)
+    );
     node.cni(&adds[0].1.cmd("DEL")).ok();
     // Pod 1 dies first: its device is the host's again; DEL (no netns, as
     // a runtime sends after the sandbox is gone) finishes the rest.

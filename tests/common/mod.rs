@@ -4,8 +4,12 @@
 
 pub use support::*;
 
+pub mod deploy;
 pub mod fabric;
 pub mod holder;
+pub mod plan_rows;
+pub mod strace;
+pub mod vm;
 
 #[allow(unused_imports)]
 pub use holder::Holder;
@@ -188,6 +192,12 @@ impl Node {
     /// The nsfs inode of the namespace at `path`.
     pub fn inode_of(path: &str) -> u64 {
         std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap())
+    }
+
+    /// The namespace at `path` as the fake hardware names where an RDMA
+    /// device is (`ns:<inode>`).
+    pub fn ns_inode(path: &str) -> String {
+        format!("ns:{}", Node::inode_of(path))
     }
 
     pub fn ns_of(path: &str) -> String {
@@ -395,6 +405,21 @@ pub fn plan_emit(plan: &Path, args: &[&str]) -> String {
     assert!(
         out.status.success(),
         "plan {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `railcnictl ARGS…` run in `dir` (it must succeed): its stdout.
+pub fn ctl_in(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(ctl())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "railcnictl {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()

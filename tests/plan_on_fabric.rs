@@ -1,0 +1,179 @@
+//! `railcnictl plan`'s output drives the plugin on the fake fabric: 8
+//! rails × 2 nodes, every pod gets its planned address and jumbo frames
+//! cross every rail; a two-plane rail attaches one VF per plane. Needs
+//! root (the fabric's namespaces); `tests/plan.rs` holds the planner's
+//! checks that need nothing.
+
+mod common;
+
+use common::fabric::Fabric;
+use common::*;
+use serde_json::{json, Value};
+
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
+    let fabric = Fabric::up_with(8);
+    // A plan for this fabric: its 8 rails, nodes gpu-0 and gpu-1.
+    let plan_file = fabric.dir.path().join("plan.yaml");
+    let rails: String = (1..=8)
+        .map(|r| {
+            format!(
+                "  - {{name: rail{r}, cidr: 172.{}.0.0/15, routes: [172.16.0.0/12], mtu: 9000}}\n",
+                14 + 2 * r
+            )
+        })
+        .collect();
+    std::fs::write(
+        &plan_file,
+        format!("rails:\n{rails}nodes: {{gpu-0: 0, gpu-1: 1}}\n"),
+    )
+    .unwrap();
+    let nads = plan_emit(&plan_file, &["--emit", "nads"]);
+    let configs = nad_configs(&nads);
+    assert_eq!(configs.len(), 8);
+    let planned: Vec<Value> =
+        serde_json::from_str(&plan_emit(&plan_file, &["--emit", "json"])).unwrap();
+
+    let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
+    for (node, pod) in &pods {
+        // The installer's job: this node's file, nodeName inside.
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        std::fs::write(
+            &node_file,
+            plan_emit(&plan_file, &["--emit", "node-file", "--node", node]),
+        )
+        .unwrap();
+        for rail in 1..=8u32 {
+            let mut conf = configs[rail as usize - 1].clone();
+            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
+            let r = fabric
+                .cni_on("ADD", node, pod, rail, &conf, Some(&node_file))
+                .ok();
+            let want = planned
+                .iter()
+                .find(|a| a["node"] == *node && a["rail"] == format!("rail{rail}"))
+                .unwrap();
+            assert_eq!(r["ips"][0]["address"], want["prefix"], "{node} rail{rail}");
+            assert_eq!(r["ips"][0]["gateway"], want["gateway"], "{node} rail{rail}");
+        }
+    }
+    for rail in 1..=8u32 {
+        let (a, b) = (
+            &fabric.vf("gpu-0", rail).address,
+            &fabric.vf("gpu-1", rail).address,
+        );
+        assert!(
+            sh_ok(&format!(
+                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
+                pods[0].1
+            )),
+            "rail{rail}: {a} -> {b} with 9000-byte frames"
+        );
+    }
+    for (node, pod) in &pods {
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        for rail in (1..=8u32).rev() {
+            let mut conf = configs[rail as usize - 1].clone();
+            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
+            fabric
+                .cni_on("DEL", node, pod, rail, &conf, Some(&node_file))
+                .ok();
+        }
+    }
+}
+
+/// A 2-plane rail: `railcnictl plan` makes `rail1-p0` and `rail1-p1`, each
+/// with half of the rail's cidr, and their NADs and node files attach one
+/// VF per plane (net1, net2: rail-major) on both nodes of the fabric, whose
+/// leaf serves each plane's /31s; jumbo frames cross each plane.
+#[test]
+#[ignore = "root: fake node; scripts/test.sh runs it"]
+fn a_two_plane_rail_attaches_one_vf_per_plane() {
+    let fabric = Fabric::up_with(2);
+    let plan_file = fabric.dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan_file,
+        "rails:\n  - {name: rail1, cidr: 172.16.0.0/14, planes: 2, routes: [172.16.0.0/12], mtu: 9000, resourceName: nvidia.com/rail1}\n\
+         nodes: {gpu-0: 0, gpu-1: 1}\n",
+    )
+    .unwrap();
+    let nads = plan_emit(&plan_file, &["--emit", "nads"]);
+    let docs: Vec<Value> = nads
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect();
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rail1-p0", "rail1-p1"]);
+    assert_eq!(
+        docs[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
+        "nvidia.com/rail1-p1"
+    );
+    let pod: Value = serde_yaml_ng::from_str(
+        plan_emit(&plan_file, &["--emit", "pod"]).trim_start_matches("---\n"),
+    )
+    .unwrap();
+    let networks: Value = serde_json::from_str(
+        pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        networks,
+        json!([{"name": "rail1-p0", "interface": "net1"}, {"name": "rail1-p1", "interface": "net2"}])
+    );
+    let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
+    for (node, pod) in &pods {
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        std::fs::write(
+            &node_file,
+            plan_emit(&plan_file, &["--emit", "node-file", "--node", node]),
+        )
+        .unwrap();
+        for plane in 0..2u32 {
+            let mut conf: Value =
+                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
+                    .unwrap();
+            // The fabric's VF of "rail" plane+1 stands in for the NIC's plane port.
+            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
+            let r = fabric
+                .cni_on("ADD", node, pod, plane + 1, &conf, Some(&node_file))
+                .ok();
+            assert_eq!(
+                r["ips"][0]["address"],
+                format!("{}/31", fabric.vf(node, plane + 1).address),
+                "{node} p{plane}"
+            );
+        }
+    }
+    for plane in 1..=2u32 {
+        let (a, b) = (
+            &fabric.vf("gpu-0", plane).address,
+            &fabric.vf("gpu-1", plane).address,
+        );
+        assert!(
+            sh_ok(&format!(
+                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
+                pods[0].1
+            )),
+            "plane {plane}: {a} -> {b}"
+        );
+    }
+    for (node, pod) in &pods {
+        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        for plane in (0..2u32).rev() {
+            let mut conf: Value =
+                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
+                    .unwrap();
+            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
+            fabric
+                .cni_on("DEL", node, pod, plane + 1, &conf, Some(&node_file))
+                .ok();
+        }
+    }
+}
