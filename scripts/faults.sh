@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 command -v strace >/dev/null || scripts/install-test-deps.sh
 if [ "${1:-}" = "--full" ]; then export RAILCNI_FAULTS=full; fi
 cargo build --locked --quiet -p railcnictl
-cargo test --locked --features fake-hardware --test faults -- --nocapture 2>&1 | grep -E '^faults:|test result|panicked|leaked|answer' 
+cargo test --locked --features fake-hardware --test faults -- --include-ignored --nocapture 2>&1 | grep -E '^faults:|test result|panicked|leaked|answer' 

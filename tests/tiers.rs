@@ -150,6 +150,74 @@ fn problems(root: &Path, doc: &str) -> (usize, Vec<String>) {
     (read, wrong)
 }
 
+/// The script lines under `root` that run a test target of a tier
+/// (`cargo test … --test faults`) without `--include-ignored`, which would
+/// run none of its tests and still end in "test result: ok".
+fn scripts_skipping_their_tier(root: &Path) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for script in std::fs::read_dir(root.join("scripts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = script.path();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for line in text.lines().filter(|l| l.contains("cargo test")) {
+            let Some(target) = line
+                .split("--test ")
+                .nth(1)
+                .and_then(|t| t.split_whitespace().next())
+            else {
+                continue;
+            };
+            let file = [
+                root.join("tests").join(format!("{target}.rs")),
+                root.join("cri-tests/tests").join(target).join("main.rs"),
+            ]
+            .into_iter()
+            .find(|f| f.exists());
+            let Some(file) = file else { continue };
+            let text = std::fs::read_to_string(&file).unwrap();
+            let parsed = syn::parse_file(&text).unwrap();
+            let of_a_tier = tests_of(&parsed).iter().any(|(_, r)| r.is_some());
+            if of_a_tier && !line.contains("--include-ignored") {
+                let name = path.strip_prefix(root).unwrap().display();
+                wrong.push(format!(
+                    "{name}: `{}` runs none of --test {target}'s tests",
+                    line.trim()
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn a_script_that_runs_a_tier_includes_its_ignored_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let wrong = scripts_skipping_their_tier(root);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["scripts", "tests"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("tests/faults.rs"),
+        "#[test]\n#[ignore = \"root: fake node; scripts/test.sh runs it\"]\nfn f() {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("scripts/faults.sh"),
+        "cargo test --features fake-hardware --test faults -- --nocapture\n",
+    )
+    .unwrap();
+    assert_eq!(
+        scripts_skipping_their_tier(dir.path()).len(),
+        1,
+        "the scratch script is found"
+    );
+}
+
 #[test]
 fn each_test_file_is_one_tier_that_the_docs_list() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
