@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use support::rust_source::{product_literals, DocComments};
+
 /// Phrases the glossary names, as they may be spelled.
 const NOT_OURS: &[&str] = &[
     "give back",
@@ -36,47 +38,6 @@ fn found_in(text: &str) -> Option<&'static str> {
     NOT_OURS.iter().copied().find(|p| lower.contains(p))
 }
 
-/// Whether an item is test code (`#[cfg(test)]`).
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
-    })
-}
-
-/// Every string literal of a file's product code, macro arguments included.
-fn literals(file: &syn::File) -> Vec<String> {
-    struct Lits(Vec<String>);
-    impl<'ast> syn::visit::Visit<'ast> for Lits {
-        fn visit_item(&mut self, item: &'ast syn::Item) {
-            let test = match item {
-                syn::Item::Mod(m) => is_test(&m.attrs),
-                syn::Item::Fn(f) => is_test(&f.attrs),
-                syn::Item::Impl(i) => is_test(&i.attrs),
-                _ => false,
-            };
-            if !test {
-                syn::visit::visit_item(self, item);
-            }
-        }
-        fn visit_lit_str(&mut self, s: &'ast syn::LitStr) {
-            self.0.push(s.value());
-        }
-        fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            // Macro arguments are tokens: read them as expressions (a log
-            // line's format string and its arguments) when they parse.
-            let args = m.parse_body_with(
-                syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
-            );
-            for e in args.into_iter().flatten() {
-                syn::visit::visit_expr(self, &e);
-            }
-        }
-    }
-    let mut lits = Lits(Vec::new());
-    syn::visit::Visit::visit_file(&mut lits, file);
-    lits.0
-}
-
 /// Where the glossary's words stand in what users read under `repo`.
 fn offences(repo: &Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -84,7 +45,7 @@ fn offences(repo: &Path) -> Vec<String> {
         for path in support::rust_files(&repo.join(root)) {
             let text = std::fs::read_to_string(&path).unwrap();
             let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            for lit in literals(&file) {
+            for lit in product_literals(&file, DocComments::Included) {
                 if let Some(p) = found_in(&lit) {
                     out.push(format!("{}: \"{p}\" in {lit:?}", path.display()));
                 }

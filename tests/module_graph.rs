@@ -16,6 +16,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use support::rust_source::is_test;
+
 /// A circle through `graph`, if there is one.
 fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit(
@@ -72,13 +74,6 @@ const ROOTS: [&str; 5] = ["cni/src", "base/src", "src", "ipam/src", "ctl/src"];
 fn parse(path: &Path) -> syn::File {
     let text = std::fs::read_to_string(path).unwrap();
     syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Whether an item is test code (`#[cfg(test)]`).
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
-    })
 }
 
 /// The first name after `crate::` or `super::` (after any further

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use support::rust_source::{product_literals, DocComments};
+
 /// The sysfs directories whose spelling lives in `base::sysfs_layout`.
 const LAYOUT: [&str; 5] = [
     "bus/pci/devices",
@@ -35,44 +37,6 @@ fn spelt(text: &str) -> Vec<&'static str> {
         .collect()
 }
 
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
-    })
-}
-
-/// The string literals of a file's product code (test modules and test
-/// functions left out by their attribute), macro arguments included.
-fn product_strings(file: &syn::File) -> Vec<String> {
-    struct Strings(Vec<String>);
-    impl<'ast> syn::visit::Visit<'ast> for Strings {
-        fn visit_item(&mut self, item: &'ast syn::Item) {
-            let attrs = match item {
-                syn::Item::Mod(m) => &m.attrs,
-                syn::Item::Fn(f) => &f.attrs,
-                syn::Item::Impl(i) => &i.attrs,
-                _ => return syn::visit::visit_item(self, item),
-            };
-            if !is_test(attrs) {
-                syn::visit::visit_item(self, item);
-            }
-        }
-        fn visit_attribute(&mut self, _: &'ast syn::Attribute) {
-            // Doc comments name the layout to explain it; they read nothing.
-        }
-        fn visit_lit_str(&mut self, lit: &'ast syn::LitStr) {
-            self.0.push(lit.value());
-        }
-        fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-            // `format!("…")`, `concat!`: tokens, not expressions.
-            self.0.push(mac.tokens.to_string());
-        }
-    }
-    let mut strings = Strings(Vec::new());
-    syn::visit::Visit::visit_file(&mut strings, file);
-    strings.0
-}
-
 /// `file: "class/net"` for every product string of the tree at `root`
 /// that spells a layout directory outside its home.
 fn spelt_outside_home(root: &Path) -> Vec<String> {
@@ -86,7 +50,7 @@ fn spelt_outside_home(root: &Path) -> Vec<String> {
             }
             let text = std::fs::read_to_string(&path).unwrap();
             let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-            for s in product_strings(&file) {
+            for s in product_literals(&file, DocComments::Left) {
                 found.extend(spelt(&s).into_iter().map(|p| format!("{name}: {p:?}")));
             }
         }

@@ -2,6 +2,8 @@
 //! steps that must succeed, and running a CNI binary the way a runtime does
 //! (environment set, config on stdin) to read its reply.
 
+pub mod rust_source;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -90,19 +90,7 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
         )];
     }
     let device = sysfs.netdev_device_dir(pf);
-    let driver = link_target_name(&device.join("driver"));
-    let layer = match link_type(&dir) {
-        LinkType::InfiniBand => "InfiniBand",
-        LinkType::Ethernet => "Ethernet",
-    };
-    let mut out = vec![Finding::ok(
-        id("pf"),
-        format!(
-            "{pf}, driver {}, {layer}",
-            driver.as_deref().unwrap_or("none")
-        ),
-        "present, with a driver",
-    )];
+    let mut out = vec![present(&dir, &device, pf, id("pf"))];
     out.push(link(&dir, pf, id("pf-link")));
     if rail.whole_nic {
         out.push(whole(&device, pf, id("vfs")));
@@ -116,6 +104,20 @@ pub fn findings(w: &Where, rail: &Rail, held: &[String]) -> Vec<Finding> {
         out.push(free(&vfs, held, id("free-vfs")));
     }
     out
+}
+
+/// The rail's PF netdev, there: its driver and link layer.
+fn present(dir: &Path, device: &Path, pf: &str, id: String) -> Finding {
+    let driver = link_target_name(&device.join("driver"));
+    let layer = match link_type(dir) {
+        LinkType::InfiniBand => "InfiniBand",
+        LinkType::Ethernet => "Ethernet",
+    };
+    let found = format!(
+        "{pf}, driver {}, {layer}",
+        driver.as_deref().unwrap_or("none")
+    );
+    Finding::ok(id, found, "present, with a driver")
 }
 
 fn read(path: &Path) -> Option<String> {
