@@ -10,6 +10,17 @@ use common::fabric::Fabric;
 use common::*;
 use serde_json::{json, Value};
 
+/// A 9000-byte don't-fragment ping from gpu-0's VF of `rail` (in `pod`) to
+/// gpu-1's, across the leaf: whether it answered, and the hop.
+fn jumbo_across(fabric: &Fabric, pod: &str, rail: u32) -> (bool, String) {
+    let (a, b) = (
+        &fabric.vf("gpu-0", rail).address,
+        &fabric.vf("gpu-1", rail).address,
+    );
+    let ping = format!("ip netns exec {pod} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}");
+    (sh_ok(&ping), format!("{a} -> {b}"))
+}
+
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
@@ -59,17 +70,8 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
         }
     }
     for rail in 1..=8u32 {
-        let (a, b) = (
-            &fabric.vf("gpu-0", rail).address,
-            &fabric.vf("gpu-1", rail).address,
-        );
-        assert!(
-            sh_ok(&format!(
-                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
-                pods[0].1
-            )),
-            "rail{rail}: {a} -> {b} with 9000-byte frames"
-        );
+        let (ok, hop) = jumbo_across(&fabric, &pods[0].1, rail);
+        assert!(ok, "rail{rail}: {hop} with 9000-byte frames");
     }
     for (node, pod) in &pods {
         let node_file = fabric.dir.path().join(format!("{node}.json"));
@@ -152,17 +154,8 @@ fn a_two_plane_rail_attaches_one_vf_per_plane() {
         }
     }
     for plane in 1..=2u32 {
-        let (a, b) = (
-            &fabric.vf("gpu-0", plane).address,
-            &fabric.vf("gpu-1", plane).address,
-        );
-        assert!(
-            sh_ok(&format!(
-                "ip netns exec {} ping -q -c 1 -W 2 -M do -s 8972 -I {a} {b}",
-                pods[0].1
-            )),
-            "plane {plane}: {a} -> {b}"
-        );
+        let (ok, hop) = jumbo_across(&fabric, &pods[0].1, plane);
+        assert!(ok, "plane {plane}: {hop}");
     }
     for (node, pod) in &pods {
         let node_file = fabric.dir.path().join(format!("{node}.json"));
