@@ -166,7 +166,8 @@ impl std::error::Error for NodeFileError {}
 impl NodeFile {
     /// Adds a network: its prefix and its rules.
     pub fn insert(&mut self, network: &str, prefix: NodePrefix, rules: RailRules) {
-        (self.networks).insert(network.to_string(), NodeNetwork { prefix, rules });
+        let network_entry = NodeNetwork { prefix, rules };
+        self.networks.insert(network.to_string(), network_entry);
     }
 
     /// The rules of `network`, if the file names it.
