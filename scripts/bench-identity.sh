@@ -21,10 +21,8 @@ old_tree=$work/old
 trap 'for n in $(ip netns list | awk "{print \$1}" | grep "^$prefix-"); do ip netns del "$n"; done 2>/dev/null;
   scripts/fake-node.sh down "$prefix" "$work/sys" >/dev/null 2>&1;
   git worktree remove --force "$old_tree" >/dev/null 2>&1; rm -rf "$work"' EXIT
-cargo build --release --quiet --features railcni/fake-hardware -p railcni
-git worktree add --quiet --detach "$old_tree" "$old_rev"
-(cd "$old_tree" && CARGO_TARGET_DIR=$PWD/../old-target cargo build --release --quiet --features railcni/fake-hardware -p railcni)
-new=$PWD/target/release/railcni old=$work/old-target/release/railcni
+. scripts/lib/two-builds.sh
+build_two "$old_rev" "$old_tree"
 scripts/fake-node.sh up "$prefix" "$work/sys" 1 2 >/dev/null
 echo '{}' >"$work/hw.json"
 python3 - "$work" "$prefix" "$cycles" "$procs" "$old_rev" "$old" "$new" <<'PY'

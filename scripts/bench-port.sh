@@ -17,10 +17,8 @@ prefix="bp$$"
 old_tree=$work/old
 trap 'ip netns del "$prefix-pod" 2>/dev/null; scripts/fake-node.sh down "$prefix" "$work/sys" >/dev/null 2>&1;
   git worktree remove --force "$old_tree" >/dev/null 2>&1; rm -rf "$work"' EXIT
-cargo build --release --quiet --features railcni/fake-hardware -p railcni
-git worktree add --quiet --detach "$old_tree" "$old_rev"
-(cd "$old_tree" && CARGO_TARGET_DIR=$PWD/../old-target cargo build --release --quiet --features railcni/fake-hardware -p railcni)
-new=$PWD/target/release/railcni old=$work/old-target/release/railcni
+. scripts/lib/two-builds.sh
+build_two "$old_rev" "$old_tree"
 scripts/fake-node.sh up "$prefix" "$work/sys" 1 1 >/dev/null
 ip netns add "$prefix-pod"
 pci=0000:11:00.2

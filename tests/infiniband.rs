@@ -14,6 +14,16 @@ use serde_json::{json, Value};
 const GUID: &str = "00:11:22:33:44:55:66:77";
 const ORIGINAL: &str = "00:00:00:00:00:00:0a:01";
 
+/// A fake node of one VF, made an InfiniBand VF with RDMA device mlx5_4,
+/// its fake hardware set to `hardware`.
+fn one_ib_vf(hardware: Value) -> (Node, FakeVf) {
+    let node = Node::new(1, 1);
+    let vf = node.vfs[0].clone();
+    infiniband(&node, &vf, "mlx5_4");
+    node.set_hardware(hardware);
+    (node, vf)
+}
+
 /// Make `vf` an InfiniBand VF on a 4092-byte IPoIB PF, with an RDMA device.
 fn infiniband(node: &Node, vf: &FakeVf, rdma: &str) {
     let dev = node.sysfs().join(format!("devices/pci0000:00/{}", vf.pci));
@@ -67,10 +77,8 @@ fn ib_conf(vf: &FakeVf) -> Value {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn an_ib_vf_gets_its_guid_through_a_rebind_and_gives_it_back() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let (node, vf) =
+        one_ib_vf(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     let devinfo = node.dir.path().join("devinfo");
     let mut c = ib_conf(&vf);
@@ -137,10 +145,7 @@ fn an_ib_vf_gets_its_guid_through_a_rebind_and_gives_it_back() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn ethernet_only_fields_and_bad_guids_are_config_errors_naming_the_field() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
     for (field, value) in [
         ("mac", json!("02:00:00:00:00:01")),
@@ -200,10 +205,8 @@ fn a_guid_on_an_ethernet_vf_is_refused() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_failure_after_the_guid_was_set_restores_it() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let (node, vf) =
+        one_ib_vf(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     // The pod already has a net1: the move fails after the GUID was set.
     sh(&format!(
@@ -223,10 +226,7 @@ fn a_failure_after_the_guid_was_set_restores_it() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_refused_move_after_the_rebind_is_undone_at_once() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "rebindRenames": true,
+    let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive", "rebindRenames": true,
                              "refuse": {"moveRdma": "EBUSY"},
                              "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
@@ -247,10 +247,8 @@ fn a_refused_move_after_the_rebind_is_undone_at_once() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_netdev_that_does_not_come_back_is_a_clear_error_and_leaves_nothing() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let (node, vf) =
+        one_ib_vf(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     // Play a driver that loses the netdev on the first rebind and brings it
     // back on the next (the rollback's). `unbind` and `bind` are FIFOs, so
@@ -343,10 +341,7 @@ fn one_pod_gets_a_roce_rail_and_an_ib_rail() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn check_and_inspect_agree_on_an_ib_rails_mtu() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive"}));
+    let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive"}));
     let pod = node.pod("pod");
     let c = conf("1.0.0", "ib1", &vf.pci, Node::embedded_ipam(vf.rail));
     let add = Req::new("ADD", "c1", &pod, "net1", c.clone());
@@ -395,10 +390,7 @@ fn check_and_inspect_agree_on_an_ib_rails_mtu() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn an_ib_vf_with_an_unset_guid_and_none_given_is_refused_before_anything_changes() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(
+    let (node, vf) = one_ib_vf(
         json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": "00:00:00:00:00:00:00:00"}}}),
     );
     let pod = node.pod("pod");
@@ -446,10 +438,8 @@ fn ib_port(node: &Node, vf: &FakeVf, dev: &str, state: &str, pkeys: &[&str]) {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn add_waits_for_the_ib_port_and_fails_naming_it_when_it_never_comes_up() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let (node, vf) =
+        one_ib_vf(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     ib_port(&node, &vf, "mlx5_4", "2: INIT", &["0xffff", "0x8001"]);
     let add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
@@ -515,10 +505,7 @@ fn add_waits_for_the_ib_port_and_fails_naming_it_when_it_never_comes_up() {
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn an_exclusive_ib_rail_attaches_and_detaches_as_the_kernel_moves_it() {
     for generation in ["host", "device"] {
-        let node = Node::new(1, 1);
-        let vf = node.vfs[0].clone();
-        infiniband(&node, &vf, "mlx5_4");
-        node.set_hardware(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
+        let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
                                  "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
         let before = node.link(&node.host(), &vf.ifname).unwrap();
         let pod = node.pod("pod");
@@ -599,10 +586,8 @@ fn the_device_that_moves_is_the_vfs_own_after_its_rebind_renamed_it() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_guid_rebind_waits_for_the_nodes_rebind_lock() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let (node, vf) =
+        one_ib_vf(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     let locks = node.state_dir().join("locks");
     std::fs::create_dir_all(&locks).unwrap();
@@ -664,10 +649,7 @@ fn device_of(node: &Node, vf: &FakeVf) -> String {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_device_udev_renames_after_its_rebind_is_found_again_by_pci() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "rebindRenames": true,
+    let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive", "rebindRenames": true,
                              "udevRenames": true, "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     let add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
@@ -868,10 +850,7 @@ fn eight_ib_pods_at_once_each_hold_their_own_device() {
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn an_ib_pod_is_reattached_after_a_driver_reload() {
     for generation in ["host", "device"] {
-        let node = Node::new(1, 1);
-        let vf = node.vfs[0].clone();
-        infiniband(&node, &vf, "mlx5_4");
-        node.set_hardware(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
+        let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
                                  "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
         let pod = node.pod("pod");
         let ns = Node::ns_of(&pod);
@@ -950,10 +929,8 @@ fn an_ib_pod_is_reattached_after_a_driver_reload() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn inspect_status_and_metrics_show_the_ib_port_state() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
+    let (node, vf) =
+        one_ib_vf(json!({"rdmaMode": "exclusive", "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     ib_port(&node, &vf, "mlx5_4", "4: ACTIVE", &["0xffff", "0x8001"]);
     let pod = node.pod("pod");
     let add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
@@ -1003,10 +980,7 @@ fn inspect_status_and_metrics_show_the_ib_port_state() {
 #[test]
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn nccl_env_names_an_ib_pods_device_by_its_name_after_the_rebind() {
-    let node = Node::new(1, 1);
-    let vf = node.vfs[0].clone();
-    infiniband(&node, &vf, "mlx5_4");
-    node.set_hardware(json!({"rdmaMode": "exclusive", "rebindRenames": true,
+    let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive", "rebindRenames": true,
                              "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
     let pod = node.pod("pod");
     let add = Req::new("ADD", "c1", &pod, "net1", ib_conf(&vf));
@@ -1033,10 +1007,7 @@ fn nccl_env_names_an_ib_pods_device_by_its_name_after_the_rebind() {
 #[ignore = "root: fake node; scripts/test.sh runs it"]
 fn a_rollback_after_the_move_brings_everything_home_for_both_generations() {
     for generation in ["host", "device"] {
-        let node = Node::new(1, 1);
-        let vf = node.vfs[0].clone();
-        infiniband(&node, &vf, "mlx5_4");
-        node.set_hardware(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
+        let (node, vf) = one_ib_vf(json!({"rdmaMode": "exclusive", "ipoibNetns": generation,
                                  "vfs": {"pf1/0": {"ibGuid": ORIGINAL}}}));
         ib_port(&node, &vf, "mlx5_4", "2: INIT", &["0xffff", "0x8001"]);
         let before = node.link(&node.host(), &vf.ifname).unwrap();

@@ -8,7 +8,30 @@ mod common;
 
 use common::fabric::Fabric;
 use common::*;
+use std::path::{Path, PathBuf};
+
 use serde_json::{json, Value};
+
+/// Where `node`'s node file is written (`install_node_file`).
+fn node_file_of(fabric: &Fabric, node: &str) -> PathBuf {
+    fabric.dir.path().join(format!("{node}.json"))
+}
+
+/// The installer's job: `node`'s node file from the plan, nodeName inside.
+fn install_node_file(fabric: &Fabric, plan_file: &Path, node: &str) -> PathBuf {
+    let path = node_file_of(fabric, node);
+    let text = plan_emit(plan_file, &["--emit", "node-file", "--node", node]);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A NAD's network config with the fabric's VF of `rail` on `node` as its
+/// device (what Multus passes as `deviceID`).
+fn on_vf(conf: &Value, fabric: &Fabric, node: &str, rail: u32) -> Value {
+    let mut conf = conf.clone();
+    conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
+    conf
+}
 
 /// A 9000-byte don't-fragment ping from gpu-0's VF of `rail` (in `pod`) to
 /// gpu-1's, across the leaf: whether it answered, and the hop.
@@ -48,16 +71,9 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
 
     let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
     for (node, pod) in &pods {
-        // The installer's job: this node's file, nodeName inside.
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
-        std::fs::write(
-            &node_file,
-            plan_emit(&plan_file, &["--emit", "node-file", "--node", node]),
-        )
-        .unwrap();
+        let node_file = install_node_file(&fabric, &plan_file, node);
         for rail in 1..=8u32 {
-            let mut conf = configs[rail as usize - 1].clone();
-            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
+            let conf = on_vf(&configs[rail as usize - 1], &fabric, node, rail);
             let r = fabric
                 .cni_on("ADD", node, pod, rail, &conf, Some(&node_file))
                 .ok();
@@ -74,10 +90,9 @@ fn plan_output_drives_eight_rails_on_two_nodes_with_jumbo_frames() {
         assert!(ok, "rail{rail}: {hop} with 9000-byte frames");
     }
     for (node, pod) in &pods {
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        let node_file = node_file_of(&fabric, node);
         for rail in (1..=8u32).rev() {
-            let mut conf = configs[rail as usize - 1].clone();
-            conf["deviceID"] = fabric.vf(node, rail).vf.pci.clone().into();
+            let conf = on_vf(&configs[rail as usize - 1], &fabric, node, rail);
             fabric
                 .cni_on("DEL", node, pod, rail, &conf, Some(&node_file))
                 .ok();
@@ -111,6 +126,7 @@ fn a_two_plane_rail_attaches_one_vf_per_plane() {
         .map(|d| d["metadata"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["rail1-p0", "rail1-p1"]);
+    let configs = nad_configs(&nads);
     assert_eq!(
         docs[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
         "nvidia.com/rail1-p1"
@@ -131,18 +147,10 @@ fn a_two_plane_rail_attaches_one_vf_per_plane() {
     );
     let pods = [("gpu-0", fabric.pod("pa")), ("gpu-1", fabric.pod("pb"))];
     for (node, pod) in &pods {
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
-        std::fs::write(
-            &node_file,
-            plan_emit(&plan_file, &["--emit", "node-file", "--node", node]),
-        )
-        .unwrap();
+        let node_file = install_node_file(&fabric, &plan_file, node);
         for plane in 0..2u32 {
-            let mut conf: Value =
-                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
-                    .unwrap();
             // The fabric's VF of "rail" plane+1 stands in for the NIC's plane port.
-            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
+            let conf = on_vf(&configs[plane as usize], &fabric, node, plane + 1);
             let r = fabric
                 .cni_on("ADD", node, pod, plane + 1, &conf, Some(&node_file))
                 .ok();
@@ -158,12 +166,9 @@ fn a_two_plane_rail_attaches_one_vf_per_plane() {
         assert!(ok, "plane {plane}: {hop}");
     }
     for (node, pod) in &pods {
-        let node_file = fabric.dir.path().join(format!("{node}.json"));
+        let node_file = node_file_of(&fabric, node);
         for plane in (0..2u32).rev() {
-            let mut conf: Value =
-                serde_json::from_str(docs[plane as usize]["spec"]["config"].as_str().unwrap())
-                    .unwrap();
-            conf["deviceID"] = fabric.vf(node, plane + 1).vf.pci.clone().into();
+            let conf = on_vf(&configs[plane as usize], &fabric, node, plane + 1);
             fabric
                 .cni_on("DEL", node, pod, plane + 1, &conf, Some(&node_file))
                 .ok();

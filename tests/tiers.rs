@@ -245,7 +245,7 @@ fn a_file_that_mixes_tiers_is_found() {
                   | `fake node` | root | `tests/attach.rs`, `ipam/tests/vm.rs` |\n";
     let root_only =
         "#[test]\n#[ignore = \"root: fake node; scripts/test.sh runs it\"]\nfn a() {}\n";
-    std::fs::write(root.join("tests/attach.rs"), root_only.repeat(1)).unwrap();
+    std::fs::write(root.join("tests/attach.rs"), root_only).unwrap();
     std::fs::write(
         root.join("tests/plan.rs"),
         "#[test]\nfn b() {}\n#[cfg(test)]\nmod m { #[test]\nfn c() {} }\n",

@@ -74,9 +74,11 @@ fn refuse_host_use(ctx: &Ctx, pf: &Vf) -> Result<()> {
     }
 }
 
+/// Link-local unicast or multicast: what the kernel gives every link that
+/// is up, which says nothing of the host using it.
 fn is_link_local(net: &ipnet::IpNet) -> bool {
     match net.addr() {
-        std::net::IpAddr::V6(a) => a.segments()[0] & 0xffc0 == 0xfe80 || a.is_multicast(),
+        std::net::IpAddr::V6(a) => a.is_unicast_link_local() || a.is_multicast(),
         std::net::IpAddr::V4(a) => a.is_link_local() || a.is_multicast(),
     }
 }
